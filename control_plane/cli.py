@@ -1,0 +1,58 @@
+"""The `inart` command line: one dispatcher, subcommands owned by the part that implements them.
+
+Each part registers its subcommands in a module that exposes ``register(subparsers)``.  The
+dispatcher names those modules by string and imports only the one a user asks for, so
+``control_plane`` has no import-time dependency on ``emulation`` or ``host_stack`` (DESIGN.md
+section 1), and a part that is broken or absent cannot break the others' commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+# subcommand -> (module defining register(subparsers), one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "plan": ("control_plane.cli_plan", "solve a topology with InArt and its baselines"),
+    "bench": ("control_plane.cli_bench", "run a benchmark (solver, target, transport, ...)"),
+    "demo": ("control_plane.cli_demo", "run the main demo"),
+}
+
+# `inart bench NAME` -> (module exposing configure(parser), one-line help)
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "solver": ("control_plane.bench_solver", "solve time and rate of each scheme on fat-trees"),
+}
+
+
+def load_register(module: str) -> Callable[[argparse._SubParsersAction], None]:
+    """Import a command module and return its ``register`` function."""
+    return importlib.import_module(module).register
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """Build the parser, importing only the module of the requested subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="inart", description="In-network aggregation testbed with P4 switches."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module, help_text) in COMMANDS.items():
+        if name == wanted:
+            load_register(module)(sub)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``inart`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian machine (run as root): installs what inart needs,
+# idempotently, then runs the demo, the tests or another developer task.
+#   ./dev.sh demo    set up, then run the main demo
+#   ./dev.sh test    set up, then lint (ruff) and run the test suite (pytest)
+#   ./dev.sh setup   set up only
+set -euo pipefail
+cd "$(dirname "$0")"
+
+APT_PACKAGES=(python3 python3-venv python3-dev gcc iproute2 iputils-ping ethtool procps)
+VENV=.venv
+
+apt_setup() {
+    local missing=()
+    for p in "${APT_PACKAGES[@]}"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+        echo "dev.sh: installing Debian packages: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q
+        apt-get install -y -q --no-install-recommends "${missing[@]}"
+    fi
+}
+
+venv_setup() {
+    local stamp="$VENV/.inart-stamp" want
+    want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+    if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+        return
+    fi
+    echo "dev.sh: preparing $VENV (first run installs PyTorch and friends)"
+    [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip
+    # torch first and pinned, so no other requirement pulls a CUDA build
+    "$VENV/bin/pip" install -q "torch==2.13.0"
+    "$VENV/bin/pip" install -q -e ".[dev]"
+    echo "$want" >"$stamp"
+}
+
+setup() { apt_setup; venv_setup; }
+
+case "${1:-}" in
+    setup) setup ;;
+    demo) setup; shift; exec "$VENV/bin/inart" demo "$@" ;;
+    test)
+        setup; shift
+        "$VENV/bin/ruff" check .
+        exec "$VENV/bin/python" -m pytest "$@"
+        ;;
+    *) echo "usage: ./dev.sh demo|test|setup [args...]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,1 @@
+"""inart host stack: INA wire protocol, transport, PS and worker processes, collectives."""

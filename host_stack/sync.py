@@ -1,0 +1,59 @@
+"""How a worker turns its local gradient into the next parameters: the one seam between the
+training loop and every synchronisation scheme (INA through PSs, ring, tree, RSGCM, selective).
+
+INA moves the optimizer to the parameter servers (they return updated parameters); collectives
+all-reduce the gradient and step a local optimizer.  Both fit ``GradientSync.step``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import torch
+
+
+class GradientSync(Protocol):
+    """A synchronisation scheme as seen by one worker's training loop."""
+
+    def step(self, round_: int, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        """Return the parameters for the next round given this worker's flat gradient."""
+        ...
+
+    def close(self) -> None:
+        """Release sockets, process groups and threads."""
+        ...
+
+
+class MomentumSGD:
+    """SGD with momentum on a flat parameter vector (the same rule the INA PS applies)."""
+
+    def __init__(self, lr: float, momentum: float = 0.9) -> None:
+        self.lr = lr
+        self.momentum = momentum
+        self.velocity: torch.Tensor | None = None
+
+    def apply(self, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        """Return params - lr * v with v <- momentum * v + grad."""
+        if self.velocity is None:
+            self.velocity = torch.zeros_like(grad)
+        self.velocity.mul_(self.momentum).add_(grad)
+        return params - self.lr * self.velocity
+
+
+class AllReduceSync:
+    """Average the gradient with an in-place sum all-reduce, then step a local optimizer."""
+
+    def __init__(self, all_reduce: Callable[[torch.Tensor], None], world_size: int,
+                 optimizer: MomentumSGD) -> None:
+        self.all_reduce = all_reduce
+        self.world_size = world_size
+        self.optimizer = optimizer
+
+    def step(self, round_: int, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        summed = grad.clone()
+        self.all_reduce(summed)
+        return self.optimizer.apply(params, summed / self.world_size)
+
+    def close(self) -> None:
+        return None
