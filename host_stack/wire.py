@@ -85,7 +85,8 @@ def pack(header: InaHeader, values: np.ndarray | list[int], n: int = DEFAULT_N) 
     vals = np.asarray(values)
     if vals.shape != (n,):
         raise WireError(f"INA payload: expected {n} values, got shape {vals.shape}")
-    if vals.dtype.kind not in "iu" or vals.min(initial=0) < -(2**31) or vals.max(initial=0) >= 2**31:
+    lo, hi = vals.min(initial=0), vals.max(initial=0)
+    if vals.dtype.kind not in "iu" or lo < -(2**31) or hi >= 2**31:
         raise WireError("INA payload: values must be integers that fit in int32")
     hdr = np.array(
         [(header.type, header.flags, header.job, header.round, header.chunk, header.slot,
