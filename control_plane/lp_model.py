@@ -1,0 +1,139 @@
+"""A thin sparse LP/MILP builder over HiGHS (highspy).
+
+Solvers add named variable groups and rows as sparse (index, coefficient) lists and get the
+solution back as numpy arrays; building the matrix in CSC once is what keeps Python overhead
+small next to HiGHS' own time on fat-tree instances.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+
+INF = highspy.kHighsInf
+
+
+class SolverError(RuntimeError):
+    """HiGHS did not reach an optimal solution."""
+
+
+@dataclass
+class Solution:
+    """Primal values (by variable index), row duals and the objective."""
+
+    values: np.ndarray
+    row_duals: np.ndarray
+    objective: float
+    seconds: float
+
+
+class LPModel:
+    """Maximisation LP/MILP accumulated in coordinate form, solved with HiGHS."""
+
+    def __init__(self) -> None:
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+        self.cost: list[float] = []
+        self.integer: list[bool] = []
+        self.rows_lo: list[float] = []
+        self.rows_hi: list[float] = []
+        self.coo_row: list[int] = []
+        self.coo_col: list[int] = []
+        self.coo_val: list[float] = []
+
+    def var(self, lower: float = 0.0, upper: float = INF, cost: float = 0.0,
+            integer: bool = False) -> int:
+        """Add one variable; returns its index."""
+        self.lower.append(lower)
+        self.upper.append(upper)
+        self.cost.append(cost)
+        self.integer.append(integer)
+        return len(self.lower) - 1
+
+    def row(self, terms: list[tuple[int, float]], lower: float = -INF, upper: float = INF) -> int:
+        """Add lower <= sum(coef * var) <= upper; returns the row index."""
+        r = len(self.rows_lo)
+        self.rows_lo.append(lower)
+        self.rows_hi.append(upper)
+        for col, val in terms:
+            self.coo_row.append(r)
+            self.coo_col.append(col)
+            self.coo_val.append(val)
+        return r
+
+    @property
+    def num_vars(self) -> int:
+        return len(self.lower)
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.rows_lo)
+
+    def solve(self, time_limit: float | None = None, mip_gap: float | None = None,
+              threads: int = 1) -> Solution:
+        """Maximise; raises SolverError unless HiGHS reports an optimal solution."""
+        self.highs = self._load(time_limit, mip_gap, threads)
+        return self.resolve()
+
+    def set_coeff(self, row: int, col: int, value: float) -> None:
+        """Set an existing coefficient; once loaded, HiGHS keeps its basis for a warm start."""
+        if getattr(self, "highs", None) is not None:
+            self.highs.changeCoeff(row, col, value)
+        for i, (r, c) in enumerate(zip(self.coo_row, self.coo_col, strict=True)):
+            if r == row and c == col:
+                self.coo_val[i] = value
+                return
+        raise KeyError(f"no coefficient at row {row}, column {col}")
+
+    def resolve(self) -> Solution:
+        """Run HiGHS on the loaded model, warm-started from the previous basis if any."""
+        h = self.highs
+        t0 = time.perf_counter()
+        h.run()
+        seconds = time.perf_counter() - t0
+        status = h.getModelStatus()
+        ok = status == highspy.HighsModelStatus.kOptimal
+        if not ok and any(self.integer) and h.getInfo().primal_solution_status == 2:
+            ok = True  # time limit with a feasible incumbent: still usable for a MILP
+        if not ok:
+            raise SolverError(f"HiGHS: {h.modelStatusToString(status)}")
+        sol = h.getSolution()
+        return Solution(values=np.asarray(sol.col_value), row_duals=np.asarray(sol.row_dual),
+                        objective=h.getInfo().objective_function_value,
+                        seconds=seconds)
+
+    def _load(self, time_limit: float | None, mip_gap: float | None,
+              threads: int) -> highspy.Highs:
+        import scipy.sparse as sp
+
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", threads)
+        if time_limit is not None:
+            h.setOptionValue("time_limit", float(time_limit))
+        if mip_gap is not None:
+            h.setOptionValue("mip_rel_gap", float(mip_gap))
+        lp = highspy.HighsLp()
+        lp.num_col_ = self.num_vars
+        lp.num_row_ = self.num_rows
+        lp.sense_ = highspy.ObjSense.kMaximize
+        lp.col_cost_ = np.asarray(self.cost, dtype=np.float64)
+        lp.col_lower_ = np.asarray(self.lower, dtype=np.float64)
+        lp.col_upper_ = np.asarray(self.upper, dtype=np.float64)
+        lp.row_lower_ = np.asarray(self.rows_lo, dtype=np.float64)
+        lp.row_upper_ = np.asarray(self.rows_hi, dtype=np.float64)
+        mat = sp.csc_matrix((self.coo_val, (self.coo_row, self.coo_col)),
+                            shape=(self.num_rows, self.num_vars))
+        mat.sum_duplicates()
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = mat.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = mat.indices.astype(np.int32)
+        lp.a_matrix_.value_ = mat.data.astype(np.float64)
+        if any(self.integer):
+            lp.integrality_ = [highspy.HighsVarType.kInteger if i else
+                               highspy.HighsVarType.kContinuous for i in self.integer]
+        h.passModel(lp)
+        return h

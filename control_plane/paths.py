@@ -1,0 +1,104 @@
+"""Bounded, deterministic path sets P_{s,w}, P_{v,w}, P_{s,v} of the InArt model.
+
+A path set holds up to k minimum-hop paths from a source to a destination whose intermediate
+nodes are all switches (hosts never forward).  Minimum-hop paths are what fat-tree and
+leaf-spine routing (ECMP) use, and keeping only them keeps the LP small.  All minimum-hop paths
+(up to ENUM_LIMIT) are enumerated in natural id order along the BFS distance DAG, then k are
+picked greedily to share as few links as possible (lexicographic order alone would give k paths
+through the same aggregation switch); the same topology always gives the same sets.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from control_plane.topology import Topology, TopologyError, natural_key
+
+Path_ = tuple[str, ...]
+ENUM_LIMIT = 64
+
+
+class PathSets:
+    """Lazily computed k-shortest path sets of one topology."""
+
+    def __init__(self, topo: Topology, k: int = 3) -> None:
+        if k < 1:
+            raise ValueError(f"paths per pair k={k}: expected >= 1")
+        self.topo = topo
+        self.k = k
+        self._succ = {
+            u: sorted((b for (_, b) in topo.digraph.out_edges(u)), key=natural_key)
+            for u in topo.nodes
+        }
+        self._pred = {
+            u: sorted((a for (a, _) in topo.digraph.in_edges(u)), key=natural_key)
+            for u in topo.nodes
+        }
+        self.all = lru_cache(maxsize=None)(self._enumerate)
+        self.get = lru_cache(maxsize=None)(self._pick)
+
+    def _dist_to(self, dst: str) -> dict[str, int]:
+        """Hop distance to dst along arcs, entering dst or traversing switches only."""
+        dist = {dst: 0}
+        frontier = [dst]
+        while frontier:
+            nxt = []
+            for v in frontier:
+                if v != dst and self.topo.nodes[v].kind != "switch":
+                    continue
+                for u in self._pred[v]:
+                    if u not in dist:
+                        dist[u] = dist[v] + 1
+                        nxt.append(u)
+            frontier = nxt
+        return dist
+
+    def _pick(self, src: str, dst: str) -> tuple[Path_, ...]:
+        """Up to k of the minimum-hop paths, each sharing the fewest links with those chosen."""
+        pool = list(self.all(src, dst))
+        chosen: list[Path_] = []
+        used: set[tuple[str, str]] = set()
+        while pool and len(chosen) < self.k:
+            best = min(pool, key=lambda p: sum(a in used for a in arcs(p)))
+            pool.remove(best)
+            chosen.append(best)
+            used.update(arcs(best))
+        return tuple(chosen)
+
+    def switches_between(self, src: str, dst: str) -> list[str]:
+        """Switches on any minimum-hop path from src to dst (natural order)."""
+        found = {n for p in self.all(src, dst) for n in p[1:-1]}
+        if self.topo.nodes[dst].kind == "switch":
+            found.add(dst)
+        return sorted(found, key=natural_key)
+
+    def _enumerate(self, src: str, dst: str) -> tuple[Path_, ...]:
+        if src == dst:
+            return ((src,),)
+        dist = self._dist_to(dst)
+        if src not in dist:
+            raise TopologyError(f"no path from '{src}' to '{dst}' through switches")
+        out: list[Path_] = []
+
+        def walk(path: list[str]) -> None:
+            u = path[-1]
+            if u == dst:
+                out.append(tuple(path))
+                return
+            for nxt in self._succ[u]:
+                if len(out) >= ENUM_LIMIT:
+                    return
+                if dist.get(nxt) == dist[u] - 1 and (
+                    nxt == dst or self.topo.nodes[nxt].kind == "switch"
+                ):
+                    path.append(nxt)
+                    walk(path)
+                    path.pop()
+
+        walk([src])
+        return tuple(out)
+
+
+def arcs(path: Path_) -> list[tuple[str, str]]:
+    """The directed links a path uses."""
+    return list(zip(path, path[1:], strict=False))

@@ -1,0 +1,87 @@
+import json
+
+import pytest
+
+from control_plane.topologies import build_topology, fattree, fig1, leafspine
+from control_plane.topology import Topology, TopologyError
+
+
+def base():
+    return {"nodes": [{"id": "v1", "kind": "switch", "capacity": 6},
+                      {"id": "s1", "kind": "ps", "capacity": 4},
+                      {"id": "w1", "kind": "worker"}],
+            "links": [{"src": "w1", "dst": "v1", "capacity": 6},
+                      {"src": "s1", "dst": "v1", "capacity": 6}]}
+
+
+def test_fig1_matches_design():
+    t = fig1()
+    assert t.workers == [f"w{i}" for i in range(1, 7)] and t.pss == ["s1", "s2"]
+    assert len(t.links) == 18 and all(lk.capacity == 6 for lk in t.links.values())
+    assert t.tor("w4") == "v1" and t.tor("s2") == "v2"
+
+
+@pytest.mark.parametrize("k,switches,hosts", [(4, 20, 16), (6, 45, 54), (8, 80, 128)])
+def test_fattree_sizes(k, switches, hosts):
+    t = fattree(k)
+    assert len(t.switches) == switches
+    assert len(t.workers) + len(t.pss) == hosts and len(t.pss) == 4
+
+
+def test_fattree_ps_choice_is_seeded_and_presets_apply():
+    a, b, c = fattree(4, seed=3), fattree(4, seed=3), fattree(4, seed=4)
+    assert a.to_dict() == b.to_dict() and a.to_dict() != c.to_dict()
+    het = fattree(4, preset="heterogeneous", seed=1)
+    caps = {lk.capacity for lk in het.links.values()}
+    assert len(caps) > 5 and all(10 <= cap <= 30 for cap in caps)
+    assert all(het.links[(x, y)].capacity == het.links[(y, x)].capacity for x, y in het.links)
+    assert {het.nodes[v].capacity for v in het.switches} == {9.0}
+
+
+def test_leafspine_and_spec_parsing():
+    t = leafspine(3, 2, 4, ps=2)
+    assert len(t.switches) == 5 and len(t.workers) == 10
+    assert build_topology("leafspine:3,2,4").to_dict() == t.to_dict()
+    with pytest.raises(TopologyError, match="expected fig1"):
+        build_topology("ring:4")
+    with pytest.raises(TopologyError, match="k=5"):
+        build_topology("fattree:5")
+
+
+def test_file_roundtrip_json_and_yaml(tmp_path):
+    t = fig1()
+    for name in ("t.json", "t.yaml"):
+        t.save(tmp_path / name)
+        assert Topology.load(tmp_path / name).to_dict()["links"] == t.to_dict()["links"]
+
+
+def test_one_direction_is_made_full_duplex():
+    t = Topology.from_dict(base())
+    assert ("v1", "w1") in t.links and t.links[("v1", "w1")].capacity == 6
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda d: d["nodes"].append({"id": "x", "kind": "router", "capacity": 1}), "unknown kind"),
+    (lambda d: d["nodes"][0].update(capacity=-1), "negative"),
+    (lambda d: d["nodes"][1].pop("capacity"), "missing 'capacity'"),
+    (lambda d: d["nodes"].append({"id": "w1", "kind": "worker"}), "duplicate id"),
+    (lambda d: d["links"].append({"src": "w1", "dst": "nope", "capacity": 1}), "'nope' does not"),
+    (lambda d: d["links"].pop(), "cannot reach PS 's1'"),
+    (lambda d: d["links"][0].update(capacity="fast"), "not a finite number"),
+])
+def test_bad_topologies_name_the_item(mutate, message):
+    data = json.loads(json.dumps(base()))
+    mutate(data)
+    with pytest.raises(TopologyError, match=message):
+        Topology.from_dict(data)
+
+
+def test_hosts_do_not_forward():
+    data = base()
+    # s1 reachable from w1 only through another worker: not allowed
+    data["nodes"].append({"id": "w2", "kind": "worker"})
+    data["links"] = [{"src": "w1", "dst": "v1", "capacity": 6},
+                     {"src": "v1", "dst": "w2", "capacity": 6},
+                     {"src": "w2", "dst": "s1", "capacity": 6}]
+    with pytest.raises(TopologyError, match="through switches"):
+        Topology.from_dict(data)
