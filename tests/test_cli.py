@@ -20,3 +20,24 @@ def test_unknown_command_fails_cleanly():
     proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "nope"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "control_plane.cli", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_plan_fig1_table_and_json(tmp_path):
+    proc = run_cli("plan", "--topology", "fig1", "--scheme", "inart,atp",
+                   "--json", str(tmp_path / "plans"), "--csv", str(tmp_path / "t.csv"))
+    assert proc.returncode == 0, proc.stderr
+    assert "inart" in proc.stdout and "2.5" in proc.stdout
+    assert (tmp_path / "plans" / "inart.json").exists()
+    assert (tmp_path / "t.csv").read_text().startswith("scheme,rate")
+
+
+def test_plan_bad_input_is_a_clear_error():
+    proc = run_cli("plan", "--topology", "fattree:5")
+    assert proc.returncode == 2 and "k=5" in proc.stderr
+    proc = run_cli("plan", "--scheme", "best")
+    assert proc.returncode == 2 and "unknown ['best']" in proc.stderr
