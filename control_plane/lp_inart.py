@@ -21,6 +21,7 @@ Candidate aggregation switches for (s, w) are the switches on any minimum-hop w 
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -108,6 +109,13 @@ class InArtLP:
                     m.row([(col, 1.0), (Z[(s, v)], -1.0)], upper=0.0)
                 m.row(demand, 0.0, 0.0)
 
+        # fan-in cuts (see solve): sum_w A[s,w,v] <= n Z[s,v], n = W until a rate is given
+        fan: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
+        for (s, _, v), col in A.items():
+            fan[(s, v)].append((col, 1.0))
+        self.cut_rows = {key: m.row(terms + [(Z[key], -float(len(W)))], upper=0.0)
+                         for key, terms in fan.items()}
+        self.Z = Z
         T: dict[tuple[str, str], list[tuple[tuple[str, ...], int]]] = {}
         if formulation == "compact":
             by_segment: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -156,8 +164,17 @@ class InArtLP:
 
         self.D, self.A, self.T, self.U = D, A, T, U
 
-    def solve(self, split: dict[str, float] | None = None) -> LPResult:
-        """Optimum for `split` (ignored by the joint LP), warm-started after the first call."""
+    def solve(self, split: dict[str, float] | None = None,
+              at_least: float | None = None) -> LPResult:
+        """Optimum for `split` (ignored by the joint LP), warm-started after the first call.
+
+        ``at_least`` (a rate some integral plan with this split reaches) adds the fan-in cuts
+        sum_w A[s,w,v] <= floor(spare(v) / (x_s at_least)) Z[s,v]: a switch aggregating n
+        workers for s carries n g_s <= spare(v) and emits a full stream Z = g_s, so every
+        integral plan with rate >= at_least satisfies them.  The LP stays an upper bound on
+        the best plan for the split, but no longer spreads aggregation thinly over many
+        switches (whose streams the plain relaxation counts as almost free).
+        """
         t0 = time.perf_counter()
         m, f, g = self.model, self.f, self.g
         topo, paths = self.topo, self.paths
@@ -168,6 +185,12 @@ class InArtLP:
                 raise ValueError("a fixed-split LP needs a split")
             for s, row in self.split_rows.items():
                 m.set_coeff(row, f, -split[s])
+            for (s, v), row in self.cut_rows.items():
+                n = float(len(W))
+                if at_least and split[s] > 0:
+                    n = min(n, math.floor(max(topo.nodes[v].spare, 0.0) / (split[s] * at_least)
+                                          + 1e-9))
+                m.set_coeff(row, self.Z[(s, v)], -n)
         warm = self.loaded
         sol = m.resolve() if warm else m.solve()
         self.loaded = True

@@ -82,11 +82,12 @@ class LPModel:
         """Set an existing coefficient; once loaded, HiGHS keeps its basis for a warm start."""
         if getattr(self, "highs", None) is not None:
             self.highs.changeCoeff(row, col, value)
-        for i, (r, c) in enumerate(zip(self.coo_row, self.coo_col, strict=True)):
-            if r == row and c == col:
-                self.coo_val[i] = value
-                return
-        raise KeyError(f"no coefficient at row {row}, column {col}")
+        if not hasattr(self, "_where") or len(self._where) != len(self.coo_val):
+            self._where = {(r, c): i for i, (r, c) in
+                           enumerate(zip(self.coo_row, self.coo_col, strict=True))}
+        if (row, col) not in self._where:
+            raise KeyError(f"no coefficient at row {row}, column {col}")
+        self.coo_val[self._where[(row, col)]] = value
 
     def resolve(self) -> Solution:
         """Run HiGHS on the loaded model, warm-started from the previous basis if any."""

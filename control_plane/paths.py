@@ -21,11 +21,14 @@ ENUM_LIMIT = 64
 class PathSets:
     """Lazily computed k-shortest path sets of one topology."""
 
-    def __init__(self, topo: Topology, k: int = 3) -> None:
+    def __init__(self, topo: Topology, k: int = 3, candidates: str = "all") -> None:
         if k < 1:
             raise ValueError(f"paths per pair k={k}: expected >= 1")
+        if candidates not in ("all", "chosen"):
+            raise ValueError(f"candidates '{candidates}': expected 'all' or 'chosen'")
         self.topo = topo
         self.k = k
+        self.candidates = candidates
         self._succ = {
             u: sorted((b for (_, b) in topo.digraph.out_edges(u)), key=natural_key)
             for u in topo.nodes
@@ -66,8 +69,9 @@ class PathSets:
         return tuple(chosen)
 
     def switches_between(self, src: str, dst: str) -> list[str]:
-        """Switches on any minimum-hop path from src to dst (natural order)."""
-        found = {n for p in self.all(src, dst) for n in p[1:-1]}
+        """Switches on any minimum-hop path (or only the k chosen ones) from src to dst."""
+        pool = self.all(src, dst) if self.candidates == "all" else self.get(src, dst)
+        found = {n for p in pool for n in p[1:-1]}
         if self.topo.nodes[dst].kind == "switch":
             found.add(dst)
         return sorted(found, key=natural_key)
