@@ -13,8 +13,9 @@ alone, so any tree-shaped data-centre topology works:
   below it: leaf-spine l=1, fat-tree l=2, one rack l=0 (which degenerates to a PS).
 
 Per tree (root r, index t): a region that contains r is aggregated by r; any other region is
-aggregated by one of its children's aggregators, picked round-robin by t so the n trees spread
-the aggregation work (the paper gives no rule; round-robin is our choice, tested for balance).
+aggregated by one of its children's aggregators, picked by digit k of t in a mixed-radix count
+(radix = children per region at each level), so the n trees spread the aggregation work evenly
+(the paper gives no rule; this is our choice, tested for balance).
 The data is split evenly across the n trees (the paper's load balancing).
 """
 
@@ -96,7 +97,7 @@ def hierarchy(graph: nx.Graph, workers: Sequence[str] | None = None) -> Hierarch
     layer = nx.multi_source_dijkstra_path_length(sw_graph, tors)
     levels: list[tuple[frozenset[str], ...]] = []
     prev: set[frozenset[str]] = set()
-    for k in range(max(layer.values()) + 1):
+    for k in range(max(layer.values()) + 2):  # the last k takes every switch
         if k == 0:
             groups: dict[object, set[str]] = {}
             for w in workers:
@@ -126,15 +127,19 @@ def build_trees(h: Hierarchy) -> list[Tree]:
         agg: dict[frozenset[str], str] = {frozenset([w]): w for w in h.workers}
         children: list[frozenset[str]] = list(agg)
         tree = Tree(root=rank[root])
+        stride = 1  # mixed-radix counter over levels, so choices at different levels decorrelate
         for level in [*h.levels, (frozenset(h.workers),)]:
             stage = []
+            widest = 1
             for reg in level:
                 kids = sorted((c for c in children if c <= reg),
                               key=lambda c: min(rank[w] for w in c))
-                agg[reg] = root if root in reg else agg[kids[t % len(kids)]]
+                widest = max(widest, len(kids))
+                agg[reg] = root if root in reg else agg[kids[(t // stride) % len(kids)]]
                 stage += [(rank[agg[c]], rank[agg[reg]]) for c in kids if agg[c] != agg[reg]]
             tree.stages.append(stage)
             children = list(level)
+            stride *= widest
         trees.append(tree)
     return trees
 
