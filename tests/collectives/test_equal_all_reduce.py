@@ -30,3 +30,17 @@ def test_small_worlds_all_sizes(world: int) -> None:
 @pytest.mark.parametrize("world", [5, 8])
 def test_up_to_8_ranks_and_64mb(world: int) -> None:
     check(world, [1, 7, 16 * 2**20 + 3], chunk_bytes=1 << 20, timeout_s=600)
+
+
+def test_schedule_after_device_failure_runs_on_remaining_ranks() -> None:
+    from host_stack.collectives.rsgcm import space as sp
+    from host_stack.collectives.rsgcm.env import Environment
+    from host_stack.collectives.rsgcm.mcts import mcts
+    from host_stack.collectives.schemes import SchemeConfig
+
+    g = sp.fail_device(sp.torus(2, 3), 2)  # devices 0, 1, 3, 4, 5 run on ranks 0..4
+    sched = mcts(Environment(g, 2), sp.search_space(g, 2), seed=0).schedule
+    assert sched is not None and sched.devices == [0, 1, 3, 4, 5]
+    cfg = SchemeConfig("rsgcm", 5, schedule=sched)
+    results = run_processes(compare_worker, 5, args=([cfg], [1, 7, 1000]), timeout_s=120)
+    assert all(e <= TOL for r in results for e in r["rsgcm"])
