@@ -117,6 +117,10 @@ class LPModel:
             h.setOptionValue("time_limit", float(time_limit))
         if mip_gap is not None:
             h.setOptionValue("mip_rel_gap", float(mip_gap))
+        if not any(self.integer):
+            # interior point + crossover: 2-5x faster than dual simplex on LP-InArt instances
+            # (measured on fattree:6/8), and crossover still returns a vertex for rounding
+            h.setOptionValue("solver", "ipm")
         lp = highspy.HighsLp()
         lp.num_col_ = self.num_vars
         lp.num_row_ = self.num_rows

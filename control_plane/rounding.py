@@ -17,33 +17,40 @@ from control_plane.plan import Flow, Plan
 from control_plane.topology import Topology
 
 
-def _draw(rng: random.Random, options: list[tuple[object, float]]) -> object:
-    """Pick an option with probability proportional to its weight (first if all zero)."""
+def _path(rng: random.Random, dist: dict, fallback: tuple[tuple[str, ...], ...]) -> tuple:
+    return _pick(rng.random(), list(dist.items())) if dist else fallback[0]
+
+
+def _pick(u: float, options: list[tuple[object, float]]) -> object:
+    """The option at quantile u of the cumulative weights (first if all zero)."""
     total = sum(w for _, w in options)
     if total <= 0:
         return options[0][0]
-    u = rng.random() * total
     acc = 0.0
     for item, weight in options:
         acc += weight
-        if u < acc:
+        if u * total < acc:
             return item
     return options[-1][0]
 
 
-def _path(rng: random.Random, dist: dict, fallback: tuple[tuple[str, ...], ...]) -> tuple:
-    return _draw(rng, list(dist.items())) if dist else fallback[0]
-
-
 def round_once(topo: Topology, paths: PathSets, lp: LPResult, split: dict[str, float],
-               rng: random.Random, scheme: str) -> Plan:
-    """One randomized rounding of the LP into an integral plan."""
+               rng: random.Random, scheme: str, correlated: bool = True) -> Plan:
+    """One randomized rounding of the LP into an integral plan.
+
+    Each (s, w) still picks switch v with the LP's probability y_v^{s,w}.  With `correlated`,
+    all workers of one PS share a uniform draw over one random order of the switches, so
+    workers with similar LP values pick the same switch: the marginals of Alg. 2 are kept
+    but far fewer low fan-in streams are opened (each costs the PS a full x_s f).
+    """
     flows = []
+    order = {v: i for i, v in enumerate(rng.sample(topo.switches, len(topo.switches)))}
     for s in topo.pss:
+        shared = rng.random()
         for w in topo.workers:
-            options = [(None, lp.direct[(s, w)])]
-            options += sorted(lp.aggregate[(s, w)].items())
-            v = _draw(rng, options)
+            options = sorted(lp.aggregate[(s, w)].items(), key=lambda kv: order[kv[0]])
+            options.append((None, lp.direct[(s, w)]))
+            v = _pick(shared if correlated else rng.random(), options)
             if v is None:
                 path = _path(rng, lp.direct_paths.get((s, w), {}), paths.get(w, s))
             else:

@@ -1,11 +1,14 @@
 """`solve(topology, scheme=...) -> Plan`: the Python API every CLI command is a thin layer over.
 
 Schemes (names used on the CLI and in plan JSON):
-- ``inart``: L-InArt split (l_inart.py) -> LP-InArt with that split -> randomized rounding
-  (best of `trials`) -> split refined for the rounded routing -> LP-InArt re-solved warm for
-  the refined split and rounded again; the better plan is kept.  ``upper_bound`` is the LP
-  optimum for the final split, so it bounds every plan with that split.
-- ``r-inart``: equal split -> LP-InArt -> rounding (the paper's R-InArt baseline).
+- ``inart``: L-InArt split (l_inart.py) -> LP-InArt with that split -> rounding -> split
+  refined for the rounded routing -> LP-InArt re-solved for the refined split with fan-in cuts
+  at the rate reached, rounded again; the better plan is kept.  ``upper_bound`` is the second
+  LP's optimum, which bounds every plan with the final split.
+- ``r-inart``: equal split -> the same two LP rounds, split kept equal (the paper's R-InArt).
+Rounding (``rounding="best"``, default) keeps the better of Alg. 2's randomized rounding
+(best of `trials` draws) and our capacity-aware rounding (fit_rounding.py);
+``rounding="paper"`` uses Alg. 2's draws only, to reproduce the paper's algorithm alone.
 - ``joint``: our addition: the LP chooses split and routing together; then the same
   rounding and refinement as ``inart`` from that split.  ``upper_bound`` is the joint LP's
   optimum, a bound over every split.
@@ -18,11 +21,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from control_plane.baselines import atp, equal_split, lbmm
+from control_plane.fit_rounding import fit_best
 from control_plane.l_inart import l_inart
-from control_plane.lp_inart import InArtLP
+from control_plane.lp_inart import InArtLP, LPResult
 from control_plane.milp import solve_milp
 from control_plane.paths import PathSets
 from control_plane.plan import Plan
@@ -32,9 +36,19 @@ from control_plane.topology import Topology
 
 log = logging.getLogger(__name__)
 
+
+@dataclass(frozen=True)
+class Options:
+    """Solver knobs shared by the LP-based schemes."""
+
+    formulation: str = "compact"
+    rounding: str = "best"  # "paper": Alg. 2's random rounding only
+
 SCHEMES = ("inart", "r-inart", "joint", "atp", "lbmm", "milp")
+ROUNDINGS = ("best", "paper")
 PAPER_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
 MILP_MAX_FLOWS = 64
+CUT_ROUNDS = 3  # LP re-solves with fan-in cuts at the best rate so far
 
 
 def _resplit(plan: Plan) -> Plan:
@@ -44,48 +58,65 @@ def _resplit(plan: Plan) -> Plan:
     return better if better.rate >= plan.rate else plan
 
 
+def _round(topo: Topology, paths: PathSets, lp: LPResult, split: dict[str, float], seed: int,
+           trials: int, scheme: str, rounding: str) -> Plan:
+    """R-InArt's rounding step: Alg. 2's random trials, plus capacity-aware rounding."""
+    plan = round_best(topo, paths, lp, split, trials, seed, scheme)
+    plan.meta["rounding"] = "random"
+    if rounding == "best":
+        fitted = fit_best(topo, paths, lp, split, scheme, floor=0.0)
+        if fitted is not None and fitted.rate > plan.rate:
+            plan = fitted
+            plan.meta["rounding"] = "capacity-aware"
+    return plan
+
+
 def _refine(topo: Topology, paths: PathSets, split: dict[str, float], seed: int, trials: int,
-            formulation: str, scheme: str) -> Plan:
-    """R-InArt from `split`, then once more from the split refined for the rounded routing."""
-    lp = InArtLP(topo, paths, formulation=formulation)
+            opts: Options, scheme: str, resplit: bool = True) -> Plan:
+    """R-InArt from `split`, then again with fan-in cuts at the rate reached (and, with
+    `resplit`, from the split refined for the rounded routing).  The second LP's optimum
+    bounds every plan with the final split, so it is reported as `upper_bound`."""
+    lp = InArtLP(topo, paths, formulation=opts.formulation)
     first = lp.solve(split)
-    plan = _resplit(round_best(topo, paths, first, split, trials, seed, scheme))
-    refined = lp.solve(plan.partition)  # warm start: only the split coefficients changed
-    again = round_best(topo, paths, refined, plan.partition, trials, seed + 1, scheme)
-    best = again if again.rate > plan.rate else plan
-    best.upper_bound = refined.rate
-    best.meta.update({"lp_first_rate": first.rate, "lp_size": first.size})
-    return best
+    plan = _round(topo, paths, first, split, seed, trials, scheme, opts.rounding)
+    if resplit:
+        plan = _resplit(plan)
+    for i in range(CUT_ROUNDS):
+        cut = lp.solve(plan.partition, at_least=plan.rate)
+        bound = cut.rate
+        again = _round(topo, paths, cut, plan.partition, seed + 1 + i, trials, scheme,
+                       opts.rounding)
+        if again.rate <= plan.rate * (1 + 1e-6):
+            break
+        plan = again
+    plan.upper_bound = bound
+    plan.meta.update({"lp_first_rate": first.rate, "lp_size": first.size})
+    return plan
 
 
-def _inart(topo: Topology, paths: PathSets, seed: int, trials: int, formulation: str) -> Plan:
+def _inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
     phase1 = l_inart(topo)
     log.debug(phase1.describe())
-    plan = _refine(topo, paths, phase1.split, seed, trials, formulation, "inart")
+    plan = _refine(topo, paths, phase1.split, seed, trials, opts, "inart")
     plan.meta["l_inart"] = {"split": phase1.split, "eq2_rate": phase1.rate,
                             "lambda": phase1.lam, "alpha": phase1.alpha,
                             "theta": phase1.theta, "rho": phase1.rho}
     return plan
 
 
-def _r_inart(topo: Topology, paths: PathSets, seed: int, trials: int, formulation: str) -> Plan:
-    split = equal_split(topo)
-    lp = InArtLP(topo, paths, formulation=formulation).solve(split)
-    plan = round_best(topo, paths, lp, split, trials, seed, "r-inart")
-    plan.upper_bound = lp.rate
-    plan.meta["lp_size"] = lp.size
-    return plan
+def _r_inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
+    return _refine(topo, paths, equal_split(topo), seed, trials, opts, "r-inart", resplit=False)
 
 
-def _joint(topo: Topology, paths: PathSets, seed: int, trials: int, formulation: str) -> Plan:
-    joint = InArtLP(topo, paths, joint=True, formulation=formulation).solve()
-    plan = _refine(topo, paths, joint.split, seed, trials, formulation, "joint")
+def _joint(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
+    joint = InArtLP(topo, paths, joint=True, formulation=opts.formulation).solve()
+    plan = _refine(topo, paths, joint.split, seed, trials, opts, "joint")
     plan.upper_bound = joint.rate  # the joint LP bounds every split
     plan.meta["joint_split"] = joint.split
     return plan
 
 
-def _milp(topo: Topology, paths: PathSets, seed: int, trials: int, formulation: str) -> Plan:
+def _milp(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
     flows = len(topo.workers) * len(topo.pss)
     if flows > MILP_MAX_FLOWS:
         raise ValueError(f"scheme 'milp': {flows} worker-PS flows; the exact MILP is for small "
@@ -95,7 +126,7 @@ def _milp(topo: Topology, paths: PathSets, seed: int, trials: int, formulation: 
     return plan
 
 
-SOLVERS: dict[str, Callable[[Topology, PathSets, int, int, str], Plan]] = {
+SOLVERS: dict[str, Callable[[Topology, PathSets, int, int, Options], Plan]] = {
     "inart": _inart,
     "r-inart": _r_inart,
     "joint": _joint,
@@ -106,7 +137,7 @@ SOLVERS: dict[str, Callable[[Topology, PathSets, int, int, str], Plan]] = {
 
 
 def solve(topology: Topology, scheme: str = "inart", seed: int = 0, k_paths: int = 3,
-          trials: int = 32, formulation: str = "compact",
+          trials: int = 32, formulation: str = "compact", rounding: str = "best",
           paths: PathSets | None = None) -> Plan:
     """Plan one scheme on a topology; the returned plan is validated and its rate recomputed.
 
@@ -116,9 +147,11 @@ def solve(topology: Topology, scheme: str = "inart", seed: int = 0, k_paths: int
     """
     if scheme not in SOLVERS:
         raise ValueError(f"scheme '{scheme}': expected one of {SCHEMES}")
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding '{rounding}': expected one of {ROUNDINGS}")
     paths = paths or PathSets(topology, k_paths)
     t0 = time.perf_counter()
-    plan = SOLVERS[scheme](topology, paths, seed, trials, formulation)
+    plan = SOLVERS[scheme](topology, paths, seed, trials, Options(formulation, rounding))
     plan.finalize()
     plan.scheme = scheme
     plan.meta["solve_seconds"] = round(time.perf_counter() - t0, 4)
