@@ -57,7 +57,7 @@ def train_worker(model: nn.Module, x: torch.Tensor, y: torch.Tensor, sync: Gradi
         params = sync.step(r, params, grad)
         load_flat_params(model, params)
         t2 = time.perf_counter()
-        stats.append(RoundStats(r, float(loss), t1 - t0, t2 - t1))
+        stats.append(RoundStats(r, float(loss.detach()), t1 - t0, t2 - t1))
     return stats
 
 

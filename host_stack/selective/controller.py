@@ -68,7 +68,7 @@ class AllReduceController(BaseController):
     """Synchronous all-reduce: everyone, every round."""
 
     def decide(self, now: float) -> list[list[Worker]]:
-        if len(self.queue) == len(self.workers):
+        if self.queue and len(self.queue) == len(self.workers):
             return self._launch([list(self.queue)])
         return []
 
@@ -104,7 +104,7 @@ class SelectiveController(BaseController):
         n = len(self.workers)
         self.holding = False
         if self.c is not None and self.launched % self.c == 0:
-            if len(self.queue) == n:
+            if self.queue and len(self.queue) == n:
                 return self._launch([list(self.queue)])
             return []
         if len(self.queue) < self.p:
