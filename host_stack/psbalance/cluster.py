@@ -160,9 +160,9 @@ class Cluster:
             except OSError:
                 pass
         self.ctrl.clear()
-        for proc in self.procs:
+        for proc in self.procs:  # a node stuck mid-iteration is not waited for
             try:
-                proc.wait(timeout=10)
+                proc.wait(timeout=3)
             except Exception:
                 proc.kill()
                 proc.wait(timeout=5)

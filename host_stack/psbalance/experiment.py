@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import signal
 import statistics
+import sys
 from pathlib import Path
 
 from tqdm import tqdm
@@ -43,6 +45,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise SystemExit("--seeds: expected at least 1")
+    # SIGTERM unwinds like Ctrl-C, so the namespaces and node processes are always removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.quick:
         args.nodes, args.scale, args.duration, args.period = 4, 1 / 400, 4.0, 2.0
         args.models, args.seeds = ["mobilenet", "alexnet"], 1
