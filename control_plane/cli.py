@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("control_plane.cli_plan", "solve a topology with InArt and its baselines"),
     "bench": ("control_plane.cli_bench", "run a benchmark (solver, target, transport, ...)"),
     "demo": ("control_plane.cli_demo", "run the main demo"),
+    "experiment": ("host_stack.cli_experiment", "reproduce a seed paper's experiment"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
