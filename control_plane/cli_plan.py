@@ -11,7 +11,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from control_plane.report import format_table, plan_row, to_csv
-from control_plane.solve import MILP_MAX_FLOWS, PAPER_SCHEMES, SCHEMES, solve
+from control_plane.solve import MILP_MAX_FLOWS, PAPER_SCHEMES, ROUNDINGS, SCHEMES, solve
 from control_plane.topologies import PRESETS, build_topology
 from control_plane.topology import TopologyError
 
@@ -34,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"comma-separated from {', '.join(SCHEMES)}, or 'all'")
     p.add_argument("--k-paths", type=int, default=3, help="paths per (source, destination)")
     p.add_argument("--trials", type=int, default=32, help="rounding trials (best kept)")
+    p.add_argument("--rounding", choices=ROUNDINGS, default="best",
+                   help="best: Alg. 2 draws or capacity-aware, whichever is better; "
+                        "paper: Alg. 2 draws only")
     p.add_argument("--unit-mbps", type=float, default=1.0,
                    help="Mbit/s per topology unit, for communication times")
     p.add_argument("--json", type=Path,
@@ -71,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     for scheme in tqdm(schemes, desc="solving", unit="scheme", file=sys.stderr,
                        disable=len(schemes) < 2):
         plans.append(solve(topo, scheme, seed=args.seed, k_paths=args.k_paths,
-                           trials=args.trials))
+                           trials=args.trials, rounding=args.rounding))
     rows = [plan_row(p, args.unit_mbps) for p in plans]
     print(format_table(rows))
     if args.json:

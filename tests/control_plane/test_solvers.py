@@ -122,3 +122,31 @@ def test_rounding_close_to_exact_on_small_instances():
         ratios.append(solve(t, "inart", seed=seed).rate / exact)
         assert ratios[-1] <= 1 + 1e-6
     assert sum(ratios) / len(ratios) >= 0.8, ratios
+
+
+@pytest.mark.parametrize("preset", ["homogeneous", "heterogeneous"])
+def test_fattree6_inart_beats_atp_by_half(preset):
+    t = fattree(6, ps=4, preset=preset, seed=1)
+    paths = PathSets(t)
+    inart, base = solve(t, "inart", seed=1, paths=paths), solve(t, "atp", paths=paths)
+    print(f"fattree:6 {preset}: inart {inart.rate:.3f} atp {base.rate:.3f} "
+          f"ratio {inart.rate / base.rate:.2f}; inart/upper_bound "
+          f"{inart.rate / inart.upper_bound:.3f}")
+    assert len(t.workers) == 50
+    assert inart.rate >= 1.5 * base.rate
+    assert inart.rate <= inart.upper_bound + 1e-6
+
+
+def test_impossible_requests_are_clear():
+    from control_plane.topology import Topology, TopologyError
+
+    data = fig1().to_dict()
+    for node in data["nodes"]:
+        if node["kind"] == "ps":
+            node["background"] = node["capacity"]
+    with pytest.raises(TopologyError, match="zero spare capacity"):
+        solve(Topology.from_dict(data), "inart")
+    with pytest.raises(ValueError, match="small instances"):
+        solve(fattree(6), "milp")
+    with pytest.raises(ValueError, match="rounding"):
+        solve(fig1(), "inart", rounding="magic")
