@@ -10,11 +10,13 @@ carries (g_s = f x_s, A = g_s y_v^{s,w}, ...) makes every constraint linear:
     PS s:     sum_{w,p} D[s,w,p] + sum_v Z[s,v] <= B(s) - b(s)
     link e:   every D, T, U whose path uses e     <= B(e) - b(e)
 
-Two formulations give the same optimum:
-- ``path``: the straightforward one, a variable per (s, w, v, path) for w -> v segments;
+Formulations:
+- ``naive``: the straightforward path LP, the reference of `inart bench solver`: every switch
+  is a candidate for every (s, w), a variable per (s, w, v, path), HiGHS' dual simplex;
+- ``path``: the same per-(s, w, v, path) variables over our candidate switches;
 - ``compact`` (default): w -> v segments of all PSs share one path variable T[w,v,p] with
   sum_p T[w,v,p] = sum_s A[s,w,v], since links only see the total; this removes a factor |S|
-  of path variables and rows, which is what makes fattree:8 solve in seconds.
+  of path variables and rows.  ``path`` and ``compact`` have the same optimum.
 Candidate aggregation switches for (s, w) are the switches on any minimum-hop w -> s path
 (restricting them to the k chosen paths cost 12% of the fattree:6 bound, so we keep all).
 """
@@ -31,6 +33,8 @@ import numpy as np
 from control_plane.lp_model import LPModel
 from control_plane.paths import PathSets, arcs
 from control_plane.topology import Topology
+
+FORMULATIONS = ("compact", "path", "naive")
 
 
 @dataclass
@@ -59,9 +63,12 @@ class InArtLP:
 
     def __init__(self, topo: Topology, paths: PathSets, joint: bool = False,
                  formulation: str = "compact") -> None:
-        if formulation not in ("compact", "path"):
-            raise ValueError(f"formulation '{formulation}': expected 'compact' or 'path'")
+        if formulation not in FORMULATIONS:
+            raise ValueError(f"formulation '{formulation}': expected one of {FORMULATIONS}")
         t0 = time.perf_counter()
+        if formulation == "naive":
+            paths = PathSets(topo, paths.k, candidates="any")
+        self.method = "simplex" if formulation == "naive" else "ipm"
         self.topo, self.paths, self.joint = topo, paths, joint
         self.model = m = LPModel()
         S = topo.pss
@@ -192,7 +199,7 @@ class InArtLP:
                                           + 1e-9))
                 m.set_coeff(row, self.Z[(s, v)], -n)
         warm = self.loaded
-        sol = m.resolve() if warm else m.solve()
+        sol = m.resolve() if warm else m.solve(method=self.method)
         self.loaded = True
         x = sol.values
         rate = float(x[f])

@@ -24,8 +24,8 @@ class PathSets:
     def __init__(self, topo: Topology, k: int = 3, candidates: str = "all") -> None:
         if k < 1:
             raise ValueError(f"paths per pair k={k}: expected >= 1")
-        if candidates not in ("all", "chosen"):
-            raise ValueError(f"candidates '{candidates}': expected 'all' or 'chosen'")
+        if candidates not in ("all", "chosen", "any"):
+            raise ValueError(f"candidates '{candidates}': expected 'all', 'chosen' or 'any'")
         self.topo = topo
         self.k = k
         self.candidates = candidates
@@ -69,7 +69,10 @@ class PathSets:
         return tuple(chosen)
 
     def switches_between(self, src: str, dst: str) -> list[str]:
-        """Switches on any minimum-hop path (or only the k chosen ones) from src to dst."""
+        """Candidate aggregation switches for src -> dst: those on any minimum-hop path
+        ("all"), on the k chosen paths ("chosen"), or every switch ("any": a detour is fine)."""
+        if self.candidates == "any":
+            return self.topo.switches
         pool = self.all(src, dst) if self.candidates == "all" else self.get(src, dst)
         found = {n for p in pool for n in p[1:-1]}
         if self.topo.nodes[dst].kind == "switch":
