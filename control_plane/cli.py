@@ -18,11 +18,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("control_plane.cli_plan", "solve a topology with InArt and its baselines"),
     "bench": ("control_plane.cli_bench", "run a benchmark (solver, target, transport, ...)"),
     "demo": ("control_plane.cli_demo", "run the main demo"),
+    "train": ("host_stack.cli_train", "train a model over a plan (PS + worker processes)"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "solver": ("control_plane.bench_solver", "solve time and rate of each scheme on fat-trees"),
+    "transport": ("host_stack.bench_transport", "INA transport vs plain UDP sender on loopback"),
 }
 
 
