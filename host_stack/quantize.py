@@ -10,7 +10,7 @@ never overflow, and the PS (which accumulates in int64) never needs to.  A power
 dequantisation exact (a float multiply by 2**-k) and keeps the most resolution the bound allows:
 with 4 workers and bound 16 the step is 2**-25 ~ 3e-8.
 
-Host overflow check: values beyond the bound (and NaN/inf) are clipped/zeroed and counted; the
+Host overflow check: values beyond the bound are clipped, NaN/inf are sent as 0, both counted; the
 count is reported per round, so a user sees when the bound is too small.
 
 Switch OVERFLOW flag (saturated sum, which the policy above rules out unless a switch is set up
@@ -59,8 +59,9 @@ class Quantizer:
         """(int32 values, number of values clipped or non-finite) for one worker's gradient."""
         v = np.asarray(values, dtype=np.float64)
         bad = ~np.isfinite(v)
+        v = np.where(bad, 0.0, v)
         clipped = int(np.count_nonzero(np.abs(v) > self.bound) + np.count_nonzero(bad))
-        v = np.where(bad, 0.0, np.clip(v, -self.bound, self.bound))
+        v = np.clip(v, -self.bound, self.bound)
         return np.rint(v * self.scale).astype(np.int32), clipped
 
     def dequantize(self, sums: np.ndarray) -> np.ndarray:
