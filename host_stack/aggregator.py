@@ -50,12 +50,13 @@ class ChunkAggregator:
                           else completed_round.astype(np.int64).copy())
         self.sum_round = np.full(n_chunks, -1, dtype=np.int64)
         self.bits = [0] * n_chunks
+        self.retx_seen = np.zeros(n_chunks, dtype=bool)  # a RETX contributed this round
         self.sums = np.zeros((n_chunks, n), dtype=np.int64)
         self.results: list[bytes | None] = [None] * n_chunks
         self.counters: Counter[str] = Counter()
 
     def offer(self, round_: int, chunk: int, bitmap: int, count: int,
-              values: np.ndarray) -> Verdict:
+              values: np.ndarray, retx: bool = False) -> Verdict:
         """Apply the rules above to one GRAD packet whose fields were already range-checked."""
         c = self.counters
         if chunk >= self.n_chunks:
@@ -81,11 +82,13 @@ class ChunkAggregator:
             self.sum_round[chunk] = round_
             self.bits[chunk] = 0
             self.sums[chunk] = 0
+            self.retx_seen[chunk] = False
         if self.bits[chunk] & bitmap:
             c["drop_duplicate"] += 1
             return Verdict.DROPPED
         self.sums[chunk] += values
         self.bits[chunk] |= bitmap
+        self.retx_seen[chunk] |= retx
         c["accepted"] += 1
         c["contributions"] += count
         if self.bits[chunk] != self.all_bits:

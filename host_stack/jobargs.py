@@ -50,7 +50,7 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--unit-bps", type=float, default=None,
                    help="bit/s of one topology rate unit (pacing = f * x_s * this; "
                         "default: unpaced)")
-    g.add_argument("--window", type=int, default=256, help="outstanding chunks per PS")
+    g.add_argument("--window", type=int, default=32, help="outstanding chunks per PS")
     g.add_argument("--timeout", type=float, default=0.2,
                    help="RETX timeout (s) before the first RTT sample")
     g.add_argument("--max-retries", type=int, default=30, help="RETX before giving up")

@@ -99,16 +99,20 @@ class PsServer:
                                               self.zeros), waddr)
                     c["overflow_nack_sent"] += 1
             return
-        verdict = self.agg.offer(rnd, chunk, bitmap, count, wire.payload_view(self.buf, self.n))
+        verdict = self.agg.offer(rnd, chunk, bitmap, count, wire.payload_view(self.buf, self.n),
+                                 bool(flags & wire.FLAG_RETX))
         if verdict is Verdict.COMPLETED:
-            packet = wire.pack_fast(wire.TYPE_RESULT, 0, self.job, rnd, chunk, slot,
+            # RETX on a RESULT: a retransmission went into it (or, below, it is a re-send),
+            # so its timing says nothing about the network; workers take no RTT sample.
+            rflags = wire.FLAG_RETX if self.agg.retx_seen[chunk] else 0
+            packet = wire.pack_fast(wire.TYPE_RESULT, rflags, self.job, rnd, chunk, slot,
                                     len(self.workers), self.agg.all_bits, self.agg.result(chunk))
             for target in self.targets:
                 self._send(packet, target)
             c["result_multicast"] += 1
         elif verdict is Verdict.ANSWER_LATE:
-            self._send(wire.pack_fast(wire.TYPE_RESULT, 0, self.job, rnd, chunk, slot,
-                                      len(self.workers), self.agg.all_bits,
+            self._send(wire.pack_fast(wire.TYPE_RESULT, wire.FLAG_RETX, self.job, rnd, chunk,
+                                      slot, len(self.workers), self.agg.all_bits,
                                       self.agg.result(chunk)), addr)
             c["result_unicast"] += 1
 

@@ -7,8 +7,9 @@ every chunk.  A chunk with no RESULT after the retransmission timeout is resent 
 flag; the timeout doubles on every resend (capped at ``max_timeout_s``) and after
 ``max_retries`` resends the round fails with PsUnreachable naming the PS: never a hang.
 
-The timeout adapts like TCP's (RFC 6298: srtt + 4 rttvar, Karn's rule: only chunks sent once
-give samples), between ``min_timeout_s`` and ``max_timeout_s``.  Here the "RTT" is the time
+The timeout adapts like TCP's (RFC 6298: srtt + 4 rttvar; Karn's rule: only chunks that no
+worker retransmitted give samples, which the PS marks by leaving RETX clear on the RESULT),
+between ``min_timeout_s`` and ``max_timeout_s``.  Here the "RTT" is the time
 until the chunk is complete, which includes waiting for the slowest worker.  Workers send each
 PS's chunks in order, so a timed-out chunk below the highest completed one was really lost and
 is resent; above it, the PS is most likely waiting for a slower worker, and only the PROBES
@@ -51,7 +52,7 @@ class TransportConfig:
     """Knobs of the reliable transport; defaults suit loopback and small emulated networks."""
 
     n: int = wire.DEFAULT_N
-    window: int = 256
+    window: int = 32  # per PS; loopback BDP is tiny, a larger window only adds queueing delay
     timeout_s: float = 0.2  # first retransmission timeout, before any RTT sample
     min_timeout_s: float = 0.01
     max_timeout_s: float = 1.0
@@ -305,7 +306,7 @@ class WorkerTransport:
                     st.results[f[4]] = wire.payload_view(self.buf, n)
                     st.done[f[4]] = True
                     st.max_done = max(st.max_done, f[4])
-                    if st.outstanding.pop(f[4], 1) == 0:
+                    if st.outstanding.pop(f[4], 1) == 0 and not f[1] & wire.FLAG_RETX:
                         self._rtt_sample(time.monotonic() - st.sent_at[f[4]])
                     got += 1
                     c["result_received"] += 1

@@ -257,3 +257,17 @@ def test_pacing_holds_the_target_rate():
     assert elapsed >= 0.9 * bits / rate
     print(f"paced at {400 * tr.bytes_per_packet() * 8 / elapsed / 1e6:.2f} Mbit/s "
           f"(target {rate / 1e6:.2f})")
+
+
+def test_worker_of_another_job_gets_a_clear_error():
+    cluster = Cluster(1, [1.0], 4, job=5)
+    cfg = TransportConfig(n=N, hello_timeout_s=0.5)
+    links = [PsLink("s1", cluster.addr["s1"], None)]
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 6, 0, links, cfg)
+    try:
+        with pytest.raises(PsUnreachable, match=r"no HELLO reply from PS s1 .*job 6"):
+            tr.hello()
+        assert cluster.servers[0].stats()["drop_wrong_job"] >= 1
+    finally:
+        tr.close()
+        cluster.close()
