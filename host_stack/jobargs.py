@@ -20,7 +20,7 @@ from host_stack.quantize import DEFAULT_BOUND, Quantizer
 from host_stack.transport import TransportConfig
 
 JOB_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum", "bound", "n", "unit_bps",
-               "window", "timeout", "max_retries", "pool_size", "impair")
+               "window", "timeout", "max_retries", "hello_timeout", "pool_size", "impair")
 
 
 def job_argv(args: argparse.Namespace) -> list[str]:
@@ -54,6 +54,8 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=0.2,
                    help="RETX timeout (s) before the first RTT sample")
     g.add_argument("--max-retries", type=int, default=30, help="RETX before giving up")
+    g.add_argument("--hello-timeout", type=float, default=30.0,
+                   help="how long a worker waits for every PS to answer HELLO (s)")
     g.add_argument("--pool-size", type=int, default=4096, help="switch aggregator slots")
     g.add_argument("--impair", default="",
                    help="inject on send, e.g. loss=0.05,dup=0.05,reorder=0.05 (tests)")
@@ -105,7 +107,8 @@ def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
         raise ValueError(f"--n {args.n}: expected 1..{(1472 - wire.HEADER_LEN) // 4}")
     n_values = model_size(args)
     config = TransportConfig(n=args.n, window=args.window, timeout_s=args.timeout,
-                             max_retries=args.max_retries, pool_size=args.pool_size)
+                             max_retries=args.max_retries, pool_size=args.pool_size,
+                             hello_timeout_s=args.hello_timeout)
     return Job(plan=plan, addresses=addresses, n=args.n, n_values=n_values,
                ranges=plan.chunk_ranges(n_values, args.n),
                quantizer=Quantizer(plan.workers, args.bound), transport=config,
