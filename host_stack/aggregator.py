@@ -23,6 +23,8 @@ from enum import StrEnum
 
 import numpy as np
 
+from host_stack.quantize import sum_overflows
+
 
 class Verdict(StrEnum):
     """What the PS does with one GRAD packet."""
@@ -93,6 +95,10 @@ class ChunkAggregator:
         c["contributions"] += count
         if self.bits[chunk] != self.all_bits:
             return Verdict.ACCEPTED
+        if sum_overflows(self.sums[chunk:chunk + 1])[0]:
+            # a switch adding these would have saturated: some worker used a larger scale
+            # than the job's policy allows (the PS's int64 sum itself is still exact)
+            c["sum_exceeds_int32"] += 1
         self.results[chunk] = self.complete_fn(chunk, self.sums[chunk])
         self.completed[chunk] = round_
         c["completed"] += 1

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from host_stack import wire
-from host_stack.addresses import Address
+from host_stack.addresses import Address, parse_address
 from host_stack.aggregator import ChunkAggregator, Verdict
 from host_stack.impair import ImpairedSocket, wrap
 from host_stack.jobargs import add_job_args, load_job
@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bind", default=None, help="host:port to bind (default: its map entry)")
     p.add_argument("--mode", choices=("train", "sum"), default="train",
                    help="RESULT = updated parameters (train) or int32 sums (sum)")
+    p.add_argument("--result-to", action="append", default=None, metavar="HOST:PORT",
+                   help="send each completed RESULT here once (e.g. a switch that multicasts "
+                        "it) instead of one unicast copy per worker; repeatable")
     p.add_argument("--stats", default=None, help="write counters JSON here on exit")
     p.add_argument("--checkpoint-dir", default=None, help="where SIGUSR1 writes the shard")
     p.add_argument("--idle-exit", type=float, default=300.0,
@@ -181,11 +184,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    bind: Address = ("?", 0)
     try:
         job = load_job(args, impair_seed=args.seed * 1000 + 999)
         if args.ps not in job.plan.ps_ids:
             raise ValueError(f"--ps {args.ps}: not a PS of the plan ({', '.join(job.plan.ps_ids)})")
-    except ValueError as exc:
+        bind = job.addresses[args.ps]
+        if args.bind:
+            bind = parse_address(args.bind, bind[1], args.ps)
+        targets = None
+        if args.result_to:
+            targets = [parse_address(t, wire.RESULT_PORT, "--result-to") for t in args.result_to]
+        sock = wrap(make_socket(bind), job.impairment)
+    except OSError as exc:
+        print(f"ps: error: cannot bind {bind[0]}:{bind[1]}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # PlanError, AddressError, WireError are ValueErrors
         print(f"ps: error: {exc}", file=sys.stderr)
         return 2
     first, end = job.ranges[args.ps]
@@ -196,13 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         apply = SumApply()
     agg = ChunkAggregator(n_chunks, job.n, job.plan.workers, apply)
-    bind = job.addresses[args.ps]
-    if args.bind:
-        from host_stack.addresses import parse_address
-        bind = parse_address(args.bind, bind[1], args.ps)
-    sock = wrap(make_socket(bind), job.impairment)
     workers = [job.addresses[w] for w in job.plan.worker_ids]
-    server = PsServer(sock, job.plan.job, job.n, agg, workers)
+    server = PsServer(sock, job.plan.job, job.n, agg, workers, targets)
 
     def on_signal(signum, _frame) -> None:
         if signum == signal.SIGUSR1:

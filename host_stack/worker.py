@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"worker {args.worker}: error: {exc}", file=sys.stderr, flush=True)
         return 2
+    except OSError as exc:  # e.g. its address is taken or not on this host
+        print(f"worker {args.worker}: error: socket: {exc}", file=sys.stderr, flush=True)
+        return 2
 
 
 if __name__ == "__main__":

@@ -271,3 +271,33 @@ def test_worker_of_another_job_gets_a_clear_error():
     finally:
         tr.close()
         cluster.close()
+
+
+def test_result_goes_once_to_a_multicast_target_when_configured():
+    """With --result-to (a switch that replicates), one RESULT per chunk, not one per worker;
+    a late request is still answered by unicast to its sender."""
+    cluster = Cluster(2, [1.0], 1)
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("127.0.0.1", 0))
+    sink.settimeout(2)
+    cluster.servers[0].targets = [sink.getsockname()]
+    workers = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
+    try:
+        for rank, w in enumerate(workers):
+            w.settimeout(0.5)
+            w.sendto(wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=1 << rank),
+                               np.full(N, rank + 1, np.int32)), cluster.addr["s1"])
+        hdr, vals = wire.unpack(sink.recv(2048))
+        assert hdr.type == wire.TYPE_RESULT and hdr.count == 2 and vals.tolist() == [3] * N
+        with pytest.raises(TimeoutError):
+            workers[0].recv(2048)  # no per-worker copy
+        workers[1].sendto(wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=2,
+                                                   flags=wire.FLAG_RETX),
+                                    np.full(N, 2, np.int32)), cluster.addr["s1"])
+        hdr, _ = wire.unpack(workers[1].recv(2048))
+        assert hdr.type == wire.TYPE_RESULT and hdr.flags == wire.FLAG_RETX
+    finally:
+        sink.close()
+        for w in workers:
+            w.close()
+        cluster.close()
