@@ -74,6 +74,11 @@ class PsServer:
             return
         if job != self.job:
             c["drop_wrong_job"] += 1
+            if typ == wire.TYPE_ACK and slot == wire.CTRL_HELLO:
+                # tell a worker of another job which job this PS serves (clear error there)
+                self._send(wire.pack_fast(wire.TYPE_ACK, 0, self.job, 0, 0,
+                                          wire.CTRL_HELLO_REPLY, len(self.workers), 0,
+                                          self.zeros), addr)
             return
         if typ == wire.TYPE_ACK:
             if slot == wire.CTRL_HELLO:

@@ -198,11 +198,17 @@ class WorkerTransport:
                                               1, self.bit, zeros), self.links[i].address)
                 next_send = now + 0.2
             if self._wait(min(0.2, deadline - now)):
-                for ps, fields in self._drain():
-                    if fields[0] == wire.TYPE_ACK and fields[5] == wire.CTRL_HELLO_REPLY:
-                        pending.discard(ps)
+                for ps, fields in self._drain(any_job=True):
+                    if fields[0] != wire.TYPE_ACK or fields[5] != wire.CTRL_HELLO_REPLY:
+                        continue
+                    if fields[2] != self.job:
+                        link = self.links[ps]
+                        raise TransportError(
+                            f"worker rank {self.rank}: PS {link.name} at {link.address} serves "
+                            f"job {fields[2]}, but this worker's plan is for job {self.job}")
+                    pending.discard(ps)
 
-    def _drain(self):
+    def _drain(self, any_job: bool = False):
         """Yield (ps index, header fields) of every valid packet waiting; count the rest."""
         while True:
             try:
@@ -217,7 +223,7 @@ class WorkerTransport:
             ps = self._ps_of(addr)
             if ps is None:
                 self.counters["rx_unknown_source"] += 1
-            elif fields[2] != self.job:
+            elif fields[2] != self.job and not any_job:
                 self.counters["rx_wrong_job"] += 1
             else:
                 yield ps, fields

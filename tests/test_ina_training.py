@@ -73,3 +73,12 @@ def test_cli_train_writes_json_and_csv(tmp_path, capsys):
     assert report["summary"]["rounds"] == 3 and report["summary"]["workers_agree"]
     assert out_csv.read_text().splitlines()[0].startswith("round,round_s,comm_s,rate_mbps")
     assert "Mbit/s" in capsys.readouterr().out
+
+
+def test_launcher_stops_everything_and_reports_a_failing_worker(tmp_path):
+    from host_stack.launcher import LaunchError
+
+    args = train_args("--plan", "star:2:1", "--model", "synthetic", "--values", "640",
+                      "--rounds", "2", "--impair", "loss=0.99", "--hello-timeout", "1")
+    with pytest.raises(LaunchError, match=r"w\d: exited with status 3\n.*no HELLO reply"):
+        train(args)
