@@ -115,6 +115,10 @@ class PsServer:
             for target in self.targets:
                 self._send(packet, target)
             c["result_multicast"] += 1
+        elif verdict is Verdict.ANSWER_LATE and flags & wire.FLAG_AGGREGATED:
+            # a switch's aggregate that lost the race to RETXs: its source is the switch, and
+            # its workers already got the RESULT when the chunk completed
+            c["late_aggregate_ignored"] += 1
         elif verdict is Verdict.ANSWER_LATE:
             self._send(wire.pack_fast(wire.TYPE_RESULT, wire.FLAG_RETX, self.job, rnd, chunk,
                                       slot, len(self.workers), self.agg.all_bits,

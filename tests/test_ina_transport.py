@@ -298,6 +298,13 @@ def test_result_goes_once_to_a_multicast_target_when_configured():
                                     np.full(N, 2, np.int32)), cluster.addr["s1"])
         hdr, _ = wire.unpack(workers[1].recv(2048))
         assert hdr.type == wire.TYPE_RESULT and hdr.flags == wire.FLAG_RETX
+        # a late switch aggregate is not answered (its source is the switch)
+        workers[0].sendto(wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=3,
+                                                   count=2, flags=wire.FLAG_AGGREGATED),
+                                    np.zeros(N, np.int32)), cluster.addr["s1"])
+        with pytest.raises(TimeoutError):
+            workers[0].recv(2048)
+        assert cluster.servers[0].stats()["late_aggregate_ignored"] == 1
     finally:
         sink.close()
         for w in workers:
