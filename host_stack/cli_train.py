@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="also train single-process with the same seed and effective batch")
     g.add_argument("--json", default=None, help="write the full report as JSON here")
     g.add_argument("--csv", default=None, help="write the per-round table as CSV here")
+    g.add_argument("--plot", default=None, help="PNG of loss, round time and rate per round")
     g.add_argument("--every", type=int, default=0,
                    help="table rows every K rounds (default: about 10 rows)")
     g.add_argument("--keep-logs", action="store_true", help="keep the processes' logs")
@@ -73,6 +74,30 @@ def report(result: TrainResult, every: int) -> dict:
             "ps": result.ps_stats}
 
 
+def plot(result: TrainResult, path: str) -> None:
+    """Loss, round/communication time and sending rate per round, one panel each."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = [row["round"] for row in result.rounds]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    axes[0].plot(r, [row["loss"] for row in result.rounds])
+    axes[0].set(xlabel="round", ylabel="mean training loss")
+    axes[1].plot(r, [row["round_s"] * 1e3 for row in result.rounds], label="round")
+    axes[1].plot(r, [row["comm_s"] * 1e3 for row in result.rounds], label="communication")
+    axes[1].set(xlabel="round", ylabel="ms")
+    axes[1].legend()
+    axes[2].plot(r, [row["rate_mbps"] for row in result.rounds])
+    axes[2].set(xlabel="round", ylabel="sending rate per worker (Mbit/s)")
+    fig.suptitle(f"{result.plan.scheme or 'plan'}: {result.plan.workers} workers, "
+                 f"{len(result.plan.ps_ids)} PSs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         print("inart train: error: --rounds: expected >= 1", file=sys.stderr)
@@ -95,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)
+    if args.plot:
+        plot(result, args.plot)
     if args.csv:
         with open(args.csv, "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(result.rounds[0]))

@@ -65,10 +65,12 @@ def test_cli_train_errors_are_clear(tmp_path, capsys):
 
 
 def test_cli_train_writes_json_and_csv(tmp_path, capsys):
-    out_json, out_csv = tmp_path / "r.json", tmp_path / "r.csv"
+    out_json, out_csv, png = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.png"
     rc = main(["train", "--plan", "star:2:1", "--model", "synthetic", "--values", "2000",
-               "--rounds", "3", "--quiet", "--json", str(out_json), "--csv", str(out_csv)])
+               "--rounds", "3", "--quiet", "--json", str(out_json), "--csv", str(out_csv),
+               "--plot", str(png)])
     assert rc == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
     report = json.loads(out_json.read_text())
     assert report["summary"]["rounds"] == 3 and report["summary"]["workers_agree"]
     assert out_csv.read_text().splitlines()[0].startswith("round,round_s,comm_s,rate_mbps")
