@@ -16,6 +16,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -107,7 +108,8 @@ def ina(chunks: int, rounds: int, n: int, window: int, workdir: Path) -> dict:
            "--idle-exit", "60"]
     ps = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     try:
-        line = ps.stdout.readline()
+        ready, _, _ = select.select([ps.stdout], [], [], 60)
+        line = ps.stdout.readline() if ready else ""
         if '"ready"' not in line:
             raise RuntimeError(f"bench transport: PS did not start ({line.strip()!r})")
         cfg = TransportConfig(n=n, window=window)

@@ -11,6 +11,7 @@ gradients, so the test can recompute every round's expected sum.  Impairments:
 import hashlib
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,7 @@ def run_sum_job(tmp_path, addresses: AddressMap, ps_prefix=(), worker_prefix=(),
                                   "--stats", str(tmp_path / f"{ps}.json")],
                                  env=env, stdout=subprocess.PIPE, text=True)
             procs.append(p)
+            assert select.select([p.stdout], [], [], 60)[0], "PS did not start in 60 s"
             assert json.loads(p.stdout.readline())["event"] == "ready"
         workers = [subprocess.Popen([*worker_prefix, sys.executable, "-m", "host_stack.worker",
                                      *job, "--worker", f"w{i + 1}", "--rounds", str(ROUNDS)],

@@ -2,6 +2,7 @@
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -37,6 +38,7 @@ def test_ps_checkpoints_its_shard_on_sigusr1_and_writes_stats_on_sigterm(tmp_pat
     ps = python_m("host_stack.ps", *job, "--ps", "s2", "--model", "mlp",
                   "--checkpoint-dir", str(ckpt_dir), "--stats", str(stats))
     try:
+        assert select.select([ps.stdout], [], [], 60)[0], "PS did not start in 60 s"
         ready = json.loads(ps.stdout.readline())
         assert ready["event"] == "ready" and ready["ps"] == "s2"
         first, end = ready["range"]
