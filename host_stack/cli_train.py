@@ -26,7 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_job_args(p)
     p.set_defaults(func=run)
     g = p.add_argument_group("run")
-    g.add_argument("--sync", default="ina", choices=sorted(SYNCS), help="scheme")
+    g.add_argument("--sync", default="ina", choices=sorted([*SYNCS, "selective"]),
+                   help="ina (PSs + switches), ring/tree/rsgcm/torch (collectives), selective")
+    g.add_argument("--group-p", type=int, default=0,
+                   help="selective: smallest group size p (default 0.3 x workers, >= 2)")
     g.add_argument("--rounds", type=int, default=100, help="training rounds")
     g.add_argument("--batch", type=int, default=32, help="minibatch per worker")
     g.add_argument("--deadline", type=float, default=1800.0, help="give up after (s)")
@@ -98,10 +101,31 @@ def plot(result: TrainResult, path: str) -> None:
     plt.close(fig)
 
 
+def run_selective(args: argparse.Namespace) -> int:
+    """Selective reduce forms groups at run time through its own controller process, so it
+    has its own launcher (host_stack/selective/real.py) rather than the per-worker one."""
+    from host_stack.jobplan import load_plan
+    from host_stack.selective.real import train_selective
+
+    world = len(load_plan(args.plan).worker_ids)
+    p = args.group_p or max(2, round(0.3 * world))
+    out = train_selective(args.model, world=world, rounds=args.rounds, p=p, seed=args.seed)
+    keys = ("wall_s", "initial_accuracy", "average_model_accuracy", "syncs", "avg_sync_scale",
+            "min_sync_scale", "avg_sync_s", "avg_wait_s")
+    print(f"selective reduce, {world} workers, p={p}: " + ", ".join(
+        f"{k}={out[k]:.4g}" for k in keys if isinstance(out.get(k), int | float)))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1, default=str)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         print("inart train: error: --rounds: expected >= 1", file=sys.stderr)
         return 2
+    if args.sync == "selective":
+        return run_selective(args)
     try:
         result = train(args)
     except (LaunchError, ValueError) as exc:

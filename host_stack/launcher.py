@@ -13,6 +13,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -176,6 +177,8 @@ class Launcher:
             name, rec = self.next_event(min(deadline, time.monotonic() + 120))
             if rec["event"] == "ready":
                 ready.add(name)
+        if not scheme.USES_PS:  # collectives rendezvous on a free loopback port
+            self.env["INART_DIST_INIT"] = f"tcp://127.0.0.1:{free_port()}"
         for w in plan.worker_ids:
             self._start(w, [*self.python, "host_stack.worker", *shared, "--worker", w,
                             "--sync", args.sync, "--rounds", str(args.rounds),
@@ -202,6 +205,13 @@ class Launcher:
         rounds = [summarize_round(r, per_round[r]) for r in sorted(per_round)]
         workers = [done[w] for w in plan.worker_ids]
         return TrainResult(plan, rounds, workers, ps_stats, time.monotonic() - t0)
+
+
+def free_port() -> int:
+    """A TCP port free on loopback right now (for the collectives' rendezvous)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def summarize_round(r: int, recs: list[dict]) -> dict:

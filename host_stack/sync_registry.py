@@ -15,6 +15,10 @@ from types import ModuleType
 
 SYNCS: dict[str, str] = {
     "ina": "host_stack.ina_sync",
+    "ring": "host_stack.collective_sync",
+    "tree": "host_stack.collective_sync",
+    "rsgcm": "host_stack.collective_sync",
+    "torch": "host_stack.collective_sync",
 }
 
 
