@@ -44,3 +44,12 @@ def test_ptf_suite_passes_on_bmv2(tmp_path):
     report = proc.stdout[-6000:] + proc.stderr[-6000:]
     assert proc.returncode == 0, f"PTF suite failed on bmv2 (logs in {tmp_path}):\n{report}"
     assert " ok" in report or "OK" in report, report
+
+
+def test_target_command_line_is_shared_by_targets():
+    cmd = run_ptf.target_command("embedded", 2, 9559, [])
+    assert cmd[:3] == [sys.executable, "-m", "emulation.embedded"]
+    assert cmd[3:] == ["--no-p4", "--device-id", "0", "-i", "1@sw1", "-i", "2@sw2", "--",
+                       "--grpc-server-addr", "127.0.0.1:9559"]
+    with pytest.raises(run_ptf.HarnessError, match="unknown target 'tofu'"):
+        run_ptf.target_command("tofu", 2, 9559, [])

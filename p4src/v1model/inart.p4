@@ -93,8 +93,8 @@ control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metad
     register<bit<8>>(INA_SLOTS) slot_flags;
     INA_REPEAT(INA_SUM_REGISTER)
 
-    action drop_event(bit<32> event) {
-        events.count(event);
+    action drop_event(bit<32> ev) {
+        events.count(ev);
         mark_to_drop(sm);
         meta.fate = FATE_DROP;
     }
@@ -256,7 +256,7 @@ control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metad
                                 claim_slot();
                                 drop_event(EV_ABSORBED_DROP);
                             }
-                        } else if (meta.ina.s_tag == hdr.ina.round ++ hdr.ina.chunk) {
+                        } else if (meta.ina.s_tag == (hdr.ina.round ++ hdr.ina.chunk)) {
                             if ((meta.ina.s_bitmap & hdr.ina.bitmap) != 0) {
                                 drop_event(EV_DUPLICATE_DROP);
                             } else {
