@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "solver": ("control_plane.bench_solver", "solve time and rate of each scheme on fat-trees"),
+    "target": ("emulation.embedded.bench", "embedded P4 target packets/s and RSS, beside bmv2"),
 }
 
 

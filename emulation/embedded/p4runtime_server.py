@@ -630,3 +630,26 @@ def serve(switch: Switch, device_id: int, address: str, lock: threading.Lock,
         raise OSError(f"cannot listen on {address!r} for P4Runtime")
     server.start()
     return server, state
+
+
+def local_device(device_config: bytes, p4info: Any, device_id: int = 0
+                 ) -> tuple[Switch, P4RuntimeServicer]:
+    """A switch programmed in-process through the same code the gRPC service runs (no sockets);
+    used by the benchmark and tests to drive ``Switch.process`` directly."""
+    switch = Switch()
+    state = ServerState(switch, device_id, threading.Lock())
+    servicer = P4RuntimeServicer(state)
+    program = load_program(device_config)
+    config = p4runtime_pb2.ForwardingPipelineConfig(p4info=p4info,
+                                                    p4_device_config=device_config)
+    servicer.install(program, bind(p4info, program), config)
+    return switch, servicer
+
+
+def apply_updates(servicer: P4RuntimeServicer, *updates: Any) -> None:
+    """Apply Write updates in-process; the first failure raises its EntryError."""
+    pmap = servicer.state.map
+    assert pmap is not None
+    with servicer.state.lock:
+        for update in updates:
+            servicer.apply_update(pmap, update)
