@@ -7,6 +7,7 @@ hashes and checksums match simple_switch bit for bit.
 
 from __future__ import annotations
 
+import sys
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -14,13 +15,7 @@ from typing import Any
 from emulation.embedded.expressions import Namespace, parse_hexstr
 from emulation.embedded.json_loader import Layout, PipelineError
 
-
-def _reflect(value: int, nbits: int) -> int:
-    out = 0
-    for i in range(nbits):
-        if value >> i & 1:
-            out |= 1 << (nbits - 1 - i)
-    return out
+LITTLE = sys.byteorder == "little"
 
 
 def _crc16_table() -> list[int]:
@@ -49,13 +44,18 @@ def crc32(data: bytes) -> int:
 
 
 def csum16(data: bytes) -> int:
-    """Internet checksum (ones' complement of the ones' complement sum of 16-bit words)."""
+    """Internet checksum (ones' complement of the ones' complement sum of 16-bit words).
+
+    The sum runs over native-order words in C (memoryview cast); the ones' complement sum is
+    byte-order independent up to a final byte swap, which we apply on little-endian hosts.
+    """
     if len(data) % 2:
-        data += b"\x00"
-    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+        data = bytes(data) + b"\x00"
+    total = sum(memoryview(data).cast("H"))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
+    total = ~total & 0xFFFF
+    return ((total & 0xFF) << 8) | (total >> 8) if LITTLE else total
 
 
 def xor16(data: bytes) -> int:
