@@ -308,34 +308,52 @@ class Table:
 
     # ---- data path -------------------------------------------------------------------------
     def link(self, nodes: dict[str, Any]) -> None:
-        """Resolve next-node names once the pipeline's nodes exist."""
+        """Resolve next-node names once the pipeline's nodes exist, then build ``run``."""
         for key, name in self.next_names.items():
             self.next_nodes[key] = nodes.get(name) if name is not None else None
+        self.run = self.make_run()
 
-    def next_for(self, hit: bool, action: Action) -> Any:
-        if "__HIT__" in self.next_nodes or "__MISS__" in self.next_nodes:
-            return self.next_nodes.get("__HIT__" if hit else "__MISS__")
-        return self.next_nodes.get(action.name)
+    def make_run(self) -> Callable[[list[Any]], Any]:
+        """``run(S)`` applies the table to a packet and returns the next control node.
 
-    def run(self, S: list[Any]) -> Any:
-        """Apply the table to a packet; returns the next control node (or None)."""
-        e = self.lookup(self.keyfn(S)) if self.keys else None
-        if e is None:
-            act = self.default_action
-            if act is None:
-                return self.next_nodes.get("__MISS__") if "__MISS__" in self.next_nodes \
-                    else None
-            act.fn(S, self.default_data)
-            if S[jl.EXIT]:
+        Specialised per table so the data path does one dict lookup for exact tables and no
+        attribute walks; mutable state (entries, default action) is read through ``table``.
+        """
+        table, keyfn, nn = self, self.keyfn, self.next_nodes
+        exit_slot, len_slot = jl.EXIT, jl.INGRESS_LEN
+        hitmiss = "__HIT__" in nn or "__MISS__" in nn
+        hit_next, miss_next = nn.get("__HIT__"), nn.get("__MISS__")
+        counters = self.with_counters
+        exact = self.exact if self.keys and (
+            self.match_type == "exact" or (self.match_type == "lpm" and self.lpm_index < 0)
+        ) else None
+        lookup = self.lookup if self.keys else None
+
+        def run(S: list[Any]) -> Any:
+            if exact is not None:
+                e = exact.get(keyfn(S))
+            elif lookup is not None:
+                e = lookup(keyfn(S))
+            else:
+                e = None
+            if e is None:
+                act = table.default_action
+                if act is None:
+                    return miss_next
+                act.fn(S, table.default_data)
+                if S[exit_slot]:
+                    return None
+                return miss_next if hitmiss else nn.get(act.name)
+            if counters:
+                e.packets += 1
+                e.bytes += S[len_slot]
+            act = e.action
+            act.fn(S, e.data)
+            if S[exit_slot]:
                 return None
-            return self.next_for(False, act)
-        if self.with_counters:
-            e.packets += 1
-            e.bytes += S[jl.INGRESS_LEN]
-        e.action.fn(S, e.data)
-        if S[jl.EXIT]:
-            return None
-        return self.next_for(True, e.action)
+            return hit_next if hitmiss else nn.get(act.name)
+
+        return run
 
 
 def matches(keys: list[KeyField], match: tuple[Any, ...], k: tuple[int, ...]) -> bool:
