@@ -44,6 +44,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     main.add_argument("--log-file", help="also write the log to this file")
     main.add_argument("--pcap", nargs="?", const=".", help="accepted for compatibility; unused")
     main.add_argument("--nanolog", help="accepted for compatibility; unused")
+    main.add_argument("--log-flush", action="store_true", help="accepted for compatibility")
     target = argparse.ArgumentParser(prog="target options", add_help=False)
     target.add_argument("--grpc-server-addr", default="0.0.0.0:9559")
     target.add_argument("--cpu-port", type=int, help="accepted for compatibility; unused")
