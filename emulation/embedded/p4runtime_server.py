@@ -243,6 +243,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             context.abort(grpc.StatusCode.UNIMPLEMENTED, "only the default role is supported")
         self.state.check_primary(request.election_id, context)
         pmap = self.need_pipeline(context)
+        if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                          "only CONTINUE_ON_ERROR atomicity is supported")
         errors: list[p4runtime_pb2.Error] = []
         failed = False
         with self.state.lock:

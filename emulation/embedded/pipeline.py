@@ -123,6 +123,9 @@ class Program:
         if len(deps) != 1:
             raise PipelineError("deparsers", f"expected exactly one deparser, found {len(deps)}")
         where = f"deparsers[0] {deps[0].get('name')!r}"
+        if deps[0].get("primitives"):
+            raise PipelineError(where, "statements other than emit in the deparser are not "
+                                       "supported")
         src = ["def deparse(S):", "    out = []"]
         for name in deps[0].get("order", []):
             hdr = self.layout.header(name, where)

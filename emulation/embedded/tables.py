@@ -329,6 +329,18 @@ class Table:
         ) else None
         lookup = self.lookup if self.keys else None
 
+        if not self.keys:  # p4c's synthesized action-call tables: always the default action
+            def run_default(S: list[Any]) -> Any:
+                act = table.default_action
+                if act is None:
+                    return miss_next
+                act.fn(S, table.default_data)
+                if S[exit_slot]:
+                    return None
+                return miss_next if hitmiss else nn.get(act.name)
+
+            return run_default
+
         def run(S: list[Any]) -> Any:
             if exact is not None:
                 e = exact.get(keyfn(S))
