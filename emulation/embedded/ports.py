@@ -16,19 +16,22 @@ from collections.abc import Callable
 log = logging.getLogger("inart.embedded.ports")
 
 ETH_P_ALL = 0x0003
+SOL_PACKET = 263  # not exported by the socket module
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
 MAX_FRAME = 65535
 BURST = 64  # frames drained per socket per wake-up
+RCVBUF = 4 << 20  # absorb bursts while Python works through a backlog
 
 
 def open_port(iface: str) -> socket.socket:
     """A non-blocking raw socket bound to ``iface`` that sees every frame on it."""
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     try:
-        s.setsockopt(socket.SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
     except OSError:  # kernels before 4.20: filtered by pkttype below
         pass
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
     s.bind((iface, 0))
     s.setblocking(False)
     return s
