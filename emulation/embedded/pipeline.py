@@ -250,6 +250,7 @@ class Switch:
         prog.controls["ingress"].apply(S)
         if S[jl.CLONE_SID]:
             self.clone_ingress(S, port, frame, out)
+            S[jl.CLONE_SID] = S[jl.CLONE_FL] = 0
         if S[jl.RESUBMIT_FL] and depth < MAX_REENTRIES:
             slots = prog.res.field_lists.get(S[jl.RESUBMIT_FL] - 1, [])
             self.ingress(port, frame, out, (slots, [S[s] for s in slots], RESUBMIT), depth + 1)
@@ -302,6 +303,7 @@ class Switch:
         prog.controls["egress"].apply(S)
         if S[jl.CLONE_SID]:
             session = self.pre.clones.get(S[jl.CLONE_SID])
+            S[jl.CLONE_SID] = 0
             if session is not None:
                 slots = prog.res.field_lists.get(S[jl.CLONE_FL], [])
                 for egress_port, rid in session.replicas:
