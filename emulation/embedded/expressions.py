@@ -23,6 +23,13 @@ class Expr:
     kind: str  # "data" | "bool" | "header"
     width: int | None = None
     header: str | None = None  # for kind == "header": instance name
+    swidth: int | None = None  # value known to fit a signed field of this width
+
+    def fits_signed(self) -> int | None:
+        """Smallest signed width known to hold the value (from either bound)."""
+        if self.width is not None:
+            return self.width + 1 if self.swidth is None else min(self.swidth, self.width + 1)
+        return self.swidth
 
 
 BINARY = {"+": "+", "-": "-", "*": "*", "<<": "<<", ">>": ">>", "&": "&", "|": "|", "^": "^",
@@ -67,10 +74,13 @@ class ExprCompiler:
         t, v = tv["type"], tv.get("value")
         if t == "field":
             slot, width, signed = self.layout.field_slot(v, where)
-            return Expr(f"S[{slot}]", "data", None if signed else width)
+            if signed:
+                return Expr(f"S[{slot}]", "data", None, swidth=width)
+            return Expr(f"S[{slot}]", "data", width)
         if t == "hexstr":
             n = parse_hexstr(v, where)
-            return Expr(repr(n), "data", n.bit_length() if n >= 0 else None)
+            return Expr(repr(n), "data", n.bit_length() if n >= 0 else None,
+                        swidth=n.bit_length() + 1)
         if t == "bool":
             return Expr("True" if v else "False", "bool")
         if t in ("local", "runtime_data"):
@@ -130,15 +140,17 @@ class ExprCompiler:
         if op == "?":
             c, a, b = sub(e.get("cond")), sub(left), sub(right)
             width = max(a.width, b.width) if a.width is not None and b.width is not None else None
-            return Expr(f"({a.src} if {c.src} else {b.src})", a.kind, width)
+            sa, sb = a.fits_signed(), b.fits_signed()
+            swidth = max(sa, sb) if sa is not None and sb is not None else None
+            return Expr(f"({a.src} if {c.src} else {b.src})", a.kind, width, swidth=swidth)
         if op in ("two_comp_mod", "sat_cast", "usat_cast"):
             a, w = sub(left), self.const_width(right, where)
             if op == "usat_cast":
                 return Expr(f"min(max({a.src}, 0), {(1 << w) - 1})", "data", w)
             half = 1 << (w - 1)
             if op == "sat_cast":
-                return Expr(f"min(max({a.src}, {-half}), {half - 1})", "data")
-            return Expr(f"((({a.src}) + {half}) & {(1 << w) - 1}) - {half}", "data")
+                return Expr(f"min(max({a.src}, {-half}), {half - 1})", "data", swidth=w)
+            return Expr(f"((({a.src}) + {half}) & {(1 << w) - 1}) - {half}", "data", swidth=w)
         raise PipelineError(where, f"expression operator {op!r} is not supported")
 
     def const_width(self, tv: Any, where: str) -> int:
@@ -152,6 +164,9 @@ def assign_code(slot: int, width: int, signed: bool, value: Expr) -> str:
     if value.kind == "bool":
         return f"S[{slot}] = 1 if {value.src} else 0"
     if signed:
+        fits = value.fits_signed()
+        if fits is not None and fits <= width:
+            return f"S[{slot}] = {value.src}"
         half = 1 << (width - 1)
         return f"S[{slot}] = (({value.src} + {half}) & {(1 << width) - 1}) - {half}"
     if value.width is not None and value.width <= width:
