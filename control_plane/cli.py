@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "solver": ("control_plane.bench_solver", "solve time and rate of each scheme on fat-trees"),
     "collectives": ("host_stack.collectives.bench", "ring, RAT tree, RSGCM vs torch all_reduce"),
+    "target": ("emulation.embedded.bench", "embedded P4 target packets/s and RSS, beside bmv2"),
 }
 
 
