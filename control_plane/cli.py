@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("control_plane.cli_bench", "run a benchmark (solver, target, transport, ...)"),
     "demo": ("control_plane.cli_demo", "run the main demo"),
     "experiment": ("host_stack.cli_experiment", "reproduce a seed paper's experiment"),
+    "train": ("host_stack.cli_train", "train a model over a plan (PS + worker processes)"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
@@ -26,6 +27,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "solver": ("control_plane.bench_solver", "solve time and rate of each scheme on fat-trees"),
     "collectives": ("host_stack.collectives.bench", "ring, RAT tree, RSGCM vs torch all_reduce"),
     "target": ("emulation.embedded.bench", "embedded P4 target packets/s and RSS, beside bmv2"),
+    "transport": ("host_stack.bench_transport", "INA transport vs plain UDP sender on loopback"),
 }
 
 

@@ -40,6 +40,19 @@ class MomentumSGD:
         self.velocity.mul_(self.momentum).add_(grad)
         return params - self.lr * self.velocity
 
+    def apply_range(self, params: torch.Tensor, grad: torch.Tensor, start: int) -> None:
+        """The same rule, in place, on params[start:start+len(grad)] only.
+
+        The INA PS updates each chunk as soon as its sum is complete; element-wise this gives
+        bit-for-bit the values ``apply`` would give on the whole vector.
+        """
+        if self.velocity is None:
+            self.velocity = torch.zeros_like(params)
+        end = start + grad.numel()
+        v = self.velocity[start:end]
+        v.mul_(self.momentum).add_(grad)
+        params[start:end] = params[start:end] - self.lr * v
+
 
 class AllReduceSync:
     """Average the gradient with an in-place sum all-reduce, then step a local optimizer."""

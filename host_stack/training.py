@@ -8,6 +8,7 @@ RSGCM and selective reduce means their accuracy and timing differ only by the sc
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -42,8 +43,12 @@ def batches(n: int, batch_size: int, rounds: int, seed: int) -> list[torch.Tenso
 
 
 def train_worker(model: nn.Module, x: torch.Tensor, y: torch.Tensor, sync: GradientSync,
-                 rounds: int, batch_size: int, seed: int = 0) -> list[RoundStats]:
-    """Run `rounds` synchronous rounds on this worker's shard; returns per-round stats."""
+                 rounds: int, batch_size: int, seed: int = 0,
+                 on_round: Callable[[RoundStats], None] | None = None) -> list[RoundStats]:
+    """Run `rounds` synchronous rounds on this worker's shard; returns per-round stats.
+
+    ``on_round`` sees each round's stats as soon as it ends (progress bars, live reports).
+    """
     loss_fn = nn.CrossEntropyLoss()
     params = flat_params(model)
     stats: list[RoundStats] = []
@@ -58,6 +63,9 @@ def train_worker(model: nn.Module, x: torch.Tensor, y: torch.Tensor, sync: Gradi
         load_flat_params(model, params)
         t2 = time.perf_counter()
         stats.append(RoundStats(r, float(loss.detach()), t1 - t0, t2 - t1))
+        stats.append(RoundStats(r, float(loss), t1 - t0, t2 - t1))
+        if on_round is not None:
+            on_round(stats[-1])
     return stats
 
 

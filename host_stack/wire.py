@@ -10,6 +10,7 @@ Packing and unpacking are vectorised with numpy structured dtypes: a batch of pa
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,13 @@ TYPE_GRAD = 1
 TYPE_RESULT = 2
 TYPE_ACK = 3
 PACKET_TYPES = (TYPE_GRAD, TYPE_RESULT, TYPE_ACK)
+
+# Control packets (type 3).  DESIGN.md leaves type 3 to the host stack; we put the operation
+# in the ``slot`` field (switches never aggregate type 3, so slot has no other use there).
+CTRL_HELLO = 1  # worker -> PS: "are you up for this job?"; round/chunk unused
+CTRL_HELLO_REPLY = 2  # PS -> worker: answer to HELLO; ``count`` = number of workers it expects
+CTRL_OVERFLOW_NACK = 3  # PS -> worker: the sum of (round, chunk) overflowed; resend it as RETX
+CTRL_OPS = (CTRL_HELLO, CTRL_HELLO_REPLY, CTRL_OVERFLOW_NACK)
 
 FLAG_RETX = 0x01
 FLAG_AGGREGATED = 0x02
@@ -43,6 +51,10 @@ HEADER_DTYPE = np.dtype(
 )
 HEADER_LEN = HEADER_DTYPE.itemsize  # 24 bytes
 PAYLOAD_DTYPE = np.dtype(">i4")
+# The same header as a struct, for the per-packet hot path of the transport and the PS: one
+# ``unpack_from`` is several times cheaper than building a numpy record per packet.
+HEADER_STRUCT = struct.Struct("!BBHIIHHQ")
+assert HEADER_STRUCT.size == HEADER_LEN
 
 
 class WireError(ValueError):
@@ -151,3 +163,46 @@ def rank_bit(rank: int) -> int:
     if not 0 <= rank < MAX_WORKERS:
         raise WireError(f"worker rank {rank}: expected 0..{MAX_WORKERS - 1}")
     return 1 << rank
+
+
+def parse_header(data: bytes | bytearray | memoryview, length: int, n: int = DEFAULT_N
+                 ) -> tuple[int, int, int, int, int, int, int, int]:
+    """Fast check of one received packet of ``length`` bytes in ``data``.
+
+    Returns (type, flags, job, round, chunk, slot, count, bitmap); raises WireError naming the
+    field when the length, type or flags are wrong.  The payload stays in ``data`` at offset
+    HEADER_LEN so callers can view it with numpy without copying.
+    """
+    if length != packet_len(n):
+        raise WireError(f"INA packet length {length}: expected {packet_len(n)}")
+    fields = HEADER_STRUCT.unpack_from(data, 0)
+    if fields[0] not in PACKET_TYPES:
+        raise WireError(f"INA header field 'type'={fields[0]}: expected one of {PACKET_TYPES}")
+    if fields[1] & ~KNOWN_FLAGS:
+        raise WireError(f"INA header field 'flags'={fields[1]:#x}: unknown bits set")
+    return fields
+
+
+def payload_view(data: bytes | bytearray | memoryview, n: int = DEFAULT_N) -> np.ndarray:
+    """The N big-endian int32 payload words of a packet in ``data`` (a view, no copy)."""
+    return np.frombuffer(data, dtype=PAYLOAD_DTYPE, count=n, offset=HEADER_LEN)
+
+
+def pack_fast(type_: int, flags: int, job: int, round_: int, chunk: int, slot: int, count: int,
+              bitmap: int, payload_be: bytes) -> bytes:
+    """Header fields + an already big-endian payload; no range checks (hot path only).
+
+    Callers pass values they built themselves from validated state; struct still raises if a
+    field does not fit its width.
+    """
+    return HEADER_STRUCT.pack(type_, flags, job, round_, chunk, slot, count, bitmap) + payload_be
+
+
+def headers(count: int, type_: int, job: int, round_: int, chunks: np.ndarray,
+            slots: np.ndarray, bitmap: int, flags: int = 0, contributions: int = 1
+            ) -> np.ndarray:
+    """HEADER_DTYPE records for a batch of packets that differ only in chunk and slot."""
+    out = np.zeros(count, dtype=HEADER_DTYPE)
+    out["type"], out["flags"], out["job"], out["round"] = type_, flags, job, round_
+    out["chunk"], out["slot"], out["count"], out["bitmap"] = chunks, slots, contributions, bitmap
+    return out

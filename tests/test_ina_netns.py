@@ -1,0 +1,173 @@
+"""Exactly-once aggregation across OS processes, checked round by round against numpy.
+
+PS processes run in sum mode (RESULT = int32 sums) and workers send seeded synthetic
+gradients, so the test can recompute every round's expected sum.  Impairments:
+- on loopback with the send-side injector (--impair), always;
+- across two network namespaces joined by a veth pair, with tc netem loss/duplicate/reorder on
+  both ends (root; skipped with the reason when netem is not in the kernel), and with the
+  send-side injector on the same veth path (root).
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from host_stack.addresses import AddressMap, loopback
+from host_stack.jobplan import star_plan
+from host_stack.quantize import Quantizer
+from host_stack.worker import worker_seed
+
+ROOT = Path(__file__).resolve().parent.parent
+N, VALUES, ROUNDS, WORKERS = 32, 32 * 250, 8, 4  # 250 chunks x 8 rounds = 2,000 chunks
+IMPAIR = "loss=0.05,dup=0.05,reorder=0.05"
+
+
+def expected_digests(workers, rounds, values, seed=0):
+    """sha256 of every round's int32 sums, as the workers will see them."""
+    q = Quantizer(workers)
+    rngs = [np.random.default_rng(worker_seed(seed, r)) for r in range(workers)]
+    out = []
+    for _ in range(rounds):
+        total = np.zeros(values, np.int64)
+        for rng in rngs:
+            total += q.quantize(rng.standard_normal(values, dtype=np.float32))[0]
+        out.append(hashlib.sha256(total.astype(np.int32).tobytes()).hexdigest())
+    return out
+
+
+def run_sum_job(tmp_path, addresses: AddressMap, ps_prefix=(), worker_prefix=(), extra=()):
+    plan = star_plan(WORKERS, [0.5, 0.5])
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "addr.json").write_text(addresses.to_json())
+    job = ["--plan", str(tmp_path / "plan.json"), "--addresses", str(tmp_path / "addr.json"),
+           "--model", "synthetic", "--values", str(VALUES), *extra]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = []
+    try:
+        for ps in ("s1", "s2"):
+            p = subprocess.Popen([*ps_prefix, sys.executable, "-m", "host_stack.ps", *job,
+                                  "--ps", ps, "--mode", "sum", "--idle-exit", "120",
+                                  "--stats", str(tmp_path / f"{ps}.json")],
+                                 env=env, stdout=subprocess.PIPE, text=True)
+            procs.append(p)
+            assert json.loads(p.stdout.readline())["event"] == "ready"
+        workers = [subprocess.Popen([*worker_prefix, sys.executable, "-m", "host_stack.worker",
+                                     *job, "--worker", f"w{i + 1}", "--rounds", str(ROUNDS)],
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+                   for i in range(WORKERS)]
+        procs += workers
+        outputs = [w.communicate(timeout=240) for w in workers]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+            p.wait(timeout=10)
+    records = []
+    for (out, err), w in zip(outputs, workers, strict=True):
+        assert w.returncode == 0, err
+        records.append([json.loads(line) for line in out.splitlines()])
+    ps_stats = [json.loads((tmp_path / f"{ps}.json").read_text()) for ps in ("s1", "s2")]
+    return records, ps_stats
+
+
+def check_exactly_once(records, ps_stats):
+    want = expected_digests(WORKERS, ROUNDS, VALUES)
+    for recs in records:
+        got = [r["result_sha256"] for r in recs if r["event"] == "round"]
+        assert got == want  # every round's sums equal numpy's, on every worker
+    assert sum(s["agg_completed"] for s in ps_stats) == ROUNDS * VALUES // N
+    assert sum(s["agg_contributions"] for s in ps_stats) == ROUNDS * VALUES // N * WORKERS
+    retx = sum(r[-1]["counters"].get("retx_sent", 0) for r in records)
+    dups = sum(s.get("agg_drop_duplicate", 0) for s in ps_stats)
+    print(f"{ROUNDS * VALUES // N} chunks exact on {WORKERS} workers; worker RETX {retx}, "
+          f"duplicates refused at the PSs {dups}")
+    return retx, dups
+
+
+def test_processes_exactly_once_on_loopback_with_injected_impairment(tmp_path):
+    addresses = loopback(["s1", "s2"] + [f"w{i + 1}" for i in range(WORKERS)])
+    records, ps_stats = run_sum_job(tmp_path, addresses, extra=["--impair", IMPAIR])
+    retx, dups = check_exactly_once(records, ps_stats)
+    assert retx > 0 and dups > 0
+
+
+class VethPair:
+    """Two namespaces joined by a veth pair; removed on close (namespaces take the veths)."""
+
+    def __init__(self) -> None:
+        tag = f"{os.getpid() % 100000}"
+        self.ns = (f"inart-hs{tag}-ps", f"inart-hs{tag}-wk")
+        self.dev = (f"ihs{tag}p", f"ihs{tag}w")
+        self.ip = ("10.213.0.1", "10.213.0.2")
+        try:
+            for ns in self.ns:
+                self._run("ip", "netns", "add", ns)
+                self._run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            self._run("ip", "link", "add", self.dev[0], "type", "veth", "peer", "name",
+                      self.dev[1])
+            for ns, dev, ip in zip(self.ns, self.dev, self.ip, strict=True):
+                self._run("ip", "link", "set", dev, "netns", ns)
+                self._run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{ip}/24", "dev", dev)
+                self._run("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
+        except Exception:
+            self.close()
+            raise
+
+    @staticmethod
+    def _run(*cmd):
+        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=30)
+
+    def netem(self, spec: str) -> None:
+        for ns, dev in zip(self.ns, self.dev, strict=True):
+            self._run("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root",
+                      "netem", *spec.split())
+
+    def prefix(self, i):
+        return ("ip", "netns", "exec", self.ns[i])
+
+    def close(self) -> None:
+        for ns in self.ns:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def veth():
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2 to create network namespaces")
+    pair = VethPair()
+    yield pair
+    pair.close()
+
+
+def veth_addresses(pair):
+    entries = {"s1": (pair.ip[0], 47000), "s2": (pair.ip[0], 47010)}
+    entries.update({f"w{i + 1}": (pair.ip[1], 47001 + i) for i in range(WORKERS)})
+    return AddressMap(entries)
+
+
+@pytest.mark.root
+def test_exactly_once_across_namespaces_with_tc_netem(tmp_path, veth):
+    try:
+        veth.netem("loss 5% duplicate 5% delay 1ms reorder 75% 50%")
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"tc netem unavailable here: {exc.stderr.strip()}")
+    records, ps_stats = run_sum_job(tmp_path, veth_addresses(veth), veth.prefix(0),
+                                    veth.prefix(1))
+    retx, dups = check_exactly_once(records, ps_stats)
+    assert retx > 0 and dups > 0
+
+
+@pytest.mark.root
+def test_exactly_once_across_namespaces_with_injected_impairment(tmp_path, veth):
+    records, ps_stats = run_sum_job(tmp_path, veth_addresses(veth), veth.prefix(0),
+                                    veth.prefix(1), extra=["--impair", IMPAIR])
+    retx, dups = check_exactly_once(records, ps_stats)
+    assert retx > 0 and dups > 0

@@ -1,0 +1,273 @@
+"""Exactly-once aggregation and failure handling of the INA transport, PS and worker side.
+
+Everything runs in this process (PS and workers as threads over real loopback UDP sockets);
+loss, duplication and reordering are injected at the sockets by host_stack.impair.
+"""
+
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from host_stack import wire
+from host_stack.addresses import loopback
+from host_stack.aggregator import ChunkAggregator
+from host_stack.impair import Impairment, wrap
+from host_stack.jobplan import parse_plan, star_plan
+from host_stack.ps import PsServer
+from host_stack.ps_apply import SumApply
+from host_stack.transport import (
+    PsLink,
+    PsUnreachable,
+    TransportConfig,
+    WorkerTransport,
+    make_socket,
+)
+
+N = 32
+
+
+class Cluster:
+    """PS threads in sum mode plus worker transports for one star plan."""
+
+    def __init__(self, workers, shares, n_chunks, impairment=None, job=1, config=None):
+        self.plan = parse_plan(star_plan(workers, shares, job=job))
+        self.addr = loopback(self.plan.ps_ids + self.plan.worker_ids)
+        self.ranges = self.plan.chunk_ranges(n_chunks * N, N)
+        self.imp = impairment
+        self.servers = []
+        for i, ps in enumerate(self.plan.ps_ids):
+            a, b = self.ranges[ps]
+            agg = ChunkAggregator(b - a, N, workers, SumApply())
+            sock = wrap(make_socket(self.addr[ps]), self._imp(100 + i))
+            self.servers.append(PsServer(sock, job, N, agg,
+                                         [self.addr[w] for w in self.plan.worker_ids]))
+        self.threads = [threading.Thread(target=s.serve, kwargs={"idle_exit_s": 60},
+                                         daemon=True) for s in self.servers]
+        for t in self.threads:
+            t.start()
+        self.config = config or TransportConfig(n=N)
+
+    def _imp(self, seed):
+        if self.imp is None:
+            return None
+        return Impairment(self.imp.loss, self.imp.dup, self.imp.reorder, self.imp.delay_s, seed)
+
+    def transport(self, rank):
+        w = self.plan.worker_ids[rank]
+        links = [PsLink(ps, self.addr[ps], None) for ps in self.plan.ps_ids]
+        sock = wrap(make_socket(self.addr[w]), self._imp(rank))
+        return WorkerTransport(sock, self.plan.job, rank, links, self.config)
+
+    def split(self, data):
+        return [data[a:b] for a, b in (self.ranges[p] for p in self.plan.ps_ids)]
+
+    def close(self):
+        for s in self.servers:
+            s.stop = True
+        for t in self.threads:
+            t.join(timeout=5)
+        for s in self.servers:
+            s.sock.close()
+
+
+def run_rounds(cluster, data):
+    """data: (rounds, workers, chunks, N) int32; returns {rank: [per-round sums]}."""
+    out, errors = {}, []
+
+    def work(rank):
+        try:
+            tr = cluster.transport(rank)
+            tr.hello()
+            out[rank] = ([np.concatenate(tr.exchange(r, cluster.split(data[r, rank])))
+                          for r in range(data.shape[0])], dict(tr.counters))
+            tr.close()
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(data.shape[1])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads), "a worker hung"
+    return out
+
+
+def test_exactly_once_under_loss_duplication_and_reordering():
+    rounds, workers, chunks = 4, 4, 500  # 2,000 chunks per worker over 4 rounds
+    imp = Impairment(loss=0.05, dup=0.05, reorder=0.05, delay_s=0.003)
+    cluster = Cluster(workers, [0.6, 0.4], chunks, imp)
+    rng = np.random.default_rng(7)
+    data = rng.integers(-2**28, 2**28, size=(rounds, workers, chunks, N), dtype=np.int32)
+    try:
+        out = run_rounds(cluster, data)
+    finally:
+        cluster.close()
+    expected = data.astype(np.int64).sum(axis=1)
+    for sums, counters in out.values():
+        for r in range(rounds):
+            np.testing.assert_array_equal(sums[r], expected[r].astype(np.int32))
+        assert counters["retx_sent"] > 0  # the loss really hit this worker
+    ps = [s.stats() for s in cluster.servers]
+    assert sum(p["agg_completed"] for p in ps) == rounds * chunks
+    assert sum(p["agg_contributions"] for p in ps) == rounds * chunks * workers
+    assert sum(p.get("agg_drop_duplicate", 0) for p in ps) > 0  # duplicates were refused
+    assert all(p["rounds_completed"] == rounds for p in ps)
+    injected = {k: sum(s.sock.counts[k] for s in cluster.servers) for k in ("dropped",
+                                                                              "duplicated",
+                                                                              "reordered")}
+    assert all(v > 0 for v in injected.values())
+    print(f"PS counters {ps}\nPS-side injections {injected}")
+
+
+def test_unequal_shares_and_single_worker_without_impairment():
+    cluster = Cluster(1, [0.9, 0.1], 37)
+    data = np.random.default_rng(0).integers(-5, 5, size=(2, 1, 37, N), dtype=np.int32)
+    try:
+        out = run_rounds(cluster, data)
+    finally:
+        cluster.close()
+    np.testing.assert_array_equal(out[0][0][1], data[1, 0])
+    assert out[0][1].get("retx_sent", 0) == 0
+
+
+def test_ps_that_never_answers_gives_a_clear_error_quickly():
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))  # bound but never reads
+    me = make_socket(("127.0.0.1", 0))
+    cfg = TransportConfig(n=N, timeout_s=0.02, min_timeout_s=0.01, max_timeout_s=0.05,
+                          max_retries=4, hello_timeout_s=0.3)
+    tr = WorkerTransport(me, 1, 0, [PsLink("s9", silent.getsockname(), None)], cfg)
+    t0 = time.monotonic()
+    with pytest.raises(PsUnreachable, match=r"s9 .*HELLO|HELLO.*s9"):
+        tr.hello()
+    with pytest.raises(PsUnreachable, match="PS s9 at .* did not answer chunk 0 of round 3"):
+        tr.exchange(3, [np.zeros((5, N), dtype=np.int32)])
+    assert time.monotonic() - t0 < 5
+    tr.close()
+    silent.close()
+
+
+def test_ps_counts_bad_packets_and_keeps_serving():
+    cluster = Cluster(1, [1.0], 4, job=5)
+    ps_addr = cluster.addr["s1"]
+    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    zeros = np.zeros(N, dtype=np.int32)
+    good = wire.pack(wire.InaHeader(type=wire.TYPE_GRAD, job=5, round=0, chunk=0, bitmap=1),
+                     zeros)
+    bad = [
+        good[:-4],  # wrong length
+        wire.pack(wire.InaHeader(type=1, job=6, round=0, chunk=0, bitmap=1), zeros),  # job
+        bytes([7]) + good[1:],  # type
+        good[:1] + bytes([0x80]) + good[2:],  # flags
+        wire.pack(wire.InaHeader(type=1, job=5, round=0, chunk=99, bitmap=1), zeros),  # chunk
+        wire.pack(wire.InaHeader(type=1, job=5, round=0, chunk=0, bitmap=2), zeros),  # rank
+    ]
+    try:
+        for pkt in bad:
+            raw.sendto(pkt, ps_addr)
+        time.sleep(0.3)
+        stats = cluster.servers[0].stats()
+        assert stats["drop_malformed"] == 3
+        assert stats["drop_wrong_job"] == 1
+        assert stats["agg_drop_bad_chunk"] == 1 and stats["agg_drop_bad_bitmap"] == 1
+        data = np.ones((1, 1, 4, N), dtype=np.int32)
+        out = run_rounds(cluster, data)
+        np.testing.assert_array_equal(out[0][0][0], data[0, 0])
+    finally:
+        raw.close()
+        cluster.close()
+
+
+def test_overflow_aggregate_is_nacked_and_worker_resends_as_retx():
+    """A switch aggregate flagged OVERFLOW: the PS drops it and NACKs the bitmap's workers;
+    a worker that gets a NACK resends that chunk as RETX."""
+    cluster = Cluster(2, [1.0], 1)
+    switch = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    w_socks = []
+    try:
+        # PS side: the NACK goes to both workers named in the bitmap
+        for w in cluster.plan.worker_ids:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(cluster.addr[w])
+            s.settimeout(2)
+            w_socks.append(s)
+        agg = wire.InaHeader(type=wire.TYPE_GRAD, job=1, round=0, chunk=0, count=2, bitmap=3,
+                             flags=wire.FLAG_AGGREGATED | wire.FLAG_OVERFLOW)
+        switch.sendto(wire.pack(agg, np.zeros(N, np.int32)), cluster.addr["s1"])
+        for rank, s in enumerate(w_socks):
+            hdr, _ = wire.unpack(s.recv(2048))
+            assert (hdr.type, hdr.slot, hdr.chunk, hdr.bitmap) == (
+                wire.TYPE_ACK, wire.CTRL_OVERFLOW_NACK, 0, 1 << rank)
+        assert cluster.servers[0].stats()["overflow_aggregate"] == 1
+    finally:
+        switch.close()
+        for s in w_socks:
+            s.close()
+    # worker side: a scripted PS that NACKs the first GRAD, then answers the RETX
+    fake = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    fake.bind(("127.0.0.1", 0))
+    fake.settimeout(2)
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0,
+                         [PsLink("s1", fake.getsockname(), None)], TransportConfig(n=N))
+    seen = []
+
+    def script():
+        data, addr = fake.recvfrom(2048)
+        seen.append(wire.unpack(data)[0])
+        fake.sendto(wire.pack(wire.InaHeader(type=wire.TYPE_ACK, job=1, round=0, chunk=0,
+                                             slot=wire.CTRL_OVERFLOW_NACK), zeros), addr)
+        data, addr = fake.recvfrom(2048)
+        seen.append(wire.unpack(data)[0])
+        fake.sendto(wire.pack(wire.InaHeader(type=wire.TYPE_RESULT, job=1, round=0, chunk=0),
+                              np.full(N, 9, np.int32)), addr)
+
+    zeros = np.zeros(N, np.int32)
+    thread = threading.Thread(target=script)
+    thread.start()
+    try:
+        result = tr.exchange(0, [np.ones((1, N), np.int32)])
+    finally:
+        thread.join(timeout=5)
+        fake.close()
+        tr.close()
+        cluster.close()
+    assert result[0][0].tolist() == [9] * N
+    assert seen[0].flags == 0 and seen[1].flags == wire.FLAG_RETX
+    assert tr.counters["overflow_resent"] == 1
+
+
+def test_pacing_holds_the_target_rate():
+    cluster = Cluster(1, [1.0], 400)
+    rate = 2e6  # bit/s
+    link = PsLink("s1", cluster.addr["s1"], rate)
+    tr = WorkerTransport(make_socket(cluster.addr["w1"]), 1, 0, [link], TransportConfig(n=N))
+    try:
+        t0 = time.monotonic()
+        tr.exchange(0, [np.zeros((400, N), np.int32)])
+        elapsed = time.monotonic() - t0
+    finally:
+        tr.close()
+        cluster.close()
+    bits = (400 * tr.bytes_per_packet() - 16 * 1024) * 8  # minus the initial burst
+    assert elapsed >= 0.9 * bits / rate
+    print(f"paced at {400 * tr.bytes_per_packet() * 8 / elapsed / 1e6:.2f} Mbit/s "
+          f"(target {rate / 1e6:.2f})")
+
+
+def test_worker_of_another_job_gets_a_clear_error():
+    cluster = Cluster(1, [1.0], 4, job=5)
+    cfg = TransportConfig(n=N, hello_timeout_s=0.5)
+    links = [PsLink("s1", cluster.addr["s1"], None)]
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 6, 0, links, cfg)
+    try:
+        with pytest.raises(PsUnreachable, match=r"no HELLO reply from PS s1 .*job 6"):
+            tr.hello()
+        assert cluster.servers[0].stats()["drop_wrong_job"] >= 1
+    finally:
+        tr.close()
+        cluster.close()

@@ -1,0 +1,78 @@
+"""The PS and worker entry points as separate OS processes (what one host runs)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from host_stack.addresses import loopback
+from host_stack.jobplan import star_plan
+from host_stack.models import build_model, flat_params
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_job(tmp_path, workers=2, shares=(0.5, 0.5)):
+    plan = star_plan(workers, list(shares))
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    ids = list(plan["partition"]) + [f"w{i + 1}" for i in range(workers)]
+    (tmp_path / "addr.json").write_text(loopback(ids).to_json())
+    return ["--plan", str(tmp_path / "plan.json"), "--addresses", str(tmp_path / "addr.json")]
+
+
+def python_m(module, *args, **kw):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", module, *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def test_ps_checkpoints_its_shard_on_sigusr1_and_writes_stats_on_sigterm(tmp_path):
+    job = write_job(tmp_path)
+    ckpt_dir, stats = tmp_path / "ckpt", tmp_path / "stats.json"
+    ps = python_m("host_stack.ps", *job, "--ps", "s2", "--model", "mlp",
+                  "--checkpoint-dir", str(ckpt_dir), "--stats", str(stats))
+    try:
+        ready = json.loads(ps.stdout.readline())
+        assert ready["event"] == "ready" and ready["ps"] == "s2"
+        first, end = ready["range"]
+        ps.send_signal(signal.SIGUSR1)
+        path = ckpt_dir / "s2-job1.npz"
+        deadline = time.monotonic() + 10
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ckpt = np.load(path)
+        flat = np.zeros(end * 32, np.float32)
+        params = flat_params(build_model("mlp", 0)).numpy()
+        flat[:params.size] = params[:end * 32]
+        np.testing.assert_array_equal(ckpt["params"], flat[first * 32:end * 32])
+        assert (ckpt["completed_round"] == -1).all() and str(ckpt["ps"]) == "s2"
+    finally:
+        ps.send_signal(signal.SIGTERM)
+        ps.wait(timeout=10)
+    assert ps.returncode == 0
+    assert json.loads(stats.read_text())["checkpoints"] == 1
+
+
+def test_entry_points_reject_bad_input_clearly(tmp_path):
+    job = write_job(tmp_path)
+    ps = python_m("host_stack.ps", *job, "--ps", "s7")
+    _, err = ps.communicate(timeout=60)
+    assert ps.returncode == 2 and "--ps s7" in err
+    worker = python_m("host_stack.worker", *job, "--worker", "w9", "--rounds", "1")
+    _, err = worker.communicate(timeout=60)
+    assert worker.returncode == 2 and "worker 'w9'" in err
+
+
+def test_worker_without_ps_fails_with_a_clear_error(tmp_path):
+    job = write_job(tmp_path, workers=1, shares=(1.0,))
+    worker = python_m("host_stack.worker", *job, "--worker", "w1", "--rounds", "1",
+                      "--model", "synthetic", "--values", "64", "--max-retries", "2",
+                      "--timeout", "0.05", "--hello-timeout", "2")
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 3
+    assert "no HELLO reply from PS s1" in err
