@@ -63,7 +63,6 @@ def train_worker(model: nn.Module, x: torch.Tensor, y: torch.Tensor, sync: Gradi
         load_flat_params(model, params)
         t2 = time.perf_counter()
         stats.append(RoundStats(r, float(loss.detach()), t1 - t0, t2 - t1))
-        stats.append(RoundStats(r, float(loss), t1 - t0, t2 - t1))
         if on_round is not None:
             on_round(stats[-1])
     return stats
