@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("control_plane.cli_demo", "run the main demo"),
     "experiment": ("host_stack.cli_experiment", "reproduce a seed paper's experiment"),
     "train": ("host_stack.cli_train", "train a model over a plan (PS + worker processes)"),
+    "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),
+    "shell": ("emulation.cli_shell", "p4runtime-shell on a switch of a running emulation"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)

@@ -172,6 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bind", default=None, help="host:port to bind (default: its map entry)")
     p.add_argument("--mode", choices=("train", "sum"), default="train",
                    help="RESULT = updated parameters (train) or int32 sums (sum)")
+    p.add_argument("--result-to", default=None, metavar="HOST[:PORT]",
+                   help="send each completed chunk's RESULT once to this address (the job's "
+                        "result address, which the switches replicate to every worker) instead "
+                        "of one unicast copy per worker")
     p.add_argument("--stats", default=None, help="write counters JSON here on exit")
     p.add_argument("--checkpoint-dir", default=None, help="where SIGUSR1 writes the shard")
     p.add_argument("--idle-exit", type=float, default=300.0,
@@ -185,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
         job = load_job(args, impair_seed=args.seed * 1000 + 999)
         if args.ps not in job.plan.ps_ids:
             raise ValueError(f"--ps {args.ps}: not a PS of the plan ({', '.join(job.plan.ps_ids)})")
+        targets = None
+        if args.result_to:
+            from host_stack.addresses import parse_address
+            targets = [parse_address(args.result_to, wire.RESULT_PORT, "--result-to")]
     except ValueError as exc:
         print(f"ps: error: {exc}", file=sys.stderr)
         return 2
@@ -202,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         bind = parse_address(args.bind, bind[1], args.ps)
     sock = wrap(make_socket(bind), job.impairment)
     workers = [job.addresses[w] for w in job.plan.worker_ids]
-    server = PsServer(sock, job.plan.job, job.n, agg, workers)
+    server = PsServer(sock, job.plan.job, job.n, agg, workers, targets)
 
     def on_signal(signum, _frame) -> None:
         if signum == signal.SIGUSR1:
