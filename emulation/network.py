@@ -126,21 +126,24 @@ def _switch_class():
 
 
 def stop_process(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
-    """SIGTERM the process's group, SIGKILL it after ``grace`` seconds."""
+    """SIGTERM the process and its group, SIGKILL them after ``grace`` seconds.
+
+    The process itself is always signalled too: one started a moment ago may not have become
+    its group's leader yet (mnexec calls setsid after the fork), so killpg alone could miss it.
+    """
     if proc is None or proc.poll() is not None:
         return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for send, target in ((os.killpg, proc.pid), (os.kill, proc.pid)):
+            try:
+                send(target, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=10)
+            proc.wait(timeout=grace if sig == signal.SIGTERM else 10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 class Network:
