@@ -108,3 +108,23 @@ def test_signal_tears_down(tmp_path, sig):
     assert proc.returncode == 0
     assert leftovers(fig1().switches, pids) == []
     assert _nft_tables() == ""
+
+
+def test_a_refused_pipeline_names_the_switch_and_stops_cleanly(tmp_path):
+    from control_plane.solve import solve
+    from emulation.emulate import STATE_FILE, Emulation
+    from emulation.install import InstallError, Program
+
+    p4info, config = tmp_path / "empty.p4info.txt", tmp_path / "garbage.json"
+    p4info.write_text("")  # a valid, empty P4Info
+    config.write_text("{not json")
+    topo = fig1()
+    pids: list[int] = []
+    with pytest.raises(InstallError, match=r"switch 'v1': pipeline push failed"), \
+            Emulation(topo, tmp_path / "out", program=Program(p4info, config),
+                      quiet=True) as emu:
+        pids += [sw.proc.pid for sw in emu.net.net.switches]
+        assert STATE_FILE.exists()
+        emu.install(solve(topo, "lbmm", 0))
+    assert leftovers(topo.switches, pids) == []
+    assert not STATE_FILE.exists()
