@@ -192,3 +192,23 @@ def test_pool_size():
     assert pool_size(4096) == 1
     with pytest.raises(EntriesError, match="4097 aggregation pools"):
         pool_size(4097)
+
+
+def test_experiment_plots_one_png_per_metric(tmp_path):
+    from emulation.experiment import METRICS, plot
+
+    rows = [{"point": p, "scheme": s, "rate_mbps": 1.0 + i, "comm_s": 2.0 - i / 4,
+             "network_mbps": 3.0, "ps_ingress_bytes_per_iter": 1000 * (i + 1)}
+            for p in ("lstm", "vgg19") for i, s in enumerate(("inart", "atp", "lbmm"))]
+    paths = plot(rows, tmp_path, "models", ["inart", "atp", "lbmm"])
+    assert [p.name for p in paths] == [f"models-{k}.png" for k, _ in METRICS]
+    assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_comm_ratios_are_printed_beside_the_papers():
+    from emulation.cli_emulate import comm_ratios
+
+    lines = comm_ratios([{"scheme": "inart", "comm_s": 1.0}, {"scheme": "atp", "comm_s": 2.0},
+                         {"scheme": "lbmm", "comm_s": 4.0}])
+    assert lines[0].startswith("comm time inart/atp = 0.50 (cut 50%); paper: 0.51 (cut 49%)")
+    assert "inart/lbmm = 0.25" in lines[1] and "paper: 0.19 (cut 81%)" in lines[1]
