@@ -34,8 +34,9 @@ def add_emulation_args(p: argparse.ArgumentParser) -> None:
                         "what the Python embedded target carries on 2 cores)")
     p.add_argument("--rounds", type=int, default=3, help="iterations per scheme")
     p.add_argument("--loss", type=float, default=0.0, help="packet loss %% on every link")
-    p.add_argument("--values", type=int, default=32 * 600,
-                   help="gradient length (int32 values) in synthetic mode")
+    p.add_argument("--values", type=int, default=32 * 1500,
+                   help="gradient length (int32 values) in synthetic mode; rounds much longer "
+                        "than the workers' 16 KB pacing burst per PS measure the paced rate")
     p.add_argument("--mode", choices=MODES, default="synthetic",
                    help="synthetic gradients with checked sums, or real training")
     p.add_argument("--model", default="mlp", help="model for --mode train (mlp, cnn)")
