@@ -7,7 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-APT_PACKAGES=(python3 python3-venv python3-dev gcc iproute2 iputils-ping ethtool procps)
+# mininet: the emulated networks (emulation/network.py); its Python module is linked into the
+# venv below.  No openvswitch-switch: inart's Mininet networks have only P4 switch nodes.
+# nftables: per-link packet loss in emulations (tc netem is missing from some kernels).
+APT_PACKAGES=(python3 python3-venv python3-dev gcc iproute2 iputils-ping ethtool procps mininet nftables)
 VENV=.venv
 
 apt_setup() {
@@ -38,7 +41,17 @@ venv_setup() {
     echo "$want" >"$stamp"
 }
 
-setup() { apt_setup; venv_setup; }
+# Debian installs Mininet's (pure Python) module for the system python3 only; link it into the
+# venv, whatever Python the venv runs (Debian's python3 or another 3.11), instead of exposing
+# all of dist-packages to the venv.
+mininet_setup() {
+    local src=/usr/lib/python3/dist-packages/mininet site
+    [[ -d "$src" ]] || return 0
+    site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    [[ -e "$site/mininet" ]] || ln -sfn "$src" "$site/mininet"
+}
+
+setup() { apt_setup; venv_setup; mininet_setup; }
 
 case "${1:-}" in
     setup) setup ;;

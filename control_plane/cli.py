@@ -20,12 +20,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("control_plane.cli_demo", "run the main demo"),
     "experiment": ("host_stack.cli_experiment", "reproduce a seed paper's experiment"),
     "train": ("host_stack.cli_train", "train a model over a plan (PS + worker processes)"),
+    "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),
+    "shell": ("emulation.cli_shell", "p4runtime-shell on a switch of a running emulation"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "solver": ("control_plane.bench_solver", "solve time and rate of each scheme on fat-trees"),
     "collectives": ("host_stack.collectives.bench", "ring, RAT tree, RSGCM vs torch all_reduce"),
+    "target": ("emulation.embedded.bench", "embedded P4 target packets/s and RSS, beside bmv2"),
     "transport": ("host_stack.bench_transport", "INA transport vs plain UDP sender on loopback"),
 }
 

@@ -16,6 +16,9 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
                   "selective vs partial reduce vs all-reduce across n (seed 002, Figs. 5-6)"),
     "ps-balance": ("host_stack.psbalance.experiment",
                    "network-aware PS load balancing vs Average/Elastic on tc links (seed 001)"),
+    "inart-emulation": ("emulation.experiment",
+                        "InArt/ATP/LBMM on Mininet + P4 switches: rate, comm time, throughput, "
+                        "PS ingress per model or worker count (seed 004, Figs. 8-13)"),
 }
 
 

@@ -1,0 +1,144 @@
+"""`inart emulate`: one topology on Mininet, each scheme's plan installed and measured.
+
+    inart emulate --topology fig1 --scheme inart,atp,lbmm [--target embedded|bmv2]
+                  [--scale MBPS_PER_UNIT] [--rounds R] [--loss PCT] [--find-max-rate]
+
+Prints a table per scheme (measured vs plan), the communication-time ratios beside the
+paper's, and writes emulate.json / emulate.csv (and max-rate.csv) under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from control_plane.solve import SCHEMES
+from control_plane.topologies import build_topology
+from emulation.emulate import Emulation, plan_for, write_rows
+from emulation.measure import table
+from emulation.traffic import MODES, TrafficConfig
+
+# InArt (seed 004, section 5.3.2, 50 workers, heterogeneous fat-tree): communication time
+# cut by 49% vs ATP and 81% vs LBMM, i.e. inart/atp = 0.51 and inart/lbmm = 0.19.
+PAPER_COMM_RATIO = {"atp": 0.51, "lbmm": 0.19}
+DEFAULT_FACTORS = "1.0,1.15,1.3,1.5,1.75,2.0,2.5,3.0"
+
+
+def add_emulation_args(p: argparse.ArgumentParser) -> None:
+    """Options shared by `inart emulate` and the emulation experiments."""
+    p.add_argument("--target", choices=("embedded", "bmv2"), default="embedded",
+                   help="switch target (bmv2 needs /opt/p4/bin/simple_switch_grpc)")
+    p.add_argument("--scale", type=float, default=0.25,
+                   help="Mbit/s per topology capacity unit for links and pacing (default 0.25: "
+                        "what the Python embedded target carries on 2 cores)")
+    p.add_argument("--rounds", type=int, default=3, help="iterations per scheme")
+    p.add_argument("--loss", type=float, default=0.0, help="packet loss %% on every link")
+    p.add_argument("--values", type=int, default=32 * 1500,
+                   help="gradient length (int32 values) in synthetic mode; rounds much longer "
+                        "than the workers' 16 KB pacing burst per PS measure the paced rate")
+    p.add_argument("--mode", choices=MODES, default="synthetic",
+                   help="synthetic gradients with checked sums, or real training")
+    p.add_argument("--model", default="mlp", help="model for --mode train (mlp, cnn)")
+    p.add_argument("--seed", type=int, default=0, help="solver and gradient seed")
+    p.add_argument("--deadline", type=float, default=600.0, help="seconds per scheme run")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("emulate", help="run schemes on a Mininet emulation",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--topology", "-t", default="fig1", help="fig1 | fattree:K | leafspine:..")
+    p.add_argument("--ps", type=int, default=None, help="number of PSs (fat-tree, leaf-spine)")
+    p.add_argument("--workers", type=int, default=None, help="number of workers")
+    p.add_argument("--preset", default=None, help="homogeneous | heterogeneous")
+    p.add_argument("--scheme", "-s", default="inart",
+                   help=f"comma-separated schemes ({', '.join(SCHEMES)})")
+    p.add_argument("--find-max-rate", action="store_true",
+                   help="raise the paced rate until rounds need retransmissions")
+    p.add_argument("--factors", default=DEFAULT_FACTORS, help="rate factors for --find-max-rate")
+    p.add_argument("--out", default="emulate-out", help="output directory")
+    add_emulation_args(p)
+    p.set_defaults(func=run)
+
+
+def traffic_config(args: argparse.Namespace, unit_bps: float) -> TrafficConfig:
+    return TrafficConfig(mode=args.mode, rounds=args.rounds, values=args.values,
+                         model=args.model, unit_bps=unit_bps, seed=args.seed,
+                         deadline_s=args.deadline)
+
+
+def comm_ratios(rows: list[dict]) -> list[str]:
+    """inart's communication time relative to each baseline, beside the paper's."""
+    by = {r["scheme"]: r for r in rows}
+    out = []
+    if "inart" not in by:
+        return out
+    for base, paper in PAPER_COMM_RATIO.items():
+        if base in by and by[base]["comm_s"] > 0:
+            ratio = by["inart"]["comm_s"] / by[base]["comm_s"]
+            out.append(f"comm time inart/{base} = {ratio:.2f} (cut {1 - ratio:.0%}); "
+                       f"paper: {paper:.2f} (cut {1 - paper:.0%})")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    schemes = [s.strip() for s in args.scheme.split(",") if s.strip()]
+    bad = [s for s in schemes if s not in SCHEMES]
+    if bad or not schemes:
+        print(f"inart emulate: error: --scheme {args.scheme}: expected names from "
+              f"{', '.join(SCHEMES)}", file=sys.stderr)
+        return 2
+    if args.rounds < 1 or args.scale <= 0:
+        print("inart emulate: error: --rounds must be >= 1 and --scale > 0", file=sys.stderr)
+        return 2
+    try:
+        topo = build_topology(args.topology, ps=args.ps, workers=args.workers,
+                              preset=args.preset, seed=args.seed + 1)
+        plans = [plan_for(topo, s, args.seed) for s in schemes]
+    except ValueError as exc:
+        print(f"inart emulate: error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    rows, sweep = [], []
+    try:
+        with Emulation(topo, out, args.target, args.scale, args.loss, args.quiet) as emu:
+            cfg = traffic_config(args, emu.unit_bps)
+            for plan in plans:
+                compiled = emu.install(plan)
+                run_ = emu.run(plan, compiled, cfg, plan.scheme)
+                row = dict(run_.row, topology=topo.name, target=args.target, loss=args.loss)
+                rows.append(row)
+                if args.find_max_rate:
+                    factors = [float(f) for f in args.factors.split(",")]
+                    sweep += emu.find_max_rate(plan, compiled, cfg, factors)
+    except KeyboardInterrupt:
+        print("inart emulate: interrupted; network torn down", file=sys.stderr)
+        return 130
+    except (RuntimeError, ValueError) as exc:
+        print(f"inart emulate: error: {exc}", file=sys.stderr)
+        return 1
+    print(table(rows))
+    for line in comm_ratios(rows):
+        print(line)
+    jpath, cpath = write_rows(rows, out, "emulate")
+    print(f"wrote {jpath} and {cpath}")
+    if sweep:
+        print(f"{'scheme':8s} {'factor':>6s} {'paced Mb/s':>10s} {'got Mb/s':>9s} "
+              f"{'retx':>6s} holds")
+        for r in sweep:
+            print(f"{r['scheme']:8s} {r['factor']:6.2f} {r['paced_mbps']:10.3f} "
+                  f"{r['rate_mbps']:9.3f} {r['retx_fraction']:6.1%} {r['holds']}")
+        for scheme in schemes:
+            held = [r for r in sweep if r["scheme"] == scheme and r["holds"]]
+            plan_mbps = next(r["plan_rate_mbps"] for r in rows if r["scheme"] == scheme)
+            ceiling = max((r["paced_mbps"] for r in held), default=0.0)
+            print(f"{scheme}: empirical ceiling {ceiling:.3f} Mbit/s per worker vs plan "
+                  f"f = {plan_mbps:.3f} Mbit/s (x{ceiling / plan_mbps:.2f})")
+        write_rows(sweep, out, "max-rate")
+    bad_rows = [r["scheme"] for r in rows if r["exact"] is False]
+    if bad_rows:
+        print(f"inart emulate: WRONG AGGREGATES with {', '.join(bad_rows)}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,279 @@
+"""`inart bench target`: packets/s and memory of the embedded target, beside bmv2 when present.
+
+Workloads (N values per INA packet, fan-in F):
+- forward: IPv4 frames routed by an lpm table (the test program forward.p4);
+- aggregate: INA GRAD packets, F workers per chunk, all summed in switch registers
+  (aggregate.p4, N = 32), so F-1 of every F packets are absorbed and one is emitted.
+Modes: in-process (``Switch.process``, no sockets, one core) and through veth pairs (a switch
+process on two veths, a sender and a counting receiver; root only), where the rate is the
+switch's own packet counter read over P4Runtime after a timed blast.  Memory is the VmRSS of a
+switch process with the program and its entries installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from emulation.embedded import p4rt_client as pc
+from emulation.embedded.p4runtime_server import apply_updates, local_device
+from host_stack import wire
+
+PROGRAM_DIR = Path(__file__).resolve().parents[2] / "tests" / "embedded" / "p4" / "build"
+BMV2 = "/opt/p4/bin/simple_switch_grpc"
+PS_IP, WORKER_IP = 0x0A000002, 0x0A000001
+MAC_A, MAC_B = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
+
+
+def ipv4_udp(payload: bytes, dport: int, src: int = WORKER_IP, dst: int = PS_IP) -> bytes:
+    """Ethernet/IPv4/UDP frame with a correct IPv4 checksum."""
+    total = 20 + 8 + len(payload)
+    hdr = bytearray(20)
+    hdr[0], hdr[8], hdr[9] = 0x45, 64, 17
+    hdr[2:4] = total.to_bytes(2, "big")
+    hdr[12:16], hdr[16:20] = src.to_bytes(4, "big"), dst.to_bytes(4, "big")
+    csum = sum(int.from_bytes(hdr[i:i + 2], "big") for i in range(0, 20, 2))
+    while csum >> 16:
+        csum = (csum & 0xFFFF) + (csum >> 16)
+    hdr[10:12] = (~csum & 0xFFFF).to_bytes(2, "big")
+    udp = (40000).to_bytes(2, "big") + dport.to_bytes(2, "big") + \
+        (8 + len(payload)).to_bytes(2, "big") + b"\x00\x00"
+    return MAC_B + MAC_A + b"\x08\x00" + bytes(hdr) + udp + payload
+
+
+def forward_frames(count: int) -> list[bytes]:
+    return [ipv4_udp(bytes(64), 5000 + i % 16) for i in range(count)]
+
+
+def aggregate_frames(chunks: int, fan_in: int, n: int) -> list[bytes]:
+    """GRAD packets chunk by chunk, every worker of a chunk in a row (slot = chunk % 512)."""
+    frames = []
+    for c in range(chunks):
+        for rank in range(fan_in):
+            h = wire.InaHeader(type=wire.TYPE_GRAD, job=1, round=1 + c // 512, chunk=c,
+                               slot=c % 512, count=1, bitmap=wire.rank_bit(rank))
+            frames.append(ipv4_udp(wire.pack(h, [rank + i for i in range(n)], n),
+                                   wire.GRAD_PORT))
+    return frames
+
+
+def program_updates(workload: str, p4info: Any, fan_in: int) -> list[Any]:
+    """The table entries each workload needs (port 2 is the PS / next hop)."""
+    if workload == "forward":
+        te = pc.table_entry(p4info, "MyIngress.route", {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
+                            "MyIngress.forward", {"port": 2, "dmac": 0x020000000009})
+        return [pc.table_update(te)]
+    route = pc.table_entry(p4info, "MyIngress.route", {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
+                           "MyIngress.route_to", {"port": 2})
+    agg = pc.table_entry(p4info, "MyIngress.agg", {"hdr.ina.job": 1, "hdr.ipv4.dst_addr": PS_IP},
+                         "MyIngress.aggregate", {"pool_base": 0, "fan_in": fan_in, "ps_port": 2})
+    return [pc.table_update(route), pc.table_update(agg)]
+
+
+def load_build(name: str) -> tuple[bytes, Any]:
+    json_path = PROGRAM_DIR / f"{name}.json"
+    if not json_path.exists():
+        raise SystemExit(f"{json_path} is missing: compile tests/embedded/p4 (build.py)")
+    return json_path.read_bytes(), pc.load_p4info(str(PROGRAM_DIR / f"{name}.p4info.txt"))
+
+
+def in_process_rate(workload: str, frames: list[bytes], fan_in: int, seconds: float) -> float:
+    """Frames/s through Switch.process on this core."""
+    config, p4info = load_build(workload)
+    switch, servicer = local_device(config, p4info)
+    apply_updates(servicer, *program_updates(workload, p4info, fan_in))
+    process = switch.process
+    done, start = 0, time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        for frame in frames:
+            process(1, frame)
+        done += len(frames)
+    return done / (time.perf_counter() - start)
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_switch(kind: str, ifaces: list[str], grpc_port: int) -> subprocess.Popen:
+    exe = [sys.executable, "-m", "emulation.embedded"] if kind == "embedded" else [BMV2]
+    args = ["--no-p4", "--device-id", "0", "--log-level", "error"]
+    for i, iface in enumerate(ifaces):
+        args += ["-i", f"{i + 1}@{iface}"]
+    args += ["--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    return subprocess.Popen(exe + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def processed_count(client: pc.Client, workload: str) -> int:
+    """Packets the switch program has processed, from its own counters."""
+    p4info = client.p4info
+    assert p4info is not None
+    ent = pc.p4runtime_pb2.Entity()
+    if workload == "forward":
+        ent.direct_counter_entry.table_entry.table_id = pc.find(p4info, "tables",
+                                                                "MyIngress.route").preamble.id
+        return sum(e.direct_counter_entry.data.packet_count for e in client.read(ent))
+    ent.counter_entry.counter_id = pc.find(p4info, "counters", "MyIngress.events").preamble.id
+    return sum(e.counter_entry.data.packet_count for e in client.read(ent))
+
+
+def blast(iface: str, frames: list[bytes], seconds: float) -> int:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    sent, deadline = 0, time.perf_counter() + seconds
+    try:
+        while time.perf_counter() < deadline:
+            for frame in frames[:256]:
+                try:
+                    s.send(frame)
+                    sent += 1
+                except OSError:  # transmit queue full: back off briefly
+                    time.sleep(0.0005)
+            frames = frames[256:] + frames[:256]
+    finally:
+        s.close()
+    return sent
+
+
+def veth_run(kind: str, workload: str, frames: list[bytes], fan_in: int, seconds: float,
+             tag: str) -> dict[str, float]:
+    """Rate and RSS of one switch process on a veth pair (port 1 in, port 2 out)."""
+    from emulation.embedded.veth import veth_pairs
+
+    config, p4info = load_build(workload)
+    with veth_pairs(f"ib{tag}", 2) as pairs:
+        port = free_port()
+        proc = start_switch(kind, [pairs[0][1], pairs[1][1]], port)
+        try:
+            client = pc.Client(f"127.0.0.1:{port}", timeout=30)
+            client.set_pipeline(p4info, config)
+            client.write(*program_updates(workload, p4info, fan_in))
+            time.sleep(0.5)
+            rss = rss_kib(proc.pid)
+            before = processed_count(client, workload)
+            start = time.perf_counter()
+            sent = blast(pairs[0][0], frames, seconds)
+            time.sleep(1.0)  # let the switch drain its socket buffer
+            after = processed_count(client, workload)
+            elapsed = time.perf_counter() - start
+            client.close()
+        finally:
+            stop(proc)
+    return {"pps": (after - before) / elapsed, "sent": sent, "rss_kib": rss}
+
+
+def idle_rss(kind: str, workload: str, fan_in: int) -> int:
+    """VmRSS (KiB) of a switch process with no ports, program and entries installed."""
+    config, p4info = load_build(workload)
+    port = free_port()
+    proc = start_switch(kind, [], port)
+    try:
+        client = pc.Client(f"127.0.0.1:{port}", timeout=30)
+        client.set_pipeline(p4info, config)
+        client.write(*program_updates(workload, p4info, fan_in))
+        time.sleep(0.5)
+        rss = rss_kib(proc.pid)
+        client.close()
+    finally:
+        stop(proc)
+    return rss
+
+
+def run(args: argparse.Namespace) -> int:
+    frames: dict[str, Callable[[], list[bytes]]] = {
+        "forward": lambda: forward_frames(512),
+        "aggregate": lambda: aggregate_frames(512, args.fan_in, args.n),
+    }
+    from emulation.embedded.veth import can_create_veths
+
+    have_bmv2 = Path(BMV2).exists() and not args.no_bmv2
+    veth_reason = None if args.veth else "disabled (--no-veth)"
+    veth_reason = veth_reason or can_create_veths()
+    kinds = ["embedded"] + (["bmv2"] if have_bmv2 else [])
+    results: list[dict[str, Any]] = []
+    steps = len(frames) * (1 + (len(kinds) if veth_reason is None else 0) + len(kinds))
+    bar = tqdm(total=steps, desc="bench target", unit="run")
+    for workload, make in frames.items():
+        fs = make()
+        row: dict[str, Any] = {"workload": workload}
+        row["embedded_inproc_pps"] = in_process_rate(workload, fs, args.fan_in, args.seconds)
+        bar.update()
+        for kind in kinds:
+            if veth_reason is None:
+                r = veth_run(kind, workload, fs, args.fan_in, args.seconds, f"{os.getpid() % 997}")
+                row[f"{kind}_veth_pps"] = r["pps"]
+                row[f"{kind}_veth_rss_mib"] = r["rss_kib"] / 1024
+                bar.update()
+            row[f"{kind}_rss_mib"] = idle_rss(kind, workload, args.fan_in) / 1024
+            bar.update()
+        if "bmv2_veth_pps" in row and row["bmv2_veth_pps"]:
+            row["veth_ratio_embedded_over_bmv2"] = row["embedded_veth_pps"] / row["bmv2_veth_pps"]
+        results.append(row)
+    bar.close()
+    print(f"\nN = {args.n} values per INA packet, fan-in {args.fan_in}, {args.seconds} s per run; "
+          f"bmv2: {'yes' if have_bmv2 else 'not installed'}; veth: {veth_reason or 'yes'}")
+    cols = sorted({k for r in results for k in r if k != "workload"})
+    print(f"{'workload':10s} " + " ".join(f"{c:>28s}" for c in cols))
+    for r in results:
+        print(f"{r['workload']:10s} " + " ".join(
+            f"{r[c]:28.1f}" if isinstance(r.get(c), float) else f"{str(r.get(c, '-')):>28s}"
+            for c in cols))
+    agg = next(r for r in results if r["workload"] == "aggregate")
+    goal = agg["embedded_inproc_pps"] >= 5000
+    print(f"goal >= 5000 aggregation packets/s in-process: {'met' if goal else 'NOT met'} "
+          f"({agg['embedded_inproc_pps']:.0f})")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"n": args.n, "fan_in": args.fan_in,
+                                               "seconds": args.seconds, "results": results},
+                                              indent=2))
+    return 0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each run")
+    parser.add_argument("--fan-in", type=int, default=4, help="workers per aggregated chunk")
+    parser.add_argument("--n", type=int, default=32, help="values per INA packet (program: 32)")
+    parser.add_argument("--no-veth", dest="veth", action="store_false",
+                        help="only in-process and memory runs")
+    parser.add_argument("--no-bmv2", action="store_true", help="skip bmv2 even if installed")
+    parser.add_argument("--json", help="write the results to this JSON file")
+    parser.set_defaults(func=run)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    configure(p)
+    a = p.parse_args()
+    sys.exit(a.func(a))

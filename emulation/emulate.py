@@ -1,0 +1,164 @@
+"""One emulation: a network for a topology, then per scheme: install its plan, run, measure.
+
+The network is built once per topology and kept for every scheme and rate: installing a plan
+pushes the pipeline again, which resets every table, register and counter, so schemes never
+see each other's state.  ``state.json`` in the output directory names the running switches so
+``inart shell SWITCH`` can attach while an emulation runs (it is removed on teardown).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from control_plane.plan import Plan
+from control_plane.solve import solve
+from control_plane.topology import Topology
+from emulation.addressing import Addressing, assign
+from emulation.entries import Compiled, compile_plan
+from emulation.install import Program, connect, install, summary_table
+from emulation.measure import event_names, link_bytes, summarize
+from emulation.network import Network
+from emulation.traffic import JobResult, TrafficConfig, run_job
+
+STATE_FILE = Path("/tmp/inart-emulation.json")
+
+
+@dataclass
+class Run:
+    """A finished scheme run: the plan, its entries, the processes' output and the metrics."""
+
+    plan: Plan
+    compiled: Compiled
+    job: JobResult
+    row: dict
+
+
+class Emulation:
+    """A running network plus the operations the CLI and experiments need."""
+
+    def __init__(self, topology: Topology, out_dir: Path, target: str = "embedded",
+                 scale: float = 0.5, loss: float = 0.0, quiet: bool = False,
+                 program: Program | None = None) -> None:
+        self.topo = topology
+        self.out_dir = out_dir
+        self.addr: Addressing = assign(topology)
+        self.program = program or Program()
+        self.quiet = quiet
+        self.scale = scale
+        self.net = Network(topology, self.addr, out_dir / "logs", target, scale, loss, quiet)
+        self.installed: str | None = None
+
+    def __enter__(self) -> Emulation:
+        self.program.check()
+        self.net.__enter__()
+        STATE_FILE.write_text(json.dumps({
+            "switches": {sw: {"grpc": self.addr.grpc_address(sw),
+                              "device_id": self.addr.device_id[sw]}
+                         for sw in self.topo.switches},
+            "p4info": str(self.program.p4info), "config": str(self.program.config),
+            "out_dir": str(self.out_dir)}))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.net.__exit__(*exc)
+        finally:
+            STATE_FILE.unlink(missing_ok=True)
+
+    @property
+    def unit_bps(self) -> float:
+        return self.scale * 1e6
+
+    def install(self, plan: Plan) -> Compiled:
+        compiled = compile_plan(plan, self.addr)
+        summary = install(self.addr, compiled, self.program, self.quiet)
+        self.net.set_result_arp(compiled.result_addr)
+        self.installed = plan.scheme
+        (self.out_dir / f"entries-{plan.scheme}.txt").write_text(
+            summary_table(summary) + "\n\n" + "\n".join(
+                f"{sw}: {e.describe()}" for sw, s in compiled.switches.items()
+                for e in s.entries) + "\n")
+        if not self.quiet:
+            print(f"installed {plan.scheme}: {compiled.total()} entries/groups on "
+                  f"{len(compiled.switches)} switches")
+            print(summary_table(summary))
+        return compiled
+
+    def switch_events(self) -> dict[str, dict[str, int]]:
+        names = event_names()
+        out = {}
+        for sw in self.topo.switches:
+            client = connect(self.addr, sw)
+            try:
+                client.use_p4info(self.program.p4info)
+                cells = client.read_counters("Ingress.events")
+            finally:
+                client.close()
+            out[sw] = {name: cells[i].packets for name, i in names.items() if i in cells}
+        return out
+
+    def run(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig, tag: str) -> Run:
+        """Traffic for an installed plan; counters are deltas over this run."""
+        host_facing = {f"{self.addr.tor[h]}-eth{self.addr.port[(self.addr.tor[h], h)]}"
+                       for h in self.topo.workers + self.topo.pss}
+        ps_facing = {f"{self.addr.tor[s]}-eth{self.addr.port[(self.addr.tor[s], s)]}"
+                     for s in self.topo.pss}
+        ev0 = self.switch_events()
+        if0 = self.net.interface_bytes()
+        job = run_job(self.net, self.addr, plan, compiled, cfg, self.out_dir / "hosts" / tag,
+                      self.quiet)
+        if1 = self.net.interface_bytes()
+        ev1 = self.switch_events()
+        events = {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
+        total = link_bytes(if0, if1, host_facing)
+        ps_in = sum(if1[i][0] - if0[i][0] for i in ps_facing)
+        row = summarize(plan, job, cfg, total, ps_in, events)
+        row["rate_factor"] = cfg.rate_factor
+        row["scale_mbps_per_unit"] = self.scale
+        return Run(plan, compiled, job, row)
+
+    def find_max_rate(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig,
+                      factors: list[float], retx_threshold: float = 0.01) -> list[dict]:
+        """Pace at f x factor for increasing factors until rounds need retransmissions.
+
+        A factor "holds" when retransmitted packets stay under ``retx_threshold`` of all
+        packets sent and every aggregate is exact; the sweep stops after the first that fails.
+        """
+        rows = []
+        for factor in factors:
+            self.install(plan)  # fresh registers and counters
+            run = self.run(plan, compiled, replace(cfg, rate_factor=factor),
+                           f"{plan.scheme}-x{factor:g}")
+            sent = sum(r.get("packets", 0) for recs in run.job.rounds.values() for r in recs)
+            frac = run.row["retx"] / sent if sent else 1.0
+            ok = frac <= retx_threshold and run.job.exact is not False
+            rows.append({"scheme": plan.scheme, "factor": factor,
+                         "paced_mbps": run.row["plan_rate_mbps"],
+                         "rate_mbps": run.row["rate_mbps"], "retx_fraction": frac, "holds": ok})
+            if not ok:
+                break
+        return rows
+
+
+def plan_for(topology: Topology, scheme: str, seed: int) -> Plan:
+    plan = solve(topology, scheme, seed)
+    if not plan.rate > 0 or not math.isfinite(plan.rate):
+        raise ValueError(f"scheme '{scheme}' found no positive rate on {topology.name}")
+    return plan
+
+
+def write_rows(rows: list[dict], out_dir: Path, stem: str) -> tuple[Path, Path]:
+    """rows as JSON (full) and CSV (scalar columns)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jpath, cpath = out_dir / f"{stem}.json", out_dir / f"{stem}.csv"
+    jpath.write_text(json.dumps(rows, indent=1, default=str) + "\n")
+    cols = [k for k, v in rows[0].items() if not isinstance(v, dict)] if rows else []
+    with cpath.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return jpath, cpath

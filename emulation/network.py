@@ -1,0 +1,361 @@
+"""A Mininet network built from a control-plane topology, with P4 switch nodes.
+
+One Mininet host per worker and PS (its own network namespace, one interface, addresses from
+emulation/addressing.py, static ARP for every peer: nothing ARPs through the switches), one
+switch node per topology switch running the embedded target (``python -m emulation.embedded``,
+default) or bmv2's ``simple_switch_grpc`` (``target="bmv2"``), started without a program (the
+installer pushes it over P4Runtime).  Switch nodes stay in the root namespace like Mininet's
+own switches; their P4Runtime servers listen on loopback only.
+
+Links are tc-shaped (Mininet TCLink: htb with a short FIFO; ``loss`` by nftables) per
+direction to the spare capacity B(e) - b(e) times ``scale`` Mbit/s per topology unit.  The
+switch -> PS direction is shaped to min(B(e) - b(e), B(s) - b(s)): the paper's PS ingress
+bandwidth B(s) is a real limit here.  Switch aggregation capacity C(v) is not emulated (a
+software switch has no such knob).
+
+``Network`` is a context manager: leaving it (normally, on an exception or on Ctrl-C/SIGTERM)
+stops every process it started, removes every interface and leaves no namespace behind
+(``leftovers`` checks it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from control_plane.topology import Topology
+from emulation.addressing import Addressing
+
+ROOT = Path(__file__).resolve().parent.parent
+BMV2 = Path("/opt/p4/bin/simple_switch_grpc")
+TARGETS = ("embedded", "bmv2")
+QUEUE_PACKETS = 64  # per interface: deep queues at kbit/s rates would hold seconds of traffic
+START_TIMEOUT_S = 60.0
+
+
+class NetworkError(RuntimeError):
+    """The network could not be built or a switch did not start; says which and why."""
+
+
+def mininet_available() -> str | None:
+    """None if Mininet can run here, else the reason it cannot."""
+    if os.geteuid() != 0:
+        return "Mininet needs root"
+    if shutil.which("mnexec") is None:
+        return "mnexec not found (install Debian's mininet package: ./dev.sh setup)"
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError as exc:
+        return f"Mininet's Python module is not importable ({exc}); run ./dev.sh setup"
+    return None
+
+
+def target_command(target: str, device_id: int, ports: dict[int, str], grpc: str,
+                   log_file: Path) -> list[str]:
+    """The switch process's command line (both targets take simple_switch_grpc's syntax)."""
+    ifaces = [arg for port, iface in sorted(ports.items()) for arg in ("-i", f"{port}@{iface}")]
+    if target == "embedded":
+        return [sys.executable, "-m", "emulation.embedded", "--no-p4", "--device-id",
+                str(device_id), *ifaces, "--log-level", "warn", "--", "--grpc-server-addr", grpc]
+    if target == "bmv2":
+        if not BMV2.is_file():
+            raise NetworkError(f"--target bmv2: {BMV2} not found (build bmv2 into /opt/p4)")
+        return [str(BMV2), "--no-p4", "--device-id", str(device_id), *ifaces,
+                "--thrift-port", str(9090 + device_id), "--log-file", str(log_file),
+                "--log-level", "warn", "--", "--grpc-server-addr", grpc]
+    raise NetworkError(f"target '{target}': expected one of {TARGETS}")
+
+
+def _port_open(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, int(port))) == 0
+
+
+def _switch_class():
+    from mininet.node import Switch
+
+    class P4Switch(Switch):
+        """A Mininet switch node whose datapath is a P4Runtime-programmed P4 target."""
+
+        def __init__(self, name: str, target: str = "embedded", grpc: str = "",
+                     device_id: int = 1, log_dir: str = ".", **params) -> None:
+            params["inNamespace"] = False
+            super().__init__(name, dpid=f"{device_id:x}", **params)
+            self.target, self.grpc, self.device_id = target, grpc, device_id
+            self.log_path = Path(log_dir) / f"{name}.log"
+            self.proc: subprocess.Popen | None = None
+
+        def start(self, controllers) -> None:  # noqa: ARG002 (Mininet's signature)
+            ports = {self.ports[i]: i.name for i in self.intfList() if i.name != "lo"}
+            for iface in ports.values():  # no IPv6 chatter from the root namespace's kernel
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1"],
+                               capture_output=True, timeout=10)
+            cmd = target_command(self.target, self.device_id, ports, self.grpc, self.log_path)
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                             cwd=ROOT, start_new_session=True)
+
+        def wait_ready(self, deadline: float) -> None:
+            while not _port_open(self.grpc):
+                if self.proc is None or self.proc.poll() is not None:
+                    tail = self.log_path.read_text(errors="replace")[-1500:]
+                    raise NetworkError(f"switch '{self.name}' ({self.target}) exited before its "
+                                       f"P4Runtime server came up; log {self.log_path}:\n{tail}")
+                if time.monotonic() > deadline:
+                    raise NetworkError(f"switch '{self.name}': P4Runtime server {self.grpc} not "
+                                       f"up within {START_TIMEOUT_S:.0f} s (log {self.log_path})")
+                time.sleep(0.2)
+
+        def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's name)
+            stop_process(self.proc)
+            self.proc = None
+            super().stop(deleteIntfs)
+
+    return P4Switch
+
+
+def stop_process(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
+    """SIGTERM the process and its group, SIGKILL them after ``grace`` seconds.
+
+    The process itself is always signalled too: one started a moment ago may not have become
+    its group's leader yet (mnexec calls setsid after the fork), so killpg alone could miss it.
+    """
+    if proc is None or proc.poll() is not None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for send, target in ((os.killpg, proc.pid), (os.kill, proc.pid)):
+            try:
+                send(target, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            proc.wait(timeout=grace if sig == signal.SIGTERM else 10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class Network:
+    """The emulated network of one topology; use as a context manager."""
+
+    def __init__(self, topology: Topology, addressing: Addressing, out_dir: Path,
+                 target: str = "embedded", scale: float = 0.5, loss: float = 0.0,
+                 quiet: bool = False) -> None:
+        if target not in TARGETS:
+            raise NetworkError(f"target '{target}': expected one of {TARGETS}")
+        if not scale > 0:
+            raise NetworkError(f"scale {scale}: expected Mbit/s per topology unit > 0")
+        if not 0 <= loss < 100:
+            raise NetworkError(f"loss {loss}: expected a percentage 0 <= loss < 100")
+        reason = mininet_available()
+        if reason:
+            raise NetworkError(reason)
+        self.topo, self.addr, self.target = topology, addressing, target
+        self.scale, self.loss, self.quiet = scale, loss, quiet
+        self.out_dir = out_dir
+        self.net = None
+        self.procs: list[subprocess.Popen] = []
+        self.interfaces: list[str] = []
+        self._shaped: list = []
+        self._nft_tables: list[str] = []  # root-namespace tables (hosts' go with their netns)
+        self._old_handlers: dict[int, Callable] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def __enter__(self) -> Network:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            self._old_handlers[sig] = signal.signal(sig, _raise_interrupt)
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def link_mbps(self, a: str, b: str) -> float:
+        """Shaped rate of direction a -> b in Mbit/s."""
+        spare = self.topo.links[(a, b)].spare
+        node = self.topo.nodes[b]
+        if node.kind == "ps":
+            spare = min(spare, node.spare)
+        return max(spare, 1e-6) * self.scale
+
+    def start(self) -> None:
+        from mininet.link import TCLink
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+
+        setLogLevel("error")
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        clash = [f"{sw}-eth1" for sw in self.topo.switches if Path(f"/sys/class/net/{sw}-eth1")
+                 .exists()]
+        if clash:
+            raise NetworkError(f"interfaces {', '.join(clash)} already exist: another emulation "
+                               f"is running (or was killed with SIGKILL; remove them with "
+                               f"`ip link del`)")
+        net = Mininet(topo=None, build=False, controller=None, link=TCLink,
+                      autoSetMacs=False, autoStaticArp=False)
+        self.net = net
+        switch_cls = _switch_class()
+        for sw in self.topo.switches:
+            net.addSwitch(sw, cls=switch_cls, target=self.target,
+                          grpc=self.addr.grpc_address(sw), device_id=self.addr.device_id[sw],
+                          log_dir=str(self.out_dir))
+        for host in self.topo.workers + self.topo.pss:
+            net.addHost(host, ip=f"{self.addr.ip[host]}/8", mac=self.addr.mac[host])
+        done: set[frozenset[str]] = set()
+        for (a, b) in self.topo.links:
+            key = frozenset((a, b))
+            if key in done:
+                continue
+            done.add(key)
+            p1 = {"bw": self.link_mbps(a, b)}
+            p2 = {"bw": self.link_mbps(b, a)}
+            port1 = self.addr.port.get((a, b), 0)
+            port2 = self.addr.port.get((b, a), 0)
+            link = net.addLink(a, b, port1=port1, port2=port2, params1=p1, params2=p2)
+            for intf in (link.intf1, link.intf2):
+                if intf.node.name in self.topo.switches:
+                    self.interfaces.append(intf.name)
+                self._shaped.append(intf)
+        net.build()
+        net.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        for sw in self.topo.switches:
+            net.get(sw).wait_ready(deadline)
+        self._configure_hosts()
+        for intf in self._shaped:
+            self._queue_and_loss(intf)
+
+    def _queue_and_loss(self, intf) -> None:
+        """A short FIFO under the htb class, and random loss on the interface's egress.
+
+        Loss uses an nftables netdev egress rule, not tc netem: netem (and tc classifiers) are
+        missing from some kernels (this machine's among them), nftables egress hooks are not,
+        and frames a switch sends through its raw socket pass that hook like any other.
+        """
+        out = intf.cmd(f"tc qdisc add dev {intf.name} parent 5:1 handle 10: pfifo "
+                       f"limit {QUEUE_PACKETS} && echo Q-OK")
+        if "Q-OK" not in out:
+            raise NetworkError(f"interface {intf.name}: queue setup failed: {out.strip()}")
+        if not self.loss:
+            return
+        table = "inart_" + intf.name.replace("-", "_")
+        per = round(self.loss * 1000)  # loss percent -> parts per 100000
+        rules = self.out_dir / f".{table}.nft"
+        rules.write_text(
+            f"add table netdev {table}\n"
+            f"add chain netdev {table} eg {{ type filter hook egress device \"{intf.name}\" "
+            f"priority 0; }}\n"
+            f"add rule netdev {table} eg numgen random mod 100000 lt {per} counter drop\n")
+        out = intf.cmd(f"nft -f {rules} && echo L-OK")
+        rules.unlink()
+        if "L-OK" not in out:
+            raise NetworkError(f"interface {intf.name}: loss rule failed (needs nftables and "
+                               f"a kernel with netdev egress hooks, >= 5.16): {out.strip()}")
+        if intf.node.name in self.topo.switches:
+            self._nft_tables.append(table)
+
+    def _configure_hosts(self) -> None:
+        """No IPv6, static ARP for every address a host sends to."""
+        assert self.net is not None
+        hosts = self.topo.workers + self.topo.pss
+        for host in hosts:
+            node = self.net.get(host)
+            lines = [f"neigh replace {self.addr.ip[p]} lladdr {self.addr.mac[p]} "
+                     f"dev {host}-eth0 nud permanent" for p in hosts if p != host]
+            batch = self.out_dir / f".{host}.arp"
+            batch.write_text("\n".join(lines) + "\n")
+            out = node.cmd(f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1; "
+                           f"ip -batch {batch} && echo ARP-OK")
+            batch.unlink()
+            if "ARP-OK" not in out:
+                raise NetworkError(f"host '{host}': static ARP setup failed: {out.strip()}")
+
+    def set_result_arp(self, result_addr: str) -> None:
+        """Static ARP of a job's result address (to the ToR switch) on every host."""
+        assert self.net is not None
+        for host in self.topo.workers + self.topo.pss:
+            mac = self.addr.mac[self.addr.tor[host]]
+            self.net.get(host).cmd(f"ip neigh replace {result_addr} lladdr {mac} "
+                                   f"dev {host}-eth0 nud permanent")
+
+    def popen(self, host: str, cmd: list[str], **kwargs) -> subprocess.Popen:
+        """Start a process inside a host's namespace; stopped with the network."""
+        assert self.net is not None
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+        # mnexec -d (Mininet's popen) makes the process a session leader: killpg reaches it
+        proc = self.net.get(host).popen(cmd, env=env, cwd=str(ROOT), **kwargs)
+        self.procs.append(proc)
+        return proc
+
+    def stop_processes(self) -> None:
+        for proc in self.procs:
+            stop_process(proc)
+        self.procs.clear()
+
+    def stop(self) -> None:
+        """Stop everything; safe to call twice and after a partial start."""
+        try:
+            self.stop_processes()
+            if self.net is not None:
+                net, self.net = self.net, None
+                for sw in net.switches:  # processes first, even if Mininet's stop fails
+                    stop_process(getattr(sw, "proc", None))
+                net.stop()
+        finally:
+            for table in self._nft_tables:
+                subprocess.run(["nft", "delete", "table", "netdev", table], capture_output=True,
+                               timeout=10)
+            self._nft_tables.clear()
+            for name in self.interfaces:
+                if Path(f"/sys/class/net/{name}").exists():
+                    subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=10)
+            for sig, handler in self._old_handlers.items():
+                signal.signal(sig, handler)
+            self._old_handlers.clear()
+
+    # -- measurement hooks -----------------------------------------------------------------------
+    def interface_bytes(self) -> dict[str, tuple[int, int]]:
+        """(tx_bytes, rx_bytes) of every switch interface (all live in the root namespace)."""
+        out = {}
+        for name in self.interfaces:
+            base = Path(f"/sys/class/net/{name}/statistics")
+            out[name] = (int((base / "tx_bytes").read_text()),
+                         int((base / "rx_bytes").read_text()))
+        return out
+
+
+def _raise_interrupt(signum, _frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def leftovers(switches: list[str], pids: list[int]) -> list[str]:
+    """What a run left behind: switch interfaces and live processes (empty when clean)."""
+    found = [f"interface {p.name}" for sw in switches
+             for p in Path("/sys/class/net").glob(f"{sw}-eth*")]
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            pass
+        stat = Path(f"/proc/{pid}/stat")
+        if stat.exists() and ") Z " not in stat.read_text():
+            found.append(f"process {pid}")
+    return found

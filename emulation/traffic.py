@@ -1,0 +1,233 @@
+"""Run the host stack's PS and worker processes inside the emulated hosts, round by round.
+
+The processes are the same entry points a real host runs (``python -m host_stack.ps`` /
+``python -m host_stack.worker``) with the emulation's addresses; the PSs send each RESULT once
+to the job's result address (``--result-to``) and the switches replicate it.  Two modes:
+``synthetic`` (PSs in sum mode, seeded random gradients: every round's sums are recomputed here
+with numpy and compared on every worker) and ``train`` (a real model on the digits data).
+
+Every wait has a deadline; a process that fails stops the job with its stderr tail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from control_plane.plan import Plan
+from emulation.addressing import Addressing
+from emulation.entries import Compiled
+from emulation.network import Network
+from host_stack import wire
+from host_stack.pacing import FRAME_OVERHEAD
+from host_stack.quantize import Quantizer
+from host_stack.worker import worker_seed
+
+MODES = ("synthetic", "train")
+
+
+class TrafficError(RuntimeError):
+    """A host process failed or a deadline passed; the message names it."""
+
+
+@dataclass(frozen=True)
+class TrafficConfig:
+    """What the hosts run; ``unit_bps`` = bit/s of one topology rate unit (pacing)."""
+
+    mode: str = "synthetic"
+    rounds: int = 3
+    values: int = 32 * 600
+    model: str = "mlp"
+    unit_bps: float | None = None
+    rate_factor: float = 1.0
+    n: int = wire.DEFAULT_N
+    window: int = 32
+    seed: int = 0
+    batch: int = 32
+    deadline_s: float = 300.0
+
+    def check(self) -> None:
+        if self.mode not in MODES:
+            raise TrafficError(f"mode '{self.mode}': expected one of {MODES}")
+        if self.rounds < 1 or self.values < 1 or self.window < 1:
+            raise TrafficError("rounds, values and window: expected >= 1")
+        if not self.rate_factor > 0:
+            raise TrafficError(f"rate factor {self.rate_factor}: expected > 0")
+
+    @property
+    def frame_bytes(self) -> int:
+        return wire.packet_len(self.n) + FRAME_OVERHEAD
+
+
+@dataclass
+class JobResult:
+    """Per-worker round records, the workers' final records and the PSs' counters."""
+
+    rounds: dict[str, list[dict]]
+    done: dict[str, dict]
+    ps_stats: dict[str, dict]
+    chunks: dict[str, int]  # PS -> chunks of its shard
+    wall_s: float
+    exact: bool | None = None  # synthetic: every round's sums equal numpy's on every worker
+    mismatches: list[str] = field(default_factory=list)
+
+
+def host_plan(plan: Plan, compiled: Compiled, rate_factor: float) -> dict:
+    """The plan file the hosts run on: the plan plus ranks and the paced rate."""
+    doc = plan.to_dict()
+    doc["ranks"] = dict(compiled.ranks)
+    doc["rate"] = plan.rate * rate_factor
+    return doc
+
+
+def expected_digests(workers: int, rounds: int, values: int, seed: int,
+                     ranks: list[int]) -> list[str]:
+    """sha256 of every round's int32 sums, as the workers report them (synthetic mode)."""
+    q = Quantizer(workers)
+    rngs = [np.random.default_rng(worker_seed(seed, r)) for r in ranks]
+    out = []
+    for _ in range(rounds):
+        total = np.zeros(values, np.int64)
+        for rng in rngs:
+            total += q.quantize(rng.standard_normal(values, dtype=np.float32))[0]
+        out.append(hashlib.sha256(total.astype(np.int32).tobytes()).hexdigest())
+    return out
+
+
+class _Reader(threading.Thread):
+    def __init__(self, name: str, proc: subprocess.Popen, out: queue.Queue) -> None:
+        super().__init__(daemon=True)
+        self.name_, self.proc, self.out = name, proc, out
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.out.put((self.name_, json.loads(line)))
+            except json.JSONDecodeError:
+                self.out.put((self.name_, {"event": "log", "line": line.rstrip()}))
+        self.out.put((self.name_, {"event": "eof"}))
+
+
+def _tail(path: Path) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").strip().splitlines()[-6:])
+    except OSError:
+        return ""
+
+
+def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg: TrafficConfig,
+            workdir: Path, quiet: bool = False) -> JobResult:
+    """One job over the installed network; returns when every worker finished."""
+    cfg.check()
+    workdir.mkdir(parents=True, exist_ok=True)
+    topo = plan.topology
+    plan_path, addr_path = workdir / "plan.json", workdir / "addresses.json"
+    plan_path.write_text(json.dumps(host_plan(plan, compiled, cfg.rate_factor), indent=1))
+    addr_path.write_text(json.dumps(addr.address_map(topo.pss, topo.workers)))
+    job = ["--plan", str(plan_path), "--addresses", str(addr_path), "--n", str(cfg.n),
+           "--seed", str(cfg.seed), "--window", str(cfg.window),
+           "--pool-size", str(compiled.pool_size)]
+    if cfg.mode == "synthetic":
+        job += ["--model", "synthetic", "--values", str(cfg.values)]
+    else:
+        job += ["--model", cfg.model]
+    if cfg.unit_bps is not None:
+        job += ["--unit-bps", repr(cfg.unit_bps)]
+    events: queue.Queue = queue.Queue()
+    procs: dict[str, subprocess.Popen] = {}
+    py = [sys.executable, "-m"]
+    t0 = time.monotonic()
+    deadline = t0 + cfg.deadline_s
+
+    def start(name: str, cmd: list[str]) -> None:
+        err = open(workdir / f"{name}.stderr", "w")  # noqa: SIM115 (owned by the child)
+        proc = net.popen(name, cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+        err.close()
+        procs[name] = proc
+        _Reader(name, proc, events).start()
+
+    def next_event() -> tuple[str, dict]:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                running = [n for n, p in procs.items() if p.poll() is None]
+                raise TrafficError(f"deadline of {cfg.deadline_s:.0f} s passed; still running: "
+                                   f"{', '.join(running)} (logs in {workdir})")
+            try:
+                name, rec = events.get(timeout=min(left, 1.0))
+            except queue.Empty:
+                continue
+            if rec["event"] == "eof":
+                rc = procs[name].wait(timeout=10)
+                if rc != 0:
+                    raise TrafficError(f"{name} exited with status {rc}:\n"
+                                       f"{_tail(workdir / f'{name}.stderr')}")
+            return name, rec
+
+    mode = "sum" if cfg.mode == "synthetic" else "train"
+    for ps in topo.pss:
+        start(ps, [*py, "host_stack.ps", *job, "--ps", ps, "--mode", mode,
+                   "--result-to", f"{compiled.result_addr}:{wire.RESULT_PORT}",
+                   "--stats", str(workdir / f"{ps}.stats.json"),
+                   "--idle-exit", str(cfg.deadline_s)])
+    ready: set[str] = set()
+    chunks: dict[str, int] = {}
+    while len(ready) < len(topo.pss):
+        name, rec = next_event()
+        if rec["event"] == "ready":
+            ready.add(name)
+            chunks[name] = rec["chunks"]
+    for w in topo.workers:
+        start(w, [*py, "host_stack.worker", *job, "--worker", w, "--rounds", str(cfg.rounds),
+                  "--batch", str(cfg.batch)])
+    rounds: dict[str, list[dict]] = {w: [] for w in topo.workers}
+    done: dict[str, dict] = {}
+    seen: dict[int, int] = {}
+    with tqdm(total=cfg.rounds, desc=f"{plan.scheme} rounds", unit="round",
+              disable=quiet, leave=False) as bar:
+        while len(done) < len(topo.workers):
+            name, rec = next_event()
+            if rec["event"] == "round":
+                rounds[name].append(rec)
+                seen[rec["round"]] = seen.get(rec["round"], 0) + 1
+                if seen[rec["round"]] == len(topo.workers):
+                    bar.update(1)
+            elif rec["event"] == "done":
+                done[name] = rec
+    for ps in topo.pss:  # SIGTERM: the PSs write their counters and exit
+        proc = procs[ps]
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    ps_stats = {}
+    for ps in topo.pss:
+        path = workdir / f"{ps}.stats.json"
+        ps_stats[ps] = json.loads(path.read_text()) if path.exists() else {}
+    result = JobResult(rounds, done, ps_stats, chunks, time.monotonic() - t0)
+    if cfg.mode == "synthetic":
+        order = sorted(compiled.ranks, key=compiled.ranks.get)
+        want = expected_digests(len(order), cfg.rounds, cfg.values, cfg.seed,
+                                [compiled.ranks[w] for w in order])
+        for w in topo.workers:
+            got = [r.get("result_sha256") for r in rounds[w]]
+            for r, (g, e) in enumerate(zip(got, want, strict=False)):
+                if g != e:
+                    result.mismatches.append(f"{w} round {r}")
+            if len(got) != len(want):
+                result.mismatches.append(f"{w}: {len(got)} rounds reported, {len(want)} run")
+        result.exact = not result.mismatches
+    return result

@@ -1,0 +1,47 @@
+"""Fixtures for the embedded target's tests: compiled test programs and in-process devices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emulation.embedded import p4rt_client as pc
+from emulation.embedded.p4runtime_server import apply_updates, local_device
+
+BUILD = Path(__file__).resolve().parent / "p4" / "build"
+
+
+def compiled(name: str) -> tuple[bytes, Any]:
+    """(bmv2 JSON bytes, P4Info) of a committed test program build."""
+    json_path = BUILD / f"{name}.json"
+    if not json_path.exists():
+        pytest.fail(f"{json_path} missing: run tests/embedded/p4/build.py with p4c")
+    return json_path.read_bytes(), pc.load_p4info(str(BUILD / f"{name}.p4info.txt"))
+
+
+class Device:
+    """An in-process switch programmed through the P4Runtime service code."""
+
+    def __init__(self, name: str) -> None:
+        self.config, self.p4info = compiled(name)
+        self.switch, self.servicer = local_device(self.config, self.p4info)
+        self.program = self.switch.program
+
+    def entry(self, *args: Any, **kwargs: Any) -> Any:
+        return pc.table_entry(self.p4info, *args, **kwargs)
+
+    def insert(self, *args: Any, **kwargs: Any) -> None:
+        apply_updates(self.servicer, pc.table_update(self.entry(*args, **kwargs)))
+
+    def write(self, *updates: Any) -> None:
+        apply_updates(self.servicer, *updates)
+
+    def send(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        return self.switch.process(port, frame)
+
+
+@pytest.fixture
+def device() -> Any:
+    return Device

@@ -1,0 +1,130 @@
+"""The Mininet network: built from a topology, shaped, and torn down without leftovers.
+
+Teardown is checked after a normal exit, after an exception inside the run, and after
+SIGINT (Ctrl-C) and SIGTERM to a process that holds a running network: no switch process,
+host process, switch interface or nftables table may survive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from control_plane.topologies import fig1
+from emulation.addressing import assign
+from emulation.install import connect
+from emulation.network import Network, leftovers, mininet_available
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.root
+
+
+@pytest.fixture(autouse=True)
+def _needs_mininet():
+    reason = mininet_available()
+    if reason:
+        pytest.skip(reason)
+
+
+def _nft_tables() -> str:
+    res = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True)
+    return "\n".join(t for t in res.stdout.splitlines() if "inart_" in t)
+
+
+def test_network_comes_up_shaped_and_goes_away(tmp_path):
+    topo = fig1()
+    addr = assign(topo)
+    with Network(topo, addr, tmp_path, scale=0.5, loss=1.0) as net:
+        pids = [sw.proc.pid for sw in net.net.switches]
+        client = connect(addr, "v1")  # the switch's P4Runtime server answers
+        client.close()
+        sleeper = net.popen("w1", ["sleep", "600"])
+        pids.append(sleeper.pid)
+        out = net.popen("w1", ["ip", "-br", "addr"]).communicate(timeout=10)[0].decode()
+        assert addr.ip["w1"] in out
+        to_s1 = f"v2-eth{addr.port[('v2', 's1')]}"
+        tc = subprocess.run(["tc", "class", "show", "dev", to_s1], capture_output=True,
+                            text=True).stdout
+        # v2 -> s1 is capped at the PS's ingress B(s)=4 units, not the link's 6
+        assert "rate 2Mbit" in tc, tc
+        to_v1 = f"v2-eth{addr.port[('v2', 'v1')]}"
+        assert "rate 3Mbit" in subprocess.run(["tc", "class", "show", "dev", to_v1],
+                                              capture_output=True, text=True).stdout
+        assert "v1_eth1" in _nft_tables()
+    assert leftovers(topo.switches, pids) == []
+    assert _nft_tables() == ""
+
+
+def test_exception_inside_the_run_still_tears_down(tmp_path):
+    topo = fig1()
+    pids: list[int] = []
+    with pytest.raises(RuntimeError, match="boom"), \
+            Network(topo, assign(topo), tmp_path) as net:
+        pids += [sw.proc.pid for sw in net.net.switches]
+        pids.append(net.popen("s1", ["sleep", "600"]).pid)
+        raise RuntimeError("boom")
+    assert leftovers(topo.switches, pids) == []
+
+
+HOLDER = """
+import json, sys, time
+from pathlib import Path
+from control_plane.topologies import fig1
+from emulation.addressing import assign
+from emulation.network import Network
+topo = fig1()
+try:
+    with Network(topo, assign(topo), Path(sys.argv[1]), loss=1.0) as net:
+        pids = [sw.proc.pid for sw in net.net.switches]
+        pids.append(net.popen("w2", ["sleep", "600"]).pid)
+        print(json.dumps(pids), flush=True)
+        time.sleep(600)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_tears_down(tmp_path, sig):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE,
+                            text=True, env=env, cwd=ROOT)
+    try:
+        pids = json.loads(proc.stdout.readline())
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        rest = proc.communicate(timeout=60)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "interrupted" in rest
+    assert proc.returncode == 0
+    assert leftovers(fig1().switches, pids) == []
+    assert _nft_tables() == ""
+
+
+def test_a_refused_pipeline_names_the_switch_and_stops_cleanly(tmp_path):
+    from control_plane.solve import solve
+    from emulation.emulate import STATE_FILE, Emulation
+    from emulation.install import InstallError, Program
+
+    p4info, config = tmp_path / "empty.p4info.txt", tmp_path / "garbage.json"
+    p4info.write_text("")  # a valid, empty P4Info
+    config.write_text("{not json")
+    topo = fig1()
+    pids: list[int] = []
+    with pytest.raises(InstallError, match=r"switch 'v1': pipeline push failed"), \
+            Emulation(topo, tmp_path / "out", program=Program(p4info, config),
+                      quiet=True) as emu:
+        pids += [sw.proc.pid for sw in emu.net.net.switches]
+        assert STATE_FILE.exists()
+        emu.install(solve(topo, "lbmm", 0))
+    assert leftovers(topo.switches, pids) == []
+    assert not STATE_FILE.exists()

@@ -1,0 +1,55 @@
+"""Runs the PTF packet suite (tests/ptf/) against a real bmv2 simple_switch_grpc.
+
+Skips with the reason when bmv2, root or the ptf tool are missing; otherwise any PTF
+failure fails this test with ptf's report.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PTF_DIR = Path(__file__).resolve().parent / "ptf"
+sys.path.insert(0, str(PTF_DIR))
+import run_ptf  # noqa: E402
+
+pytestmark = [pytest.mark.root]
+
+
+def _skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root for network namespaces and raw sockets"
+    if shutil.which("ip") is None:
+        return "iproute2 'ip' not installed"
+    if run_ptf.find_bmv2() is None:
+        return ("bmv2 simple_switch_grpc not installed (see README 'P4 toolchain'; "
+                f"looked in $SIMPLE_SWITCH_GRPC, {run_ptf.BMV2_DEFAULT}, PATH)")
+    if run_ptf.find_ptf() is None:
+        return "the ptf tool is not installed (pip install ptf)"
+    return None
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_ptf_suite_passes_on_bmv2(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(PTF_DIR / "run_ptf.py"), "--target", "bmv2",
+         "--keep-logs", str(tmp_path)],
+        capture_output=True, text=True, timeout=900,
+    )
+    report = proc.stdout[-6000:] + proc.stderr[-6000:]
+    assert proc.returncode == 0, f"PTF suite failed on bmv2 (logs in {tmp_path}):\n{report}"
+    assert " ok" in report or "OK" in report, report
+
+
+def test_target_command_line_is_shared_by_targets():
+    cmd = run_ptf.target_command("embedded", 2, 9559, [])
+    assert cmd[:3] == [sys.executable, "-m", "emulation.embedded"]
+    assert cmd[3:] == ["--no-p4", "--device-id", "0", "-i", "1@sw1", "-i", "2@sw2", "--",
+                       "--grpc-server-addr", "127.0.0.1:9559"]
+    with pytest.raises(run_ptf.HarnessError, match="unknown target 'tofu'"):
+        run_ptf.target_command("tofu", 2, 9559, [])
