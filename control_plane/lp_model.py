@@ -28,6 +28,7 @@ class Solution:
     row_duals: np.ndarray
     objective: float
     seconds: float
+    optimal: bool = True  # False: a MILP stopped at its time limit with an incumbent
 
 
 class LPModel:
@@ -102,7 +103,7 @@ class LPModel:
         h.run()
         seconds = time.perf_counter() - t0
         status = h.getModelStatus()
-        ok = status == highspy.HighsModelStatus.kOptimal
+        optimal = ok = status == highspy.HighsModelStatus.kOptimal
         if not ok and any(self.integer) and h.getInfo().primal_solution_status == 2:
             ok = True  # time limit with a feasible incumbent: still usable for a MILP
         if not ok:
@@ -110,7 +111,7 @@ class LPModel:
         sol = h.getSolution()
         return Solution(values=np.asarray(sol.col_value), row_duals=np.asarray(sol.row_dual),
                         objective=h.getInfo().objective_function_value,
-                        seconds=seconds)
+                        seconds=seconds, optimal=optimal)
 
     def _load(self, time_limit: float | None, mip_gap: float | None,
               threads: int) -> highspy.Highs:

@@ -93,5 +93,6 @@ def solve_milp(topo: Topology, paths: PathSets, split: dict[str, float] | None =
     total = sum(x[g[s]] for s in S)
     chosen = split or {s: float(x[g[s]] / total) if total > 0 else 1 / len(S) for s in S}
     plan = Plan(scheme, topo, dict(chosen), flows, meta={"stream_paths": stream_paths,
-                                                          "milp_objective": float(x[f])})
+                                                          "milp_objective": float(x[f]),
+                                                          "milp_optimal": sol.optimal})
     return plan.finalize()

@@ -122,7 +122,9 @@ def _milp(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options
         raise ValueError(f"scheme 'milp': {flows} worker-PS flows; the exact MILP is for small "
                          f"instances (at most {MILP_MAX_FLOWS})")
     plan = solve_milp(topo, paths)
-    plan.upper_bound = plan.meta.pop("milp_objective")
+    objective = plan.meta.pop("milp_objective")
+    # a MILP stopped by its time limit proves no bound: report none rather than a wrong one
+    plan.upper_bound = objective if plan.meta["milp_optimal"] else None
     return plan
 
 
