@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from host_stack.collectives.launch import run_processes
+from host_stack.collectives.ring import DEFAULT_CHUNK_BYTES
 from host_stack.collectives.schemes import SCHEMES, SchemeConfig, bind, prepare
 
 DEFAULT_SIZES = ["4K", "256K", "1M", "4M", "16M", "64M"]
@@ -50,8 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iters", type=int, default=5, help="timed iterations per size")
     parser.add_argument("--warmup", type=int, default=1, help="untimed iterations per size")
     parser.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
-    parser.add_argument("--chunk-bytes", type=parse_size, default=parse_size("1M"),
-                        help="ring pipeline chunk (default 1M)")
+    parser.add_argument("--chunk-bytes", type=parse_size, default=DEFAULT_CHUNK_BYTES,
+                        help="ring pipeline chunk (default 4M)")
     parser.add_argument("--hosts-per-rack", type=int, default=2, help="tree: racks of this size")
     parser.add_argument("--rsgcm-s", type=int, default=2, choices=[1, 2], help="RSGCM S")
     parser.add_argument("--out", type=Path, default=None,

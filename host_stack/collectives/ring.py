@@ -18,7 +18,9 @@ import torch.distributed as dist
 
 from host_stack.collectives.p2p import TAG_LIMIT, chunks, irecv, isend, wait
 
-DEFAULT_CHUNK_BYTES = 1 << 20
+# 4 MB: on 2 CPU cores smaller chunks cost more in per-wait overhead than pipelining gains
+# (4 procs, 16 MB: 1.06x torch with 4M chunks, 1.22x with 1M, 1.57x with 256K; gloo, loopback)
+DEFAULT_CHUNK_BYTES = 4 << 20
 
 
 def ring_order(ranks: Sequence[int] | None) -> list[int]:
