@@ -28,7 +28,7 @@ SOURCE_DIRS = ("common", "v1model")
 MAIN_SOURCE = P4SRC / "v1model" / "inart.p4"
 CONSTANTS = P4SRC / "common" / "constants.p4"
 BMV2_JSON = "inart.json"
-P4INFO = "inart.p4info.txt"
+P4INFO = "inart.p4info.txtpb"
 BUILD_INFO = "build-info.json"
 DEFAULT_P4C = "/opt/p4/bin/p4c"
 
@@ -149,7 +149,7 @@ def compile_program(p4c: str, build_dir: Path = BUILD_DIR) -> dict:
         "arch": "v1model",
         "N": consts.n,
         "slots": consts.slots,
-        "event_counter": "Ingress.events",
+        "event_counter": "InaIngress.events",
         "event_counter_size": consts.event_counter_size,
         "events": consts.events,
         "drop_events": sorted(k for k in consts.events if k.endswith("_drop")),
