@@ -132,8 +132,11 @@ def compile_program(p4c: str, build_dir: Path = BUILD_DIR) -> dict:
         out_json = Path(tmp) / BMV2_JSON
         out_info = Path(tmp) / P4INFO
         cmd = [p4c, "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
-               "-o", tmp, "--p4runtime-files", str(out_info), str(MAIN_SOURCE)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+               "-o", tmp, "--p4runtime-files", str(out_info),
+               MAIN_SOURCE.relative_to(REPO).as_posix()]
+        # relative source path from the repo root: the JSON's source_info then names files
+        # the same way wherever the repository is checked out
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
         diagnostics = (proc.stdout + proc.stderr).strip()
         if proc.returncode != 0:
             raise BuildError(f"p4c failed ({proc.returncode}):\n{diagnostics}")
