@@ -26,6 +26,7 @@ P4SRC = REPO / "p4src"
 BUILD_DIR = P4SRC / "build"
 SOURCE_DIRS = ("common", "v1model")
 MAIN_SOURCE = P4SRC / "v1model" / "inart.p4"
+MAIN_REL = MAIN_SOURCE.relative_to(REPO).as_posix()
 CONSTANTS = P4SRC / "common" / "constants.p4"
 BMV2_JSON = "inart.json"
 P4INFO = "inart.p4info.txtpb"
@@ -133,7 +134,7 @@ def compile_program(p4c: str, build_dir: Path = BUILD_DIR) -> dict:
         out_info = Path(tmp) / P4INFO
         cmd = [p4c, "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
                "-o", tmp, "--p4runtime-files", str(out_info),
-               MAIN_SOURCE.relative_to(REPO).as_posix()]
+               MAIN_REL]
         # relative source path from the repo root: the JSON's source_info then names files
         # the same way wherever the repository is checked out
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
@@ -144,7 +145,11 @@ def compile_program(p4c: str, build_dir: Path = BUILD_DIR) -> dict:
             raise BuildError(f"p4c emitted warnings (the build must be warning-free):\n"
                              f"{diagnostics}")
         build_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(out_json, build_dir / BMV2_JSON)
+        # the JSON names p4c's preprocessed temp file; name the source instead so that
+        # rebuilding unchanged sources reproduces the committed JSON byte for byte
+        text = re.sub(r'^(\s*"program"\s*:\s*)"[^"\n]*"', rf'\g<1>"{MAIN_REL}"',
+                      out_json.read_text(), count=1, flags=re.M)
+        (build_dir / BMV2_JSON).write_text(text)
         shutil.copyfile(out_info, build_dir / P4INFO)
     info = {
         "schema": "inart.p4build/1",

@@ -100,3 +100,11 @@ def test_controller_facing_tables(p4info, table):
 @pytest.mark.parametrize("action", sorted(PARAMS))
 def test_controller_facing_action_params(p4info, action):
     assert [(p.name, p.bitwidth) for p in p4info.action(action).params] == PARAMS[action]
+
+
+def test_bmv2_json_names_no_machine_paths():
+    """A rebuild on another checkout must reproduce the JSON: no absolute or temp paths."""
+    doc = json.loads((p4_build.BUILD_DIR / p4_build.BMV2_JSON).read_text())
+    assert doc["program"] == "p4src/v1model/inart.p4"
+    text = (p4_build.BUILD_DIR / p4_build.BMV2_JSON).read_text()
+    assert '"filename" : "/' not in text and "/tmp/" not in text
