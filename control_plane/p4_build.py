@@ -26,9 +26,10 @@ P4SRC = REPO / "p4src"
 BUILD_DIR = P4SRC / "build"
 SOURCE_DIRS = ("common", "v1model")
 MAIN_SOURCE = P4SRC / "v1model" / "inart.p4"
+MAIN_REL = MAIN_SOURCE.relative_to(REPO).as_posix()
 CONSTANTS = P4SRC / "common" / "constants.p4"
 BMV2_JSON = "inart.json"
-P4INFO = "inart.p4info.txt"
+P4INFO = "inart.p4info.txtpb"
 BUILD_INFO = "build-info.json"
 DEFAULT_P4C = "/opt/p4/bin/p4c"
 
@@ -132,8 +133,11 @@ def compile_program(p4c: str, build_dir: Path = BUILD_DIR) -> dict:
         out_json = Path(tmp) / BMV2_JSON
         out_info = Path(tmp) / P4INFO
         cmd = [p4c, "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
-               "-o", tmp, "--p4runtime-files", str(out_info), str(MAIN_SOURCE)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+               "-o", tmp, "--p4runtime-files", str(out_info),
+               MAIN_REL]
+        # relative source path from the repo root: the JSON's source_info then names files
+        # the same way wherever the repository is checked out
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
         diagnostics = (proc.stdout + proc.stderr).strip()
         if proc.returncode != 0:
             raise BuildError(f"p4c failed ({proc.returncode}):\n{diagnostics}")
@@ -141,7 +145,11 @@ def compile_program(p4c: str, build_dir: Path = BUILD_DIR) -> dict:
             raise BuildError(f"p4c emitted warnings (the build must be warning-free):\n"
                              f"{diagnostics}")
         build_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(out_json, build_dir / BMV2_JSON)
+        # the JSON names p4c's preprocessed temp file; name the source instead so that
+        # rebuilding unchanged sources reproduces the committed JSON byte for byte
+        text = re.sub(r'^(\s*"program"\s*:\s*)"[^"\n]*"', rf'\g<1>"{MAIN_REL}"',
+                      out_json.read_text(), count=1, flags=re.M)
+        (build_dir / BMV2_JSON).write_text(text)
         shutil.copyfile(out_info, build_dir / P4INFO)
     info = {
         "schema": "inart.p4build/1",
@@ -149,7 +157,7 @@ def compile_program(p4c: str, build_dir: Path = BUILD_DIR) -> dict:
         "arch": "v1model",
         "N": consts.n,
         "slots": consts.slots,
-        "event_counter": "Ingress.events",
+        "event_counter": "InaIngress.events",
         "event_counter_size": consts.event_counter_size,
         "events": consts.events,
         "drop_events": sorted(k for k in consts.events if k.endswith("_drop")),

@@ -6,7 +6,7 @@ several clients at once, every RPC has a timeout, and failures raise exceptions 
 shell calls ``sys.exit`` on some).  It speaks plain P4Runtime, so it drives bmv2
 ``simple_switch_grpc`` and the embedded target alike.
 
-Names are the P4Info names (``Ingress.route_dst``, ``Ingress.set_next_hop``, ...); a name or
+Names are the P4Info names (``InaIngress.route_dst``, ``InaIngress.set_next_hop``, ...); a name or
 value that does not fit raises P4RuntimeError naming the table, field and what was expected.
 """
 

@@ -20,7 +20,7 @@ const bit<16> INA_RESULT_PORT = 47001;
 
 const bit<8> INA_TYPE_GRAD = 1;
 const bit<8> INA_TYPE_RESULT = 2;
-const bit<8> INA_TYPE_ACK = 3;
+/* type 3 (ACK/control) and anything else is routed like any IPv4 packet. */
 
 const bit<8> INA_FLAG_RETX = 0x01;
 const bit<8> INA_FLAG_AGGREGATED = 0x02;

@@ -84,7 +84,7 @@ control InartVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
     meta.ina.ovf = meta.ina.ovf | (bit<1>)(sat != (int<32>)stored + hdr.vals.v##i); \
     hdr.vals.v##i = sat;
 
-control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control InaIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     counter(EV_COUNT, CounterType.packets_and_bytes) events;
 
     register<bit<64>>(INA_SLOTS) slot_tag;
@@ -292,7 +292,7 @@ control Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metad
     }
 }
 
-control Egress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control InaEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     /* RESULT replicas whose egress_rid has no result_rewrite entry (a controller error). */
     counter(1, CounterType.packets_and_bytes) replica_drops;
 
@@ -340,5 +340,5 @@ control InartDeparser(packet_out pkt, in headers_t hdr) {
     }
 }
 
-V1Switch(InartParser(), InartVerifyChecksum(), Ingress(), Egress(), InartComputeChecksum(),
+V1Switch(InartParser(), InartVerifyChecksum(), InaIngress(), InaEgress(), InartComputeChecksum(),
          InartDeparser()) main;

@@ -27,7 +27,7 @@ from host_stack import wire
 
 SWITCH_MAC = "02:00:00:00:00:01"
 AGG_ADDR = "10.0.100.1"
-EVENTS_COUNTER = "Ingress.events"
+EVENTS_COUNTER = "InaIngress.events"
 NUM_PORTS = 10  # the harness (run_ptf.py) creates switch ports 1..NUM_PORTS
 
 
@@ -78,15 +78,15 @@ class InaTest(BaseTest):
     def add_host_routes(self, hosts=HOSTS) -> None:
         for h in hosts:
             self.client.insert_table_entry(
-                "Ingress.route_dst", {"dst_addr": f"{h.ip}/32"}, "Ingress.set_next_hop",
+                "InaIngress.route_dst", {"dst_addr": f"{h.ip}/32"}, "InaIngress.set_next_hop",
                 {"port": h.port, "dst_mac": h.mac, "src_mac": SWITCH_MAC})
 
     def add_aggregation(self, job: int, ps: Host, worker: Host, rank: int, fan_in: int,
                         pool_base: int = 0, pool_size: int = 64) -> None:
         self.client.insert_table_entry(
-            "Ingress.ina_aggregate",
+            "InaIngress.ina_aggregate",
             {"job": job, "ps_addr": ps.ip, "worker_addr": worker.ip},
-            "Ingress.aggregate",
+            "InaIngress.aggregate",
             {"pool_base": pool_base, "pool_size": pool_size, "fan_in": fan_in, "rank": rank,
              "agg_addr": AGG_ADDR})
 
@@ -155,7 +155,7 @@ class InaTest(BaseTest):
         tu.verify_no_other_packets(self, timeout=0.5)
 
     def assert_events(self, timeout: float = 3.0, **expected: int) -> None:
-        """Ingress.events packet counts equal `expected` by name, every other event zero."""
+        """InaIngress.events packet counts equal `expected` by name, every other event zero."""
         unknown = set(expected) - set(self.events)
         if unknown:
             raise KeyError(f"unknown event(s) {sorted(unknown)}; known: {sorted(self.events)}")

@@ -34,8 +34,8 @@ class RoutePairBeforeDestination(InaTest):
         w1, w2 = WORKERS[0], WORKERS[1]
         detour_mac = "00:00:0a:0f:0f:0f"
         self.client.insert_table_entry(
-            "Ingress.route_pair", {"src_addr": w1.ip, "dst_addr": PS1.ip},
-            "Ingress.set_next_hop", {"port": PS2.port, "dst_mac": detour_mac,
+            "InaIngress.route_pair", {"src_addr": w1.ip, "dst_addr": PS1.ip},
+            "InaIngress.set_next_hop", {"port": PS2.port, "dst_mac": detour_mac,
                                      "src_mac": SWITCH_MAC})
         self.send(w1.port, udp(w1.mac, SWITCH_MAC, w1.ip, PS1.ip))
         self.expect_exactly([(PS2.port, udp(SWITCH_MAC, detour_mac, w1.ip, PS1.ip, ttl=63))])
@@ -50,10 +50,10 @@ class PrefixRoute(InaTest):
     def runTest(self):
         w1, w2 = WORKERS[0], WORKERS[1]
         self.client.insert_table_entry(
-            "Ingress.route_dst", {"dst_addr": "10.0.0.0/24"}, "Ingress.set_next_hop",
+            "InaIngress.route_dst", {"dst_addr": "10.0.0.0/24"}, "InaIngress.set_next_hop",
             {"port": w1.port, "dst_mac": w1.mac, "src_mac": SWITCH_MAC})
         self.client.insert_table_entry(
-            "Ingress.route_dst", {"dst_addr": f"{w2.ip}/32"}, "Ingress.set_next_hop",
+            "InaIngress.route_dst", {"dst_addr": f"{w2.ip}/32"}, "InaIngress.set_next_hop",
             {"port": w2.port, "dst_mac": w2.mac, "src_mac": SWITCH_MAC})
         self.send(PS1.port, udp(PS1.mac, SWITCH_MAC, PS1.ip, "10.0.0.77"))
         self.expect_exactly([(w1.port, udp(SWITCH_MAC, w1.mac, PS1.ip, "10.0.0.77", ttl=63))])

@@ -20,11 +20,11 @@ class ResultMulticast(InaTest):
                                                    for i, w in enumerate(workers)])
         for i, w in enumerate(workers):
             self.client.insert_table_entry(
-                "Egress.result_rewrite", {"egress_rid": 100 + i}, "Egress.rewrite_result",
+                "InaEgress.result_rewrite", {"egress_rid": 100 + i}, "InaEgress.rewrite_result",
                 {"dst_addr": w.ip, "dst_mac": w.mac, "src_mac": SWITCH_MAC})
         self.client.insert_table_entry(
-            "Ingress.result_multicast", {"job": JOB, "ps_addr": PS1.ip, "dst_addr": result_addr},
-            "Ingress.multicast", {"group": group})
+            "InaIngress.result_multicast", {"job": JOB, "ps_addr": PS1.ip, "dst_addr": result_addr},
+            "InaIngress.multicast", {"group": group})
         hdr = wire.InaHeader(type=wire.TYPE_RESULT, job=JOB, round=3, chunk=8, slot=1,
                              count=4, bitmap=0b1111, flags=wire.FLAG_AGGREGATED)
         vals = self.values(seed=5)
@@ -56,11 +56,11 @@ class UnknownReplicaDropped(InaTest):
         w1, w2 = WORKERS[:2]
         self.client.insert_multicast_group(2, [(w1.port, 1), (w2.port, 2)])
         self.client.insert_table_entry(
-            "Egress.result_rewrite", {"egress_rid": 1}, "Egress.rewrite_result",
+            "InaEgress.result_rewrite", {"egress_rid": 1}, "InaEgress.rewrite_result",
             {"dst_addr": w1.ip, "dst_mac": w1.mac, "src_mac": SWITCH_MAC})
         self.client.insert_table_entry(
-            "Ingress.result_multicast", {"job": JOB, "ps_addr": PS1.ip, "dst_addr": PS2.ip},
-            "Ingress.multicast", {"group": 2})
+            "InaIngress.result_multicast", {"job": JOB, "ps_addr": PS1.ip, "dst_addr": PS2.ip},
+            "InaIngress.multicast", {"group": 2})
         hdr = wire.InaHeader(type=wire.TYPE_RESULT, job=JOB, round=1, chunk=0, count=2,
                              bitmap=0b11)
         vals = self.values(seed=3)
@@ -70,6 +70,6 @@ class UnknownReplicaDropped(InaTest):
                                                 hdr, vals, ttl=63, checksum_zero=True,
                                                 dport=wire.RESULT_PORT))])
         self.assert_events(result_multicast=1)
-        cell = self.client.read_counter("Egress.replica_drops", 0)
-        self.assertEqual(cell.packets, 1, "Egress.replica_drops")
+        cell = self.client.read_counter("InaEgress.replica_drops", 0)
+        self.assertEqual(cell.packets, 1, "InaEgress.replica_drops")
 

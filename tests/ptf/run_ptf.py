@@ -151,7 +151,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_args: list[str],
-              workdir: Path) -> int:
+              workdir: Path, build_dir: Path | None = None) -> int:
     if os.geteuid() != 0:
         raise HarnessError("the PTF harness needs root (network namespaces, raw sockets)")
     ptf = find_ptf()
@@ -166,6 +166,8 @@ def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_a
         try:
             wait_for_grpc(ns, switch, GRPC_PORT, switch_log)
             params = f"grpc_addr='127.0.0.1:{GRPC_PORT}';device_id=0"
+            if build_dir is not None:
+                params += f";build_dir='{build_dir.resolve()}'"
             ptf_cmd = [*ns.exec_prefix(), ptf, "--test-dir", str(HERE),
                        *[a for k in range(1, NUM_PORTS + 1) for a in ("-i", f"{k}@h{k}")],
                        "--test-params", params, "--log-file", str(workdir / "ptf.log"),
@@ -189,15 +191,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra ptf argument (repeatable)")
     parser.add_argument("--keep-logs", type=Path, default=None,
                         help="directory for switch.log and ptf.log (default: a temp dir)")
+    parser.add_argument("--build-dir", type=Path, default=None,
+                        help="P4 build to test (bmv2 JSON, P4Info, build-info.json; "
+                             "default: the committed p4src/build)")
     parser.add_argument("tests", nargs="*", help="ptf test names (default: all)")
     args = parser.parse_args(argv)
     try:
         if args.keep_logs:
             args.keep_logs.mkdir(parents=True, exist_ok=True)
             return run_suite(args.target, args.tests, args.switch_arg, args.ptf_arg,
-                             args.keep_logs.resolve())
+                             args.keep_logs.resolve(), args.build_dir)
         with tempfile.TemporaryDirectory(prefix="inart-ptf-") as tmp:
-            return run_suite(args.target, args.tests, args.switch_arg, args.ptf_arg, Path(tmp))
+            return run_suite(args.target, args.tests, args.switch_arg, args.ptf_arg, Path(tmp),
+                             args.build_dir)
     except HarnessError as exc:
         print(f"run_ptf: error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,110 @@
+"""The committed P4 build (p4src/build) matches its sources and N; runs without p4c."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from control_plane import p4_build
+from control_plane.p4runtime_client import P4Info
+from host_stack import wire
+
+
+@pytest.fixture(scope="module")
+def info() -> dict:
+    return p4_build.load_build_info()
+
+
+@pytest.fixture(scope="module")
+def p4info() -> P4Info:
+    return P4Info.from_file(p4_build.artifact_paths()[1])
+
+
+def test_build_matches_sources():
+    p4_build.check_fresh()
+
+
+def test_changed_source_is_detected(tmp_path):
+    shutil.copytree(p4_build.P4SRC, tmp_path / "p4src")
+    p4_build.check_fresh(root=tmp_path / "p4src")
+    main = tmp_path / "p4src" / "v1model" / "inart.p4"
+    main.write_text(main.read_text() + "\n// edited\n")
+    with pytest.raises(p4_build.BuildError, match="make p4"):
+        p4_build.check_fresh(root=tmp_path / "p4src")
+
+
+def test_edited_artifact_is_detected(tmp_path):
+    shutil.copytree(p4_build.BUILD_DIR, tmp_path / "build")
+    (tmp_path / "build" / p4_build.BMV2_JSON).write_text("{}")
+    with pytest.raises(p4_build.BuildError, match="bmv2_json_sha256"):
+        p4_build.check_fresh(tmp_path / "build")
+
+
+def test_recorded_n_is_the_source_constant_and_the_wire_default(info):
+    consts = p4_build.read_constants()
+    assert info["N"] == consts.n == wire.DEFAULT_N
+    assert info["slots"] == consts.slots
+    assert info["events"] == consts.events
+
+
+def test_bmv2_json_payload_has_n_signed_32bit_values(info):
+    doc = json.loads((p4_build.BUILD_DIR / p4_build.BMV2_JSON).read_text())
+    types = {t["name"]: t for t in doc["header_types"]}
+    fields = types["ina_values_t"]["fields"]
+    assert [f[0] for f in fields] == [f"v{i}" for i in range(info["N"])]
+    assert all(f[1] == 32 and f[2] is True for f in fields)
+    ina = [f[:2] for f in types["ina_t"]["fields"]]
+    assert ina == [["pkt_type", 8], ["flags", 8], ["job", 16], ["round", 32], ["chunk", 32],
+                   ["slot", 16], ["count", 16], ["bitmap", 64]]
+    assert sum(w for _, w in ina) // 8 == wire.HEADER_LEN
+
+
+def test_p4info_has_one_sum_register_per_value(info, p4info):
+    sums = sorted(n for n in p4info.registers if n.startswith("InaIngress.slot_sum_"))
+    assert sums == sorted(f"InaIngress.slot_sum_{i}" for i in range(info["N"]))
+    for name in [*sums, "InaIngress.slot_tag", "InaIngress.slot_bitmap", "InaIngress.slot_count"]:
+        assert p4info.registers[name].size == info["slots"]
+    assert p4info.counter(info["event_counter"]).size == info["event_counter_size"]
+
+
+# The names the controller generates entries against (p4src/README.md); renaming any of them
+# breaks the control plane, so it must be a deliberate change here too.
+CONTRACT = {
+    "InaIngress.route_pair": (["src_addr", "dst_addr"], {"InaIngress.set_next_hop"}),
+    "InaIngress.route_dst": (["dst_addr"], {"InaIngress.set_next_hop"}),
+    "InaIngress.ina_aggregate": (["job", "ps_addr", "worker_addr"], {"InaIngress.aggregate"}),
+    "InaIngress.result_multicast": (["job", "ps_addr", "dst_addr"], {"InaIngress.multicast"}),
+    "InaEgress.result_rewrite": (["egress_rid"], {"InaEgress.rewrite_result"}),
+}
+PARAMS = {
+    "InaIngress.set_next_hop": [("port", 9), ("dst_mac", 48), ("src_mac", 48)],
+    "InaIngress.aggregate": [("pool_base", 32), ("pool_size", 16), ("fan_in", 16), ("rank", 8),
+                          ("agg_addr", 32)],
+    "InaIngress.multicast": [("group", 16)],
+    "InaEgress.rewrite_result": [("dst_addr", 32), ("dst_mac", 48), ("src_mac", 48)],
+}
+
+
+@pytest.mark.parametrize("table", sorted(CONTRACT))
+def test_controller_facing_tables(p4info, table):
+    fields, actions = CONTRACT[table]
+    t = p4info.table(table)
+    assert [f.name for f in t.match_fields] == fields
+    usable = {p4info.proto.actions[i].preamble.name for i, a in enumerate(p4info.proto.actions)
+              if any(r.id == a.preamble.id and r.scope != r.DEFAULT_ONLY for r in t.action_refs)}
+    assert usable == actions
+
+
+@pytest.mark.parametrize("action", sorted(PARAMS))
+def test_controller_facing_action_params(p4info, action):
+    assert [(p.name, p.bitwidth) for p in p4info.action(action).params] == PARAMS[action]
+
+
+def test_bmv2_json_names_no_machine_paths():
+    """A rebuild on another checkout must reproduce the JSON: no absolute or temp paths."""
+    doc = json.loads((p4_build.BUILD_DIR / p4_build.BMV2_JSON).read_text())
+    assert doc["program"] == "p4src/v1model/inart.p4"
+    text = (p4_build.BUILD_DIR / p4_build.BMV2_JSON).read_text()
+    assert '"filename" : "/' not in text and "/tmp/" not in text

@@ -1,0 +1,104 @@
+"""P4Runtime client: values, names and entry building against the committed P4Info.
+
+Talking to a real server is covered by the PTF suite (tests/ptf, run by test_ptf_bmv2.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from control_plane import p4_build
+from control_plane.p4runtime_client import (
+    P4Info,
+    P4RuntimeClient,
+    P4RuntimeError,
+    build_table_entry,
+    encode_value,
+)
+
+
+@pytest.fixture(scope="module")
+def p4info() -> P4Info:
+    return P4Info.from_file(p4_build.artifact_paths()[1])
+
+
+@pytest.mark.parametrize("value,width,expected", [
+    (0, 9, b"\x00"), (5, 9, b"\x05"), (511, 9, b"\x01\xff"),
+    ("10.0.0.1", 32, b"\x0a\x00\x00\x01"), ("0.0.0.9", 32, b"\x09"),
+    ("00:00:0a:00:00:01", 48, b"\x0a\x00\x00\x01"), (b"\x00\x07", 16, b"\x07"),
+])
+def test_canonical_encoding(value, width, expected):
+    assert encode_value(value, width, "f") == expected
+
+
+@pytest.mark.parametrize("value,width,match", [
+    (512, 9, "does not fit in 9 bits"), (-1, 8, "does not fit"), ("10.0.0", 32, "cannot parse"),
+    (True, 8, "bool"), (1.5, 8, "expected int"),
+])
+def test_bad_values_name_the_field(value, width, match):
+    with pytest.raises(P4RuntimeError, match=f"myfield.*{match}|{match}"):
+        encode_value(value, width, "myfield")
+
+
+def test_route_entry(p4info):
+    e = build_table_entry(p4info, "InaIngress.route_dst", {"dst_addr": "10.0.0.77/24"},
+                          "InaIngress.set_next_hop",
+                          {"port": 3, "dst_mac": "00:00:0a:00:00:01", "src_mac": 2})
+    assert e.table_id == p4info.table("InaIngress.route_dst").preamble.id
+    assert e.match[0].lpm.value == bytes([10, 0, 0, 0]) and e.match[0].lpm.prefix_len == 24
+    assert [p.value for p in e.action.action.params] == [b"\x03", b"\x0a\x00\x00\x01", b"\x02"]
+
+
+def test_aggregate_entry(p4info):
+    e = build_table_entry(
+        p4info, "InaIngress.ina_aggregate", {"job": 1, "ps_addr": "10.0.1.1",
+                                          "worker_addr": "10.0.0.1"},
+        "InaIngress.aggregate",
+        {"pool_base": 0, "pool_size": 64, "fan_in": 2, "rank": 0, "agg_addr": "10.0.100.1"})
+    assert len(e.match) == 3 and len(e.action.action.params) == 5
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(table_name="InaIngress.nope", match={}), "unknown table 'InaIngress.nope'.*route_dst"),
+    (dict(table_name="InaIngress.route_pair", match={"src_addr": 1}),
+     "route_pair.*dst_addr missing"),
+    (dict(table_name="InaIngress.route_dst", match={"dst": "10.0.0.1/32"}),
+     "no match field 'dst'.*dst_addr"),
+    (dict(table_name="InaIngress.route_dst", match={"dst_addr": "10.0.0.1/33"}),
+     "dst_addr.*prefix length 33"),
+    (dict(table_name="InaIngress.route_dst", match={"dst_addr": "10.0.0.1/32"},
+          action_name="InaIngress.aggregate", params={}),
+     "cannot use action 'InaIngress.aggregate'"),
+    (dict(table_name="InaIngress.route_dst", match={"dst_addr": "10.0.0.1/32"},
+          action_name="InaIngress.drop_no_route", params={}), "cannot use action"),
+    (dict(table_name="InaIngress.route_dst", match={"dst_addr": "10.0.0.1/32"},
+          action_name="InaIngress.set_next_hop", params={"port": 1, "dst_mac": 2}),
+     "src_mac missing"),
+    (dict(table_name="InaIngress.route_dst", match={"dst_addr": "10.0.0.1/32"},
+          action_name="InaIngress.set_next_hop",
+          params={"port": 600, "dst_mac": 2, "src_mac": 3}),
+     r"route_dst/InaIngress.set_next_hop.port.*9 bits"),
+])
+def test_bad_names_and_values_are_reported(p4info, kwargs, match):
+    with pytest.raises(P4RuntimeError, match=match):
+        build_table_entry(p4info, **kwargs)
+
+
+def test_unknown_counter_lists_known(p4info):
+    with pytest.raises(P4RuntimeError, match="unknown counter 'x'.*InaIngress.events"):
+        p4info.counter("x")
+
+
+def test_connect_times_out_with_a_clear_error():
+    client = P4RuntimeClient("127.0.0.1:1", timeout=0.5)
+    with pytest.raises(P4RuntimeError, match="not reachable within"):
+        client.connect()
+    client.close()
+
+
+def test_writes_need_a_p4info():
+    client = P4RuntimeClient("127.0.0.1:1", timeout=0.5)
+    with pytest.raises(P4RuntimeError, match="no P4Info"):
+        client.insert_table_entry("InaIngress.route_dst", {"dst_addr": "10.0.0.1/32"},
+                                  "InaIngress.set_next_hop", {})
+    client.close()
