@@ -95,7 +95,7 @@ class Emulation:
             client = connect(self.addr, sw)
             try:
                 client.use_p4info(self.program.p4info)
-                cells = client.read_counters("Ingress.events")
+                cells = client.read_counters("InaIngress.events")
             finally:
                 client.close()
             out[sw] = {name: cells[i].packets for name, i in names.items() if i in cells}

@@ -2,7 +2,7 @@
 
 Pure: plan + addressing in, per-switch entries out; emulation/install.py writes them.
 
-Routes (``Ingress.route_pair`` keyed on (src, dst), ``Ingress.route_dst`` on dst /32):
+Routes (``InaIngress.route_pair`` keyed on (src, dst), ``InaIngress.route_dst`` on dst /32):
 - every host is reachable from every switch through ``route_dst``: the next hop is the first
   hop of a shortest switch-only path (ties broken by natural id order), so control packets,
   HELLO replies and late unicast RESULTs always have a route;
@@ -14,7 +14,7 @@ Routes (``Ingress.route_pair`` keyed on (src, dst), ``Ingress.route_dst`` on dst
   of w..v (a (src, dst) key cannot take two directions on one switch), along the shortest path
   from v to s that avoids those switches; if none exists the plan is refused.
 
-Aggregation (``Ingress.ina_aggregate``): one entry per (job, s, w) aggregated at v. Every
+Aggregation (``InaIngress.ina_aggregate``): one entry per (job, s, w) aggregated at v. Every
 (job, PS) pool on a switch gets a disjoint range of the INA_SLOTS slots: all pools have the same
 size, the largest power of two with max-pools-per-switch x size <= INA_SLOTS, because the
 workers pick ``slot = chunk mod pool size`` with one job-wide pool size (host --pool-size).
@@ -160,9 +160,9 @@ class _Builder:
         for here, nxt in zip(path, path[1:], strict=False):
             if not self._is_switch(here):
                 continue
-            self._add(here, Entry("Ingress.route_pair",
+            self._add(here, Entry("InaIngress.route_pair",
                                   (("src_addr", src_ip), ("dst_addr", dst_ip)),
-                                  "Ingress.set_next_hop", self._next_hop(here, nxt, why), why))
+                                  "InaIngress.set_next_hop", self._next_hop(here, nxt, why), why))
 
     def _switch_bfs(self, root: str, avoid: frozenset[str] = frozenset()) -> dict[str, str]:
         """Parent pointers of a BFS from ``root`` through switches only (natural order)."""
@@ -187,9 +187,9 @@ class _Builder:
                 if sw not in parent:
                     continue  # a switch that cannot reach this host needs no route to it
                 why = f"route to {host}"
-                self._add(sw, Entry("Ingress.route_dst",
+                self._add(sw, Entry("InaIngress.route_dst",
                                     (("dst_addr", f"{self._host_ip(host)}/32"),),
-                                    "Ingress.set_next_hop",
+                                    "InaIngress.set_next_hop",
                                     self._next_hop(sw, parent[sw], why), why))
 
     def flow_routes(self) -> None:
@@ -263,10 +263,10 @@ class _Builder:
                 for w in workers:
                     why = f"aggregate {w}->{s} at {v} (fan-in {len(workers)})"
                     self._add(v, Entry(
-                        "Ingress.ina_aggregate",
+                        "InaIngress.ina_aggregate",
                         (("job", self.job), ("ps_addr", self._host_ip(s)),
                          ("worker_addr", self._host_ip(w))),
-                        "Ingress.aggregate",
+                        "InaIngress.aggregate",
                         (("pool_base", i * size), ("pool_size", size),
                          ("fan_in", len(workers)), ("rank", rank[w]),
                          ("agg_addr", self.addr.agg_addr[v])), why))
@@ -300,16 +300,16 @@ class _Builder:
                     port = self.addr.port[(sw, kid)]
                     replicas.append((port, rid))
                     dst = result_addr if self._is_switch(kid) else self._host_ip(kid)
-                    self._add(sw, Entry("Egress.result_rewrite", (("egress_rid", rid),),
-                                        "Egress.rewrite_result",
+                    self._add(sw, Entry("InaEgress.result_rewrite", (("egress_rid", rid),),
+                                        "InaEgress.rewrite_result",
                                         (("dst_addr", dst), ("dst_mac", self.addr.mac[kid]),
                                          ("src_mac", self.addr.mac[sw])),
                                         f"{why} to {kid}"))
                 self.switches[sw].groups.append(Group(g, tuple(replicas), why))
-                self._add(sw, Entry("Ingress.result_multicast",
+                self._add(sw, Entry("InaIngress.result_multicast",
                                     (("job", self.job), ("ps_addr", self._host_ip(s)),
                                      ("dst_addr", result_addr)),
-                                    "Ingress.multicast", (("group", g),), why))
+                                    "InaIngress.multicast", (("group", g),), why))
         return trees
 
 

@@ -29,9 +29,9 @@ def walk(c: Compiled, addr: Addressing, start: str, src: str, dst: str) -> list[
     path, here = [start], start
     for _ in range(32):
         t = _tables(c, here)
-        hop = t.get("Ingress.route_pair", {}).get((("src_addr", src), ("dst_addr", dst)))
+        hop = t.get("InaIngress.route_pair", {}).get((("src_addr", src), ("dst_addr", dst)))
         if hop is None:
-            hop = t.get("Ingress.route_dst", {}).get((("dst_addr", f"{dst}/32"),))
+            hop = t.get("InaIngress.route_dst", {}).get((("dst_addr", f"{dst}/32"),))
         assert hop is not None, f"no route at {here} for {src}->{dst}"
         nxt = addr.neighbour_of(here, hop["port"])
         assert hop["dst_mac"] == addr.mac[nxt] and hop["src_mac"] == addr.mac[here]
@@ -52,10 +52,10 @@ def multicast_copies(c: Compiled, addr: Addressing, ps: str, job: int) -> dict[s
         sw, dst = frontier.pop()
         t = _tables(c, sw)
         key = (("job", job), ("ps_addr", addr.ip[ps]), ("dst_addr", dst))
-        group_id = t["Ingress.result_multicast"][key]["group"]
+        group_id = t["InaIngress.result_multicast"][key]["group"]
         group = next(g for g in c.switches[sw].groups if g.group_id == group_id)
         for port, rid in group.replicas:
-            rw = t["Egress.result_rewrite"][(("egress_rid", rid),)]
+            rw = t["InaEgress.result_rewrite"][(("egress_rid", rid),)]
             nxt = addr.neighbour_of(sw, port)
             assert rw["dst_mac"] == addr.mac[nxt]
             if nxt in c.switches:
@@ -87,7 +87,7 @@ def check_plan(plan: Plan) -> Compiled:
         assert stream[-1] == f.ps
         # unaggregated packets of the flow (RETX, collisions) also get to the PS
         assert walk(c, addr, f.aggregate_at, src, dst)[-1] == f.ps
-        t = _tables(c, f.aggregate_at)["Ingress.ina_aggregate"]
+        t = _tables(c, f.aggregate_at)["InaIngress.ina_aggregate"]
         p = t[(("job", plan.job), ("ps_addr", dst), ("worker_addr", src))]
         fan_in = sum(1 for g in plan.flows if (g.ps, g.aggregate_at) == (f.ps, f.aggregate_at))
         assert p["fan_in"] == fan_in and p["rank"] == c.ranks[f.worker]
@@ -99,7 +99,7 @@ def check_plan(plan: Plan) -> Compiled:
             assert walk(c, addr, addr.tor[s], addr.ip[s], addr.ip[w])[-1] == w
     for sw, entries in c.switches.items():  # pools on one switch never overlap
         ranges = {(p["pool_base"], p["pool_size"]) for e in entries.entries
-                  if e.table == "Ingress.ina_aggregate" for p in [dict(e.params)]}
+                  if e.table == "InaIngress.ina_aggregate" for p in [dict(e.params)]}
         spans = sorted(ranges)
         for (b1, s1), (b2, _) in zip(spans, spans[1:], strict=False):
             assert b1 + s1 <= b2, sw
