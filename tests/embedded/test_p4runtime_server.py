@@ -263,3 +263,8 @@ def test_clone_session_write_and_read(client: pc.Client) -> None:
     (got,) = list(client.read(ent))
     replicas = got.packet_replication_engine_entry.clone_session_entry.replicas
     assert [(r.egress_port, r.instance) for r in replicas] == [(3, 1)]
+
+
+def test_second_server_on_same_address_fails(server: tuple[str, Switch]) -> None:
+    with pytest.raises(OSError, match="cannot listen"):
+        serve(Switch(), 2, server[0], threading.Lock())
