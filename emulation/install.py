@@ -23,7 +23,7 @@ from emulation.entries import Compiled, Entry
 
 BATCH = 128
 ROOT = Path(__file__).resolve().parent.parent
-P4INFO = ROOT / "p4src" / "build" / "inart.p4info.txt"
+P4INFO = ROOT / "p4src" / "build" / "inart.p4info.txtpb"
 BMV2_JSON = ROOT / "p4src" / "build" / "inart.json"
 
 

@@ -66,6 +66,7 @@ class ExprCompiler:
     def __init__(self, layout: Layout, ns: Namespace) -> None:
         self.layout = layout
         self.ns = ns
+        self.temps = 0
 
     def compile(self, tv: Any, where: str, local_widths: list[int] | None = None) -> Expr:
         """Compile a type-value object; ``local_widths`` gives action parameter widths."""
@@ -146,12 +147,18 @@ class ExprCompiler:
         if op in ("two_comp_mod", "sat_cast", "usat_cast"):
             a, w = sub(left), self.const_width(right, where)
             if op == "usat_cast":
-                return Expr(f"min(max({a.src}, 0), {(1 << w) - 1})", "data", w)
+                return Expr(self.clamp(a.src, 0, (1 << w) - 1), "data", w)
             half = 1 << (w - 1)
             if op == "sat_cast":
-                return Expr(f"min(max({a.src}, {-half}), {half - 1})", "data", swidth=w)
+                return Expr(self.clamp(a.src, -half, half - 1), "data", swidth=w)
             return Expr(f"((({a.src}) + {half}) & {(1 << w) - 1}) - {half}", "data", swidth=w)
         raise PipelineError(where, f"expression operator {op!r} is not supported")
+
+    def clamp(self, src: str, lo: int, hi: int) -> str:
+        """Inline saturation (no min/max calls: this runs 32 times per INA packet)."""
+        self.temps += 1
+        t = f"_t{self.temps}"
+        return f"({lo} if ({t} := {src}) < {lo} else {hi} if {t} > {hi} else {t})"
 
     def const_width(self, tv: Any, where: str) -> int:
         if isinstance(tv, dict) and tv.get("type") == "hexstr":

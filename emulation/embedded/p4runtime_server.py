@@ -627,9 +627,15 @@ def serve(switch: Switch, device_id: int, address: str, lock: threading.Lock,
           workers: int = 4) -> tuple[grpc.Server, ServerState]:
     """Start the P4Runtime gRPC server on ``address`` (HOST:PORT); returns it running."""
     state = ServerState(switch, device_id, lock)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers + 8))
+    # no SO_REUSEPORT: a second switch on the same address must fail, not share the port
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers + 8),
+                         options=[("grpc.so_reuseport", 0)])
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(state), server)
-    if server.add_insecure_port(address) == 0:
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise OSError(f"cannot listen on {address!r} for P4Runtime: {exc}") from exc
+    if bound == 0:
         raise OSError(f"cannot listen on {address!r} for P4Runtime")
     server.start()
     return server, state

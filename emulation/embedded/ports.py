@@ -59,7 +59,8 @@ class PortLoop:
 
     def stop(self, timeout: float = 2.0) -> None:
         self.stop_event.set()
-        self.thread.join(timeout)
+        if self.thread.ident is not None:  # started
+            self.thread.join(timeout)
         for s in self.socks.values():
             s.close()
         self.sel.close()

@@ -8,6 +8,7 @@ ternary/optional -> (value, mask), range -> (low, high).  Priorities use P4Runti
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -119,7 +120,10 @@ class Table:
     # ---- const entries from the JSON -------------------------------------------------------
     def load_const_entry(self, e: dict[str, Any], by_id: dict[int, Action], where: str) -> None:
         match = []
-        for i, (mk, kf) in enumerate(zip(e.get("match_key", []), self.keys, strict=True)):
+        keys = e.get("match_key", [])
+        if len(keys) != len(self.keys):
+            raise PipelineError(where, f"{len(keys)} match keys, table key has {len(self.keys)}")
+        for i, mk in enumerate(keys):
             mt = mk.get("match_type")
             w = f"{where} match_key[{i}]"
             if mt in ("exact", "valid"):
@@ -133,7 +137,6 @@ class Table:
                 match.append((parse_hexstr(mk["start"], w), parse_hexstr(mk["end"], w)))
             else:
                 raise PipelineError(w, f"match type {mt!r} in const entry is not supported")
-            del kf
         ae = e.get("action_entry", {})
         act = by_id.get(ae.get("action_id"))
         if act is None:
@@ -270,8 +273,8 @@ class Table:
             self.lpm_levels.append((plen, {key: entry}))
             self.lpm_levels.sort(key=lambda lv: -lv[0])
         else:
-            self.ordered.append(entry)
-            self.ordered.sort(key=lambda e: -e.priority)  # stable: earlier insert wins ties
+            # after any entry of equal priority: among equals the earlier insert wins
+            bisect.insort_right(self.ordered, entry, key=lambda e: -e.priority)
 
     def index_remove(self, entry: Entry) -> None:
         if self.match_type == "exact" or (self.match_type == "lpm" and self.lpm_index < 0):

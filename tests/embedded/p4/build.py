@@ -28,14 +28,16 @@ def main() -> int:
     BUILD.mkdir(exist_ok=True)
     for src in sorted(HERE.glob("*.p4")):
         cmd = [args.p4c, "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
-               "-o", str(BUILD), "--p4runtime-files", str(BUILD / f"{src.stem}.p4info.txt"),
-               str(src)]
+               "--Wdisable=deprecated", "-o", str(BUILD),
+               "--p4runtime-files", str(BUILD / f"{src.stem}.p4info.txt"), str(src)]
         print(" ".join(cmd))
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0 or "warning" in res.stderr.lower():
             print(res.stdout, res.stderr, file=sys.stderr)
             if res.returncode != 0:
                 return res.returncode
+    for leftover in BUILD.glob("*.p4i"):  # preprocessed sources: not outputs we keep
+        leftover.unlink()
     (BUILD / "SOURCES.sha256").write_text(
         "".join(f"{h}  {name}\n" for name, h in source_hashes().items()))
     return 0

@@ -76,10 +76,10 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         } else if (hdr.s.op == 4) {
             std.mcast_grp = (bit<16>)hdr.s.idx;
         } else if (hdr.s.op == 5) {
-            hdr.extra.setInvalid();
             hdr.marker.setValid();
             hdr.marker.m = 0xab;
             hdr.marker.pad = hdr.extra.x;
+            hdr.extra.setInvalid();
         } else if (hdr.s.op == 6) {
             cond_act();
         } else if (hdr.s.op == 7) {
@@ -94,7 +94,6 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             meta.tmp = hdr.s.val & 0xff00ff00 | 0x1;
             hdr.s.val = meta.tmp;
         }
-        hdr.s.out3 = hdr.s.out3 + 0;  // keep out3 live in every path
     }
 }
 

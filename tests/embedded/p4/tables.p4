@@ -77,7 +77,6 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     apply {
         if (!hdr.t.isValid()) { mark_to_drop(std); exit; }
         std.egress_spec = std.ingress_port;
-        t_exact.apply();
         t_lpm.apply();
         t_ternary.apply();
         t_range.apply();
