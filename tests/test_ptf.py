@@ -1,6 +1,7 @@
-"""Runs the PTF packet suite (tests/ptf/) against a real bmv2 simple_switch_grpc.
+"""Runs the one PTF packet suite (tests/ptf/) against every target: the embedded target
+(everywhere, CI included) and a real bmv2 simple_switch_grpc (where installed).
 
-Skips with the reason when bmv2, root or the ptf tool are missing; otherwise any PTF
+Skips with the reason when root, bmv2 or the ptf tool are missing; otherwise any PTF
 failure fails this test with ptf's report.
 """
 
@@ -21,12 +22,12 @@ import run_ptf  # noqa: E402
 pytestmark = [pytest.mark.root]
 
 
-def _skip_reason() -> str | None:
+def _skip_reason(target: str) -> str | None:
     if os.geteuid() != 0:
         return "needs root for network namespaces and raw sockets"
     if shutil.which("ip") is None:
         return "iproute2 'ip' not installed"
-    if run_ptf.find_bmv2() is None:
+    if target == "bmv2" and run_ptf.find_bmv2() is None:
         return ("bmv2 simple_switch_grpc not installed (see README 'P4 toolchain'; "
                 f"looked in $SIMPLE_SWITCH_GRPC, {run_ptf.BMV2_DEFAULT}, PATH)")
     if run_ptf.find_ptf() is None:
@@ -34,16 +35,19 @@ def _skip_reason() -> str | None:
     return None
 
 
-@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
-def test_ptf_suite_passes_on_bmv2(tmp_path):
+@pytest.mark.parametrize("target", ["embedded", "bmv2"])
+def test_ptf_suite_passes(target, tmp_path):
+    reason = _skip_reason(target)
+    if reason:
+        pytest.skip(reason)
     proc = subprocess.run(
-        [sys.executable, str(PTF_DIR / "run_ptf.py"), "--target", "bmv2",
+        [sys.executable, str(PTF_DIR / "run_ptf.py"), "--target", target,
          "--keep-logs", str(tmp_path)],
         capture_output=True, text=True, timeout=900,
     )
     report = proc.stdout[-6000:] + proc.stderr[-6000:]
-    assert proc.returncode == 0, f"PTF suite failed on bmv2 (logs in {tmp_path}):\n{report}"
-    assert " ok" in report or "OK" in report, report
+    assert proc.returncode == 0, f"PTF suite failed on {target} (logs in {tmp_path}):\n{report}"
+    assert "OK" in report and "FAIL" not in report, report
 
 
 def test_target_command_line_is_shared_by_targets():
