@@ -38,6 +38,7 @@ class P4InfoMap:
     p4info: p4info_pb2.P4Info
     tables: dict[int, TableBinding] = field(default_factory=dict)
     actions: dict[int, Action] = field(default_factory=dict)
+    action_infos: dict[int, p4info_pb2.Action] = field(default_factory=dict)
     action_ids: dict[str, int] = field(default_factory=dict)
     counters: dict[int, CounterArray] = field(default_factory=dict)
     direct_counters: dict[int, TableBinding] = field(default_factory=dict)
@@ -61,6 +62,7 @@ def bind(p4info: p4info_pb2.P4Info, program: Program) -> P4InfoMap:
                 raise PipelineError(f"p4info action {name!r} param {p.name!r}",
                                     f"bitwidth {p.bitwidth} != JSON {w}")
         m.actions[a.preamble.id] = act
+        m.action_infos[a.preamble.id] = a
         m.action_ids[name] = a.preamble.id
     for t in p4info.tables:
         name = t.preamble.name

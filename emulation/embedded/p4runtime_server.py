@@ -344,7 +344,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise EntryError("INVALID_ARGUMENT", f"action id {a.action_id} is not an action of "
                                                  f"table {b.table.name!r}")
         params = {p.param_id: p.value for p in a.params}
-        info = next(x for x in pmap.p4info.actions if x.preamble.id == a.action_id)
+        info = pmap.action_infos[a.action_id]
         if set(params) != {p.id for p in info.params} or len(a.params) != len(info.params):
             raise EntryError("INVALID_ARGUMENT", f"action {act.name!r}: expected parameters "
                                                  f"{[p.name for p in info.params]}")
