@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("control_plane.cli_plan", "solve a topology with InArt and its baselines"),
     "bench": ("control_plane.cli_bench", "run a benchmark (solver, target, transport, ...)"),
-    "demo": ("control_plane.cli_demo", "run the main demo"),
+    "demo": ("emulation.cli_demo", "run the main demo (fig1 planned and emulated)"),
     "experiment": ("host_stack.cli_experiment", "reproduce a seed paper's experiment"),
     "train": ("host_stack.cli_train", "train a model over a plan (PS + worker processes)"),
     "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),

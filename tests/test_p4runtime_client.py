@@ -1,6 +1,6 @@
 """P4Runtime client: values, names and entry building against the committed P4Info.
 
-Talking to a real server is covered by the PTF suite (tests/ptf, run by test_ptf_bmv2.py).
+Talking to a real server is covered by the PTF suite (tests/ptf, run by test_ptf.py).
 """
 
 from __future__ import annotations
