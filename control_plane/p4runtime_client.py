@@ -1,10 +1,13 @@
-"""A small P4Runtime client: pipeline push, table and multicast entries, counter reads by name.
+"""The project's P4Runtime client: arbitration, pipeline push, table/default/multicast/clone
+entries, counter and register reads by name.
 
 Built directly on the ``p4runtime`` package's stubs (p4.v1.p4runtime_pb2[_grpc]) rather than
 on p4runtime-shell's global-state API, so a controller, the PTF tests and tools can hold
 several clients at once, every RPC has a timeout, and failures raise exceptions (p4runtime-
 shell calls ``sys.exit`` on some).  It speaks plain P4Runtime, so it drives bmv2
-``simple_switch_grpc`` and the embedded target alike.
+``simple_switch_grpc`` and the embedded target alike.  The update builders (table_update,
+multicast_group_update, ...) are module functions so the embedded target's in-process device can
+apply exactly what a client would send.
 
 Names are the P4Info names (``InaIngress.route_dst``, ``InaIngress.set_next_hop``, ...); a name or
 value that does not fit raises P4RuntimeError naming the table, field and what was expected.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import ipaddress
 import queue
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +34,18 @@ DEFAULT_TIMEOUT_S = 10.0
 
 
 class P4RuntimeError(RuntimeError):
-    """A P4Runtime request failed or could not be built; the message says where and why."""
+    """A P4Runtime request failed or could not be built; the message says where and why.
+
+    ``code`` is the gRPC status of a failed RPC (None when no RPC failed) and ``errors`` the
+    server's per-update p4.v1.Error list of a failed Write (P4Runtime spec section 12; empty if
+    it sent none), so a caller can tell e.g. an existing entry from a malformed one.
+    """
+
+    def __init__(self, message: str, code: grpc.StatusCode | None = None,
+                 errors: Sequence[p4runtime_pb2.Error] = ()):
+        super().__init__(message)
+        self.code = code
+        self.errors = list(errors)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,6 +109,11 @@ class P4Info:
         self.registers = {r.preamble.name: r for r in info.registers}
 
     @classmethod
+    def load(cls, p4info: str | Path | P4Info) -> P4Info:
+        """A P4Info from a text-format file, or the given one."""
+        return p4info if isinstance(p4info, P4Info) else cls.from_file(p4info)
+
+    @classmethod
     def from_file(cls, path: str | Path) -> P4Info:
         """Read a P4Info in text format (p4c's ``--p4runtime-files X.txt``)."""
         info = p4info_pb2.P4Info()
@@ -121,6 +141,17 @@ class P4Info:
     def counter(self, name: str) -> p4info_pb2.Counter:
         return self._get("counter", self.counters, name)
 
+    def register(self, name: str) -> p4info_pb2.Register:
+        return self._get("register", self.registers, name)
+
+    def register_bitwidth(self, register: p4info_pb2.Register) -> int:
+        spec = register.type_spec.bitstring
+        kind = spec.WhichOneof("type_spec")
+        if kind not in ("bit", "int"):
+            raise P4RuntimeError(f"register '{register.preamble.name}': only bit<W>/int<W> cells "
+                                 f"are supported, not {kind or register.type_spec}")
+        return getattr(spec, kind).bitwidth
+
     def match_field(self, table: p4info_pb2.Table, name: str) -> p4info_pb2.MatchField:
         fields = {f.name: f for f in table.match_fields}
         if name not in fields:
@@ -139,17 +170,20 @@ class P4Info:
             )
         return params[name]
 
-    def table_allows_action(self, table: p4info_pb2.Table, action: p4info_pb2.Action) -> None:
+    def table_allows_action(self, table: p4info_pb2.Table, action: p4info_pb2.Action,
+                            default: bool = False) -> None:
+        """Entries may not use DEFAULT_ONLY actions, the default action not TABLE_ONLY ones."""
         refs = {r.id: r for r in table.action_refs}
         ref = refs.get(action.preamble.id)
-        if ref is None or ref.scope == p4info_pb2.ActionRef.DEFAULT_ONLY:
+        barred = p4info_pb2.ActionRef.TABLE_ONLY if default else p4info_pb2.ActionRef.DEFAULT_ONLY
+        if ref is None or ref.scope == barred:
             allowed = [
                 a.preamble.name for a in self.proto.actions
-                if a.preamble.id in refs and refs[a.preamble.id].scope
-                != p4info_pb2.ActionRef.DEFAULT_ONLY
+                if a.preamble.id in refs and refs[a.preamble.id].scope != barred
             ]
+            what = "the default action" if default else "entries"
             raise P4RuntimeError(
-                f"table '{table.preamble.name}' entries cannot use action "
+                f"table '{table.preamble.name}': {what} cannot use action "
                 f"'{action.preamble.name}' (allowed: {', '.join(allowed)})"
             )
 
@@ -170,7 +204,7 @@ def build_table_entry(info: P4Info, table_name: str, match: Mapping[str, object]
     """Build a TableEntry from names.  Match values by kind:
 
     exact: value; lpm: "a.b.c.d/len" or (value, prefix_len); ternary: (value, mask);
-    optional: value.  ``action_name`` may be omitted for a delete.
+    range: (low, high); optional: value.  ``action_name`` may be omitted for a delete.
     """
     table = info.table(table_name)
     entry = p4runtime_pb2.TableEntry(table_id=table.preamble.id, priority=priority)
@@ -184,24 +218,41 @@ def build_table_entry(info: P4Info, table_name: str, match: Mapping[str, object]
         field = info.match_field(table, name)
         entry.match.append(_field_match(table_name, field, raw))
     if action_name is not None:
-        action = info.action(action_name)
-        info.table_allows_action(table, action)
-        params = dict(params or {})
-        declared = [p.name for p in action.params]
-        missing = [p for p in declared if p not in params]
-        if missing:
-            raise P4RuntimeError(
-                f"action '{action_name}' in table '{table_name}': parameter(s) "
-                f"{', '.join(missing)} missing"
-            )
-        entry.action.action.action_id = action.preamble.id
-        for name, raw in params.items():
-            param = info.action_param(action, name)
-            entry.action.action.params.add(
-                param_id=param.id,
-                value=encode_value(raw, param.bitwidth, f"{table_name}/{action_name}.{name}"),
-            )
+        _set_action(info, table, entry, action_name, params, default=False)
     return entry
+
+
+def build_default_entry(info: P4Info, table_name: str, action_name: str | None = None,
+                        params: Mapping[str, Value] | None = None) -> p4runtime_pb2.TableEntry:
+    """The default-action entry of a table (write it with MODIFY).  Without an action it
+    resets the table's default to the program's own (P4Runtime spec 9.1.1)."""
+    table = info.table(table_name)
+    entry = p4runtime_pb2.TableEntry(table_id=table.preamble.id, is_default_action=True)
+    if action_name is not None:
+        _set_action(info, table, entry, action_name, params, default=True)
+    return entry
+
+
+def _set_action(info: P4Info, table: p4info_pb2.Table, entry: p4runtime_pb2.TableEntry,
+                action_name: str, params: Mapping[str, Value] | None, default: bool) -> None:
+    table_name = table.preamble.name
+    action = info.action(action_name)
+    info.table_allows_action(table, action, default)
+    params = dict(params or {})
+    declared = [p.name for p in action.params]
+    missing = [p for p in declared if p not in params]
+    if missing:
+        raise P4RuntimeError(
+            f"action '{action_name}' in table '{table_name}': parameter(s) "
+            f"{', '.join(missing)} missing"
+        )
+    entry.action.action.action_id = action.preamble.id
+    for name, raw in params.items():
+        param = info.action_param(action, name)
+        entry.action.action.params.add(
+            param_id=param.id,
+            value=encode_value(raw, param.bitwidth, f"{table_name}/{action_name}.{name}"),
+        )
 
 
 def _field_match(table_name: str, field: p4info_pb2.MatchField, raw: object):
@@ -234,11 +285,58 @@ def _field_match(table_name: str, field: p4info_pb2.MatchField, raw: object):
         value = decode_value(encode_value(raw[0], field.bitwidth, what))
         fm.ternary.value = encode_value(value & mask, field.bitwidth, what)
         fm.ternary.mask = encode_value(mask, field.bitwidth, what)
+    elif kind == p4info_pb2.MatchField.RANGE:
+        if not (isinstance(raw, tuple) and len(raw) == 2):
+            raise P4RuntimeError(f"{what}: range match needs (low, high)")
+        low, high = (encode_value(v, field.bitwidth, what) for v in raw)
+        if decode_value(low) > decode_value(high):
+            raise P4RuntimeError(f"{what}: range low {raw[0]!r} is above high {raw[1]!r}")
+        fm.range.low, fm.range.high = low, high
     elif kind == p4info_pb2.MatchField.OPTIONAL:
         fm.optional.value = encode_value(raw, field.bitwidth, what)  # type: ignore[arg-type]
     else:
         raise P4RuntimeError(f"{what}: match kind {kind} is not supported by this client")
     return fm
+
+
+# ---------------------------------------------------------------------------------------------
+# updates
+
+
+Replicas = Sequence[tuple[int, int]]
+
+
+def table_update(entry: p4runtime_pb2.TableEntry,
+                 kind: int = p4runtime_pb2.Update.INSERT) -> p4runtime_pb2.Update:
+    update = p4runtime_pb2.Update(type=kind)
+    update.entity.table_entry.CopyFrom(entry)
+    return update
+
+
+def multicast_group_update(group_id: int, replicas: Replicas,
+                           kind: int = p4runtime_pb2.Update.INSERT) -> p4runtime_pb2.Update:
+    """PRE multicast group: replicas are (egress port, instance = egress_rid) pairs."""
+    if not 0 < group_id < 1 << 16:
+        raise P4RuntimeError(f"multicast group id {group_id}: expected 1..65535")
+    update = p4runtime_pb2.Update(type=kind)
+    group = update.entity.packet_replication_engine_entry.multicast_group_entry
+    group.multicast_group_id = group_id
+    for port, rid in replicas:
+        group.replicas.add(egress_port=port, instance=rid)
+    return update
+
+
+def clone_session_update(session_id: int, replicas: Replicas,
+                         kind: int = p4runtime_pb2.Update.INSERT) -> p4runtime_pb2.Update:
+    """PRE clone session (v1model ``clone(type, session)``): (egress port, instance) pairs."""
+    if session_id <= 0:
+        raise P4RuntimeError(f"clone session id {session_id}: expected a positive id")
+    update = p4runtime_pb2.Update(type=kind)
+    session = update.entity.packet_replication_engine_entry.clone_session_entry
+    session.session_id = session_id
+    for port, rid in replicas:
+        session.replicas.add(egress_port=port, instance=rid)
+    return update
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,10 +363,19 @@ class P4RuntimeClient:
         self._responses: queue.Queue = queue.Queue()
         self._stream = None
         self._reader: threading.Thread | None = None
+        self.arbitration_code: int | None = None  # google.rpc code of the last arbitration
+
+    @property
+    def is_primary(self) -> bool:
+        return self.arbitration_code == code_pb2.OK
 
     # -- session --------------------------------------------------------------------------
-    def connect(self) -> P4RuntimeClient:
-        """Wait for the server, open the stream and become primary (or raise)."""
+    def connect(self, primary: bool = True) -> P4RuntimeClient:
+        """Wait for the server, open the stream and become primary (or raise).
+
+        With ``primary=False`` a backup session (a higher election id holds the device) is
+        accepted too; ``wait_primary`` then waits for the server to promote it.
+        """
         try:
             grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
@@ -283,8 +390,8 @@ class P4RuntimeClient:
         req.arbitration.election_id.CopyFrom(self.election_id)
         self._requests.put(req)
         reply = self._next_stream_message("arbitration")
-        code = reply.arbitration.status.code
-        if code != code_pb2.OK:
+        code = self.arbitration_code = reply.arbitration.status.code
+        if code != code_pb2.OK and (primary or code != code_pb2.ALREADY_EXISTS):
             raise P4RuntimeError(
                 f"{self.address}: not primary for device {self.device_id} "
                 f"(election id {self.election_id.high},{self.election_id.low}; status {code}: "
@@ -306,14 +413,34 @@ class P4RuntimeClient:
         except grpc.RpcError as exc:
             self._responses.put(exc)
 
+    def wait_primary(self, timeout: float | None = None) -> None:
+        """Block until the server makes this (backup) session primary, e.g. after the primary
+        left; raise if that does not happen within ``timeout`` (default: the client's)."""
+        timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while not self.is_primary:
+            reply = self._poll_stream("arbitration", deadline - time.monotonic())
+            if reply is None:
+                raise P4RuntimeError(f"{self.address}: still not primary for device "
+                                     f"{self.device_id} after {timeout:.1f} s")
+            self.arbitration_code = reply.arbitration.status.code
+
     def _next_stream_message(self, kind: str) -> p4runtime_pb2.StreamMessageResponse:
+        msg = self._poll_stream(kind, self.timeout)
+        if msg is None:
+            raise P4RuntimeError(
+                f"{self.address}: no {kind} message on the stream within {self.timeout} s")
+        return msg
+
+    def _poll_stream(self, kind: str, timeout: float
+                     ) -> p4runtime_pb2.StreamMessageResponse | None:
+        """The next ``kind`` message (others are dropped), or None after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
         while True:
             try:
-                msg = self._responses.get(timeout=self.timeout)
+                msg = self._responses.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise P4RuntimeError(
-                    f"{self.address}: no {kind} message on the stream within {self.timeout} s"
-                ) from None
+                return None
             if isinstance(msg, grpc.RpcError):
                 raise P4RuntimeError(f"{self.address}: stream closed: {msg.details()}")
             if msg.WhichOneof("update") == kind:
@@ -332,20 +459,26 @@ class P4RuntimeClient:
         self.close()
 
     # -- pipeline ---------------------------------------------------------------------------
-    def set_pipeline(self, p4info_path: str | Path, device_config_path: str | Path) -> None:
-        """Push P4Info + target config (bmv2 JSON); this resets tables, registers, counters."""
-        self.info = P4Info.from_file(p4info_path)
+    def set_pipeline(self, p4info: str | Path | P4Info,
+                     device_config: str | Path | bytes) -> None:
+        """Push P4Info + target config (bmv2 JSON); this resets tables, registers, counters.
+
+        Each is a file path or already in memory (a P4Info, the config's bytes).
+        """
+        self.info = P4Info.load(p4info)
+        config = device_config if isinstance(device_config, bytes) else \
+            Path(device_config).read_bytes()
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id, election_id=self.election_id,
             action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
         )
         req.config.p4info.CopyFrom(self.info.proto)
-        req.config.p4_device_config = Path(device_config_path).read_bytes()
+        req.config.p4_device_config = config
         self._call("SetForwardingPipelineConfig", self._stub.SetForwardingPipelineConfig, req)
 
-    def use_p4info(self, p4info_path: str | Path) -> None:
+    def use_p4info(self, p4info: str | Path | P4Info) -> None:
         """Use this P4Info for names without pushing a pipeline (one is already running)."""
-        self.info = P4Info.from_file(p4info_path)
+        self.info = P4Info.load(p4info)
 
     def _p4info(self) -> P4Info:
         if self.info is None:
@@ -357,58 +490,73 @@ class P4RuntimeClient:
         try:
             return method(request, timeout=self.timeout)
         except grpc.RpcError as exc:
-            raise P4RuntimeError(f"{what} on {self.address} failed: {_rpc_error_text(exc)}") \
-                from None
+            raise _rpc_failure(f"{what} on {self.address}", exc) from None
 
     def write(self, updates: Sequence[p4runtime_pb2.Update], what: str = "Write") -> None:
         req = p4runtime_pb2.WriteRequest(device_id=self.device_id, election_id=self.election_id)
         req.updates.extend(updates)
         self._call(what, self._stub.Write, req)
 
-    def _entity_update(self, kind, **entity) -> p4runtime_pb2.Update:
-        update = p4runtime_pb2.Update(type=kind)
-        for name, value in entity.items():
-            getattr(update.entity, name).CopyFrom(value)
-        return update
-
     def insert_table_entry(self, table: str, match: Mapping[str, object], action: str,
                            params: Mapping[str, Value] | None = None, priority: int = 0) -> None:
         entry = build_table_entry(self._p4info(), table, match, action, params, priority)
-        self.write([self._entity_update(p4runtime_pb2.Update.INSERT, table_entry=entry)],
-                   f"insert into '{table}'")
+        self.write([table_update(entry, p4runtime_pb2.Update.INSERT)], f"insert into '{table}'")
 
     def modify_table_entry(self, table: str, match: Mapping[str, object], action: str,
                            params: Mapping[str, Value] | None = None, priority: int = 0) -> None:
         entry = build_table_entry(self._p4info(), table, match, action, params, priority)
-        self.write([self._entity_update(p4runtime_pb2.Update.MODIFY, table_entry=entry)],
-                   f"modify in '{table}'")
+        self.write([table_update(entry, p4runtime_pb2.Update.MODIFY)], f"modify in '{table}'")
 
     def delete_table_entry(self, table: str, match: Mapping[str, object],
                            priority: int = 0) -> None:
         entry = build_table_entry(self._p4info(), table, match, None, None, priority)
-        self.write([self._entity_update(p4runtime_pb2.Update.DELETE, table_entry=entry)],
-                   f"delete from '{table}'")
+        self.write([table_update(entry, p4runtime_pb2.Update.DELETE)], f"delete from '{table}'")
 
-    def insert_multicast_group(self, group_id: int, replicas: Sequence[tuple[int, int]]) -> None:
+    def set_default_action(self, table: str, action: str | None = None,
+                           params: Mapping[str, Value] | None = None) -> None:
+        """Set a table's default action; without one, reset it to the program's default."""
+        entry = build_default_entry(self._p4info(), table, action, params)
+        self.write([table_update(entry, p4runtime_pb2.Update.MODIFY)],
+                   f"default action of '{table}'")
+
+    def insert_multicast_group(self, group_id: int, replicas: Replicas) -> None:
         """PRE multicast group: replicas are (egress port, instance = egress_rid) pairs."""
-        self._multicast(p4runtime_pb2.Update.INSERT, group_id, replicas)
+        self.write([multicast_group_update(group_id, replicas)], f"multicast group {group_id}")
 
-    def delete_multicast_group(self, group_id: int) -> None:
-        self._multicast(p4runtime_pb2.Update.DELETE, group_id, [])
-
-    def _multicast(self, kind, group_id: int, replicas: Sequence[tuple[int, int]]) -> None:
-        if not 0 < group_id < 1 << 16:
-            raise P4RuntimeError(f"multicast group id {group_id}: expected 1..65535")
-        pre = p4runtime_pb2.PacketReplicationEngineEntry()
-        group = pre.multicast_group_entry
-        group.multicast_group_id = group_id
-        for port, rid in replicas:
-            group.replicas.add(egress_port=port, instance=rid)
-        self.write([self._entity_update(kind, packet_replication_engine_entry=pre)],
+    def modify_multicast_group(self, group_id: int, replicas: Replicas) -> None:
+        self.write([multicast_group_update(group_id, replicas, p4runtime_pb2.Update.MODIFY)],
                    f"multicast group {group_id}")
 
+    def delete_multicast_group(self, group_id: int) -> None:
+        self.write([multicast_group_update(group_id, [], p4runtime_pb2.Update.DELETE)],
+                   f"multicast group {group_id}")
+
+    def insert_clone_session(self, session_id: int, replicas: Replicas) -> None:
+        self.write([clone_session_update(session_id, replicas)], f"clone session {session_id}")
+
+    def write_register(self, register: str, index: int, value: int) -> None:
+        """Set one register cell (int<W> cells take negative values as two's complement)."""
+        info = self._p4info().register(register)
+        self._check_index("register", register, index, info.size)
+        width = self._p4info().register_bitwidth(info)
+        if value < 0 and info.type_spec.bitstring.WhichOneof("type_spec") == "int":
+            value += 1 << width
+        update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+        cell = update.entity.register_entry
+        cell.register_id = info.preamble.id
+        cell.index.index = index
+        cell.data.bitstring = encode_value(value, width, f"register '{register}'[{index}]")
+        self.write([update], f"register '{register}'[{index}]")
+
+    @staticmethod
+    def _check_index(kind: str, name: str, index: int, size: int) -> None:
+        if not 0 <= index < size:
+            raise P4RuntimeError(f"{kind} '{name}' index {index}: expected 0..{size - 1}")
+
     # -- reads ------------------------------------------------------------------------------
-    def _read(self, entity: p4runtime_pb2.Entity, what: str) -> list[p4runtime_pb2.Entity]:
+    def read(self, entity: p4runtime_pb2.Entity, what: str = "entities"
+             ) -> list[p4runtime_pb2.Entity]:
+        """Every entity the server returns for this (wildcard) read."""
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         req.entities.append(entity)
         out: list[p4runtime_pb2.Entity] = []
@@ -416,14 +564,68 @@ class P4RuntimeClient:
             for reply in self._stub.Read(req, timeout=self.timeout):
                 out.extend(reply.entities)
         except grpc.RpcError as exc:
-            raise P4RuntimeError(f"read {what} on {self.address} failed: "
-                                 f"{_rpc_error_text(exc)}") from None
+            raise _rpc_failure(f"read {what} on {self.address}", exc) from None
         return out
 
     def read_table_entries(self, table: str) -> list[p4runtime_pb2.TableEntry]:
         entity = p4runtime_pb2.Entity()
         entity.table_entry.table_id = self._p4info().table(table).preamble.id
-        return [e.table_entry for e in self._read(entity, f"table '{table}'")]
+        return [e.table_entry for e in self.read(entity, f"table '{table}'")]
+
+    def read_default_entry(self, table: str) -> p4runtime_pb2.TableEntry:
+        entity = p4runtime_pb2.Entity()
+        entity.table_entry.table_id = self._p4info().table(table).preamble.id
+        entity.table_entry.is_default_action = True
+        found = self.read(entity, f"default entry of '{table}'")
+        if len(found) != 1:
+            raise P4RuntimeError(f"default entry of '{table}': got {len(found)} entries, not 1")
+        return found[0].table_entry
+
+    def read_direct_counters(self, table: str
+                             ) -> list[tuple[p4runtime_pb2.TableEntry, CounterValue]]:
+        """(entry, its direct counter) for every entry of ``table``."""
+        entity = p4runtime_pb2.Entity()
+        entity.direct_counter_entry.table_entry.table_id = \
+            self._p4info().table(table).preamble.id
+        return [
+            (e.direct_counter_entry.table_entry,
+             CounterValue(e.direct_counter_entry.data.packet_count,
+                          e.direct_counter_entry.data.byte_count))
+            for e in self.read(entity, f"direct counters of '{table}'")
+        ]
+
+    def read_register(self, register: str, index: int) -> int:
+        """One register cell as an unsigned integer."""
+        info = self._p4info().register(register)
+        self._check_index("register", register, index, info.size)
+        entity = p4runtime_pb2.Entity()
+        entity.register_entry.register_id = info.preamble.id
+        entity.register_entry.index.index = index
+        cells = self.read(entity, f"register '{register}'[{index}]")
+        if len(cells) != 1:
+            raise P4RuntimeError(f"register '{register}'[{index}]: got {len(cells)} cells, not 1")
+        return decode_value(cells[0].register_entry.data.bitstring)
+
+    def read_multicast_groups(self) -> dict[int, list[tuple[int, int]]]:
+        """Every multicast group: id -> [(egress port, instance), ...]."""
+        entity = p4runtime_pb2.Entity()
+        entity.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 0
+        groups = {}
+        for e in self.read(entity, "multicast groups"):
+            group = e.packet_replication_engine_entry.multicast_group_entry
+            groups[group.multicast_group_id] = [(r.egress_port, r.instance)
+                                                for r in group.replicas]
+        return groups
+
+    def read_clone_session(self, session_id: int) -> list[tuple[int, int]]:
+        """The (egress port, instance) replicas of one clone session."""
+        entity = p4runtime_pb2.Entity()
+        entity.packet_replication_engine_entry.clone_session_entry.session_id = session_id
+        found = self.read(entity, f"clone session {session_id}")
+        if len(found) != 1:
+            raise P4RuntimeError(f"clone session {session_id}: got {len(found)} entries, not 1")
+        session = found[0].packet_replication_engine_entry.clone_session_entry
+        return [(r.egress_port, r.instance) for r in session.replicas]
 
     def read_counters(self, counter: str) -> dict[int, CounterValue]:
         """Every cell of an indexed counter, by index."""
@@ -432,32 +634,39 @@ class P4RuntimeClient:
         return {
             e.counter_entry.index.index: CounterValue(e.counter_entry.data.packet_count,
                                                       e.counter_entry.data.byte_count)
-            for e in self._read(entity, f"counter '{counter}'")
+            for e in self.read(entity, f"counter '{counter}'")
         }
 
     def read_counter(self, counter: str, index: int) -> CounterValue:
-        size = self._p4info().counter(counter).size
-        if not 0 <= index < size:
-            raise P4RuntimeError(f"counter '{counter}' index {index}: expected 0..{size - 1}")
+        self._check_index("counter", counter, index, self._p4info().counter(counter).size)
         entity = p4runtime_pb2.Entity()
         entity.counter_entry.counter_id = self._p4info().counter(counter).preamble.id
         entity.counter_entry.index.index = index
-        cells = self._read(entity, f"counter '{counter}'[{index}]")
+        cells = self.read(entity, f"counter '{counter}'[{index}]")
         if len(cells) != 1:
             raise P4RuntimeError(f"counter '{counter}'[{index}]: got {len(cells)} cells, not 1")
         data = cells[0].counter_entry.data
         return CounterValue(data.packet_count, data.byte_count)
 
 
-def _rpc_error_text(exc: grpc.RpcError) -> str:
-    """The gRPC status plus each failed update's P4Runtime error, if the server sent them."""
-    text = f"{exc.code().name}: {exc.details()}"
+def _rpc_failure(what: str, exc: grpc.RpcError) -> P4RuntimeError:
+    """A P4RuntimeError with the gRPC status and each update's P4Runtime error, if sent."""
+    errors = _update_errors(exc)
+    text = f"{what} failed: {exc.code().name}: {exc.details()}"
+    for index, err in enumerate(errors):
+        if err.canonical_code != code_pb2.OK:
+            text += f"; update {index}: {code_pb2.Code.Name(err.canonical_code)} {err.message}"
+    return P4RuntimeError(text, exc.code(), errors)
+
+
+def _update_errors(exc: grpc.RpcError) -> list[p4runtime_pb2.Error]:
+    """The p4.v1.Error per update of a failed Write (from grpc-status-details-bin)."""
+    errors = []
     for key, value in exc.trailing_metadata() or ():
         if key != "grpc-status-details-bin":
             continue
-        status = status_pb2.Status.FromString(value)
-        for index, detail in enumerate(status.details):
+        for detail in status_pb2.Status.FromString(value).details:
             err = p4runtime_pb2.Error()
-            if detail.Unpack(err) and err.canonical_code != code_pb2.OK:
-                text += f"; update {index}: {code_pb2.Code.Name(err.canonical_code)} {err.message}"
-    return text
+            if detail.Unpack(err):
+                errors.append(err)
+    return errors

@@ -3,5 +3,6 @@
 Entry point: ``python -m emulation.embedded`` (same arguments as simple_switch_grpc).
 Modules: json_loader (layout), expressions/actions/parser/codec/calculations (code generation),
 tables, pre, pipeline (v1model packet flow), p4info_map + p4runtime_server (P4Runtime),
-ports (raw sockets), bench (``inart bench target``), p4rt_client and veth (test/bench helpers).
+ports (raw sockets), bench (``inart bench target``), veth (test/bench helper).  Clients use
+control_plane.p4runtime_client.
 """

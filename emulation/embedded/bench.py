@@ -26,7 +26,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from emulation.embedded import p4rt_client as pc
+from control_plane.p4runtime_client import (
+    P4Info,
+    P4RuntimeClient,
+    build_table_entry,
+    table_update,
+)
 from emulation.embedded.p4runtime_server import apply_updates, local_device
 from host_stack import wire
 
@@ -69,46 +74,50 @@ def aggregate_frames(chunks: int, fan_in: int, n: int) -> list[bytes]:
     return frames
 
 
-def program_updates(workload: str, p4info: Any, fan_in: int) -> list[Any]:
+def program_updates(workload: str, p4info: P4Info, fan_in: int) -> list[Any]:
     """The table entries each workload needs (port 2 is the PS / next hop)."""
     if workload == "ina":  # the testbed's program (p4src/): one aggregation entry per worker
-        route = pc.table_entry(p4info, "InaIngress.route_dst",
-                               {"dst_addr": (0x0A000000, 8)}, "InaIngress.set_next_hop",
-                               {"port": 2, "dst_mac": 0x020000000009, "src_mac": 0x02000000000A})
-        ups = [pc.table_update(route)]
+        route = build_table_entry(p4info, "InaIngress.route_dst",
+                                  {"dst_addr": (0x0A000000, 8)}, "InaIngress.set_next_hop",
+                                  {"port": 2, "dst_mac": 0x020000000009,
+                                   "src_mac": 0x02000000000A})
+        ups = [table_update(route)]
         for rank in range(fan_in):
-            te = pc.table_entry(p4info, "InaIngress.ina_aggregate",
-                                {"job": 1, "ps_addr": PS_IP, "worker_addr": WORKER_IP + rank},
-                                "InaIngress.aggregate",
-                                {"pool_base": 0, "pool_size": 4096, "fan_in": fan_in,
-                                 "rank": rank, "agg_addr": 0x0A0000FE})
-            ups.append(pc.table_update(te))
+            te = build_table_entry(p4info, "InaIngress.ina_aggregate",
+                                   {"job": 1, "ps_addr": PS_IP, "worker_addr": WORKER_IP + rank},
+                                   "InaIngress.aggregate",
+                                   {"pool_base": 0, "pool_size": 4096, "fan_in": fan_in,
+                                    "rank": rank, "agg_addr": 0x0A0000FE})
+            ups.append(table_update(te))
         return ups
     if workload == "forward":
-        te = pc.table_entry(p4info, "MyIngress.route", {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
-                            "MyIngress.forward", {"port": 2, "dmac": 0x020000000009})
-        return [pc.table_update(te)]
-    route = pc.table_entry(p4info, "MyIngress.route", {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
-                           "MyIngress.route_to", {"port": 2})
-    agg = pc.table_entry(p4info, "MyIngress.agg", {"hdr.ina.job": 1, "hdr.ipv4.dst_addr": PS_IP},
-                         "MyIngress.aggregate", {"pool_base": 0, "fan_in": fan_in, "ps_port": 2})
-    return [pc.table_update(route), pc.table_update(agg)]
+        te = build_table_entry(p4info, "MyIngress.route",
+                               {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
+                               "MyIngress.forward", {"port": 2, "dmac": 0x020000000009})
+        return [table_update(te)]
+    route = build_table_entry(p4info, "MyIngress.route", {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
+                              "MyIngress.route_to", {"port": 2})
+    agg = build_table_entry(p4info, "MyIngress.agg",
+                            {"hdr.ina.job": 1, "hdr.ipv4.dst_addr": PS_IP},
+                            "MyIngress.aggregate", {"pool_base": 0, "fan_in": fan_in,
+                                                    "ps_port": 2})
+    return [table_update(route), table_update(agg)]
 
 
-def load_build(name: str) -> tuple[bytes, Any]:
+def load_build(name: str) -> tuple[bytes, P4Info]:
     if name == "ina":
         return ((INA_DIR / "inart.json").read_bytes(),
-                pc.load_p4info(str(INA_DIR / "inart.p4info.txtpb")))
+                P4Info.from_file(INA_DIR / "inart.p4info.txtpb"))
     json_path = PROGRAM_DIR / f"{name}.json"
     if not json_path.exists():
         raise SystemExit(f"{json_path} is missing: compile tests/embedded/p4 (build.py)")
-    return json_path.read_bytes(), pc.load_p4info(str(PROGRAM_DIR / f"{name}.p4info.txt"))
+    return json_path.read_bytes(), P4Info.from_file(PROGRAM_DIR / f"{name}.p4info.txt")
 
 
 def in_process_rate(workload: str, frames: list[bytes], fan_in: int, seconds: float) -> float:
     """Frames/s through Switch.process on this core."""
     config, p4info = load_build(workload)
-    switch, servicer = local_device(config, p4info)
+    switch, servicer = local_device(config, p4info.proto)
     apply_updates(servicer, *program_updates(workload, p4info, fan_in))
     process = switch.process
     done, start = 0, time.perf_counter()
@@ -154,18 +163,12 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=5)
 
 
-def processed_count(client: pc.Client, workload: str) -> int:
+def processed_count(client: P4RuntimeClient, workload: str) -> int:
     """Packets the switch program has processed, from its own counters."""
-    p4info = client.p4info
-    assert p4info is not None
-    ent = pc.p4runtime_pb2.Entity()
     if workload == "forward":
-        ent.direct_counter_entry.table_entry.table_id = pc.find(p4info, "tables",
-                                                                "MyIngress.route").preamble.id
-        return sum(e.direct_counter_entry.data.packet_count for e in client.read(ent))
+        return sum(value.packets for _, value in client.read_direct_counters("MyIngress.route"))
     name = "InaIngress.events" if workload == "ina" else "MyIngress.events"
-    ent.counter_entry.counter_id = pc.find(p4info, "counters", name).preamble.id
-    return sum(e.counter_entry.data.packet_count for e in client.read(ent))
+    return sum(value.packets for value in client.read_counters(name).values())
 
 
 def blast(iface: str, frames: list[bytes], seconds: float) -> int:
@@ -196,9 +199,9 @@ def veth_run(kind: str, workload: str, frames: list[bytes], fan_in: int, seconds
         port = free_port()
         proc = start_switch(kind, [pairs[0][1], pairs[1][1]], port)
         try:
-            client = pc.Client(f"127.0.0.1:{port}", timeout=30)
+            client = P4RuntimeClient(f"127.0.0.1:{port}", timeout=30).connect()
             client.set_pipeline(p4info, config)
-            client.write(*program_updates(workload, p4info, fan_in))
+            client.write(program_updates(workload, p4info, fan_in))
             time.sleep(0.5)
             rss = rss_kib(proc.pid)
             before = processed_count(client, workload)
@@ -220,9 +223,9 @@ def idle_rss(kind: str, workload: str, fan_in: int) -> int:
     port = free_port()
     proc = start_switch(kind, [], port)
     try:
-        client = pc.Client(f"127.0.0.1:{port}", timeout=30)
+        client = P4RuntimeClient(f"127.0.0.1:{port}", timeout=30).connect()
         client.set_pipeline(p4info, config)
-        client.write(*program_updates(workload, p4info, fan_in))
+        client.write(program_updates(workload, p4info, fan_in))
         time.sleep(0.5)
         rss = rss_kib(proc.pid)
         client.close()

@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
-from emulation.embedded import p4rt_client as pc
+from control_plane.p4runtime_client import P4Info, build_table_entry, table_update
 from emulation.embedded.p4runtime_server import apply_updates, local_device
 
 BUILD = Path(__file__).resolve().parent / "p4" / "build"
 
 
-def compiled(name: str) -> tuple[bytes, Any]:
+def compiled(name: str) -> tuple[bytes, P4Info]:
     """(bmv2 JSON bytes, P4Info) of a committed test program build."""
     json_path = BUILD / f"{name}.json"
     if not json_path.exists():
         pytest.fail(f"{json_path} missing: run tests/embedded/p4/build.py with p4c")
-    return json_path.read_bytes(), pc.load_p4info(str(BUILD / f"{name}.p4info.txt"))
+    return json_path.read_bytes(), P4Info.from_file(BUILD / f"{name}.p4info.txt")
 
 
 class Device:
@@ -26,14 +26,19 @@ class Device:
 
     def __init__(self, name: str) -> None:
         self.config, self.p4info = compiled(name)
-        self.switch, self.servicer = local_device(self.config, self.p4info)
+        self.switch, self.servicer = local_device(self.config, self.p4info.proto)
         self.program = self.switch.program
 
     def entry(self, *args: Any, **kwargs: Any) -> Any:
-        return pc.table_entry(self.p4info, *args, **kwargs)
+        """A TableEntry by names (arguments of build_table_entry after the P4Info)."""
+        return build_table_entry(self.p4info, *args, **kwargs)
 
     def insert(self, *args: Any, **kwargs: Any) -> None:
-        apply_updates(self.servicer, pc.table_update(self.entry(*args, **kwargs)))
+        self.insert_entry(self.entry(*args, **kwargs))
+
+    def insert_entry(self, entry: Any) -> None:
+        """Insert a TableEntry as given (tests edit entries the client would refuse to build)."""
+        apply_updates(self.servicer, table_update(entry))
 
     def write(self, *updates: Any) -> None:
         apply_updates(self.servicer, *updates)

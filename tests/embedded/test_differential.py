@@ -13,8 +13,13 @@ from typing import Any
 
 import pytest
 
+from control_plane.p4runtime_client import (
+    P4RuntimeClient,
+    build_table_entry,
+    multicast_group_update,
+    table_update,
+)
 from emulation.embedded import bench
-from emulation.embedded import p4rt_client as pc
 from emulation.embedded.bench import (
     BMV2,
     PS_IP,
@@ -38,18 +43,18 @@ pytestmark = [pytest.mark.slow,
 
 
 def forward_case(p4info: Any) -> tuple[list[Any], list[tuple[int, bytes]]]:
-    te = pc.table_entry(p4info, "MyIngress.route", {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
-                        "MyIngress.forward", {"port": 2, "dmac": 0x0A0B0C0D0E0F})
+    te = build_table_entry(p4info, "MyIngress.route", {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
+                           "MyIngress.forward", {"port": 2, "dmac": 0x0A0B0C0D0E0F})
     frames = [(1, ipv4_udp(bytes([i]) * 30, 5000 + i, dst=0x0A000000 + i)) for i in range(5)]
     bad = bytearray(frames[0][1])
     bad[24] ^= 0xFF
     frames += [(1, bytes(bad)), (3, ipv4_udp(b"x", 1, dst=0x0B000001)),
                (1, bytes(12) + b"\x86\xdd" + bytes(40))]
-    return [pc.table_update(te)], frames
+    return [table_update(te)], frames
 
 
 def tables_case(p4info: Any) -> tuple[list[Any], list[tuple[int, bytes]]]:
-    E = lambda *a, **k: pc.table_update(pc.table_entry(p4info, *a, **k))  # noqa: E731
+    E = lambda *a, **k: table_update(build_table_entry(p4info, *a, **k))  # noqa: E731
     ups = [
         E("MyIngress.t_exact", {"hdr.t.a": 7, "hdr.t.d": 0xABC}, "MyIngress.set_exact", {"v": 4}),
         E("MyIngress.t_lpm", {"hdr.t.c": (0x0A000000, 8)}, "MyIngress.set_lpm", {"v": 1}),
@@ -82,7 +87,7 @@ def stateful_case(p4info: Any) -> tuple[list[Any], list[tuple[int, bytes]]]:
               (4, s_frame(8, val=0xF1234567, sval=-20)),
               (4, s_frame(1, idx=1, val=1, marker=True)), (4, s_frame(0xEE) + b"zz"),
               (4, bytes.fromhex("0000000000aa0000000000bb88b6010203"))]
-    return [pc.multicast_update(9, [(2, 200), (1, 100), (3, 300)])], frames
+    return [multicast_group_update(9, [(2, 200), (1, 100), (3, 300)])], frames
 
 
 def aggregate_case(p4info: Any) -> tuple[list[Any], list[tuple[int, bytes]]]:
@@ -138,9 +143,9 @@ def bmv2_outputs(name: str, updates: list[Any], frames: list[tuple[int, bytes]],
         proc = start_switch("bmv2", [b for _, b in pairs], port)
         socks = {}
         try:
-            client = pc.Client(f"127.0.0.1:{port}", timeout=30)
+            client = P4RuntimeClient(f"127.0.0.1:{port}", timeout=30).connect()
             client.set_pipeline(p4info, config)
-            client.write(*updates)
+            client.write(updates)
             for i, (a, _) in enumerate(pairs):
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
                 s.bind((a, 0))
@@ -162,7 +167,7 @@ def bmv2_outputs(name: str, updates: list[Any], frames: list[tuple[int, bytes]],
 def test_embedded_matches_bmv2_byte_for_byte(name: str) -> None:
     config, p4info = program(name)
     updates, frames = CASES[name](p4info)
-    switch, servicer = local_device(config, p4info)
+    switch, servicer = local_device(config, p4info.proto)
     apply_updates(servicer, *updates)
     embedded = [sorted((p, f) for p, f in switch.process(port, frame) if 1 <= p <= NPORTS)
                 for port, frame in frames]

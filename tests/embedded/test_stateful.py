@@ -6,8 +6,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from control_plane.p4runtime_client import multicast_group_update
 from emulation.embedded import calculations as calc
-from emulation.embedded import p4rt_client as pc
 
 ETH = bytes.fromhex("0000000000aa0000000000bb") + b"\x88\xb6"
 S_FMT = struct.Struct(">BBIiIIHHi")
@@ -114,7 +114,7 @@ def test_unknown_traffic_dropped(device: Any) -> None:
 
 def test_multicast_replicas_egress_rid_and_egress_drop(device: Any) -> None:
     dev = device("stateful")
-    dev.write(pc.multicast_update(9, [(2, 200), (1, 100), (7, 300)]))
+    dev.write(multicast_group_update(9, [(2, 200), (1, 100), (7, 300)]))
     out = dev.send(4, s_frame(4, idx=9))
     got = [(port, fields(f)["out3"], fields(f)["out4"]) for port, f in out]
     assert got == [(2, 200, 2), (1, 100, 1)]  # port 7 dropped by egress mark_to_drop

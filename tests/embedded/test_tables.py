@@ -98,11 +98,16 @@ def test_entry_validation_errors(device: Any) -> None:
         dev.insert("MyIngress.t_ternary", {"hdr.t.b": (1, 0xFF), "hdr.t.e": 1},
                    "MyIngress.set_ternary", {"v": 1}, priority=0)
     assert err.value.code == "INVALID_ARGUMENT" and "priority" in str(err.value)
+    # the client refuses to build these two, so the entries are edited after building
+    bits_outside = dev.entry("MyIngress.t_ternary", {"hdr.t.b": (0, 0xFF), "hdr.t.e": 1},
+                             "MyIngress.set_ternary", {"v": 1}, priority=3)
+    bits_outside.match[0].ternary.value = (0x100).to_bytes(2, "big")
     with pytest.raises(EntryError) as err:
-        dev.insert("MyIngress.t_ternary", {"hdr.t.b": (0x100, 0xFF), "hdr.t.e": 1},
-                   "MyIngress.set_ternary", {"v": 1}, priority=3)
+        dev.insert_entry(bits_outside)
     assert "outside the mask" in str(err.value)
+    wrong_action = dev.entry("MyIngress.t_exact", {"hdr.t.a": 1, "hdr.t.d": 1},
+                             "MyIngress.set_exact", {"v": 1})
+    wrong_action.action.action.action_id = dev.p4info.action("MyIngress.set_lpm").preamble.id
     with pytest.raises(EntryError) as err:
-        dev.insert("MyIngress.t_exact", {"hdr.t.a": 1, "hdr.t.d": 1}, "MyIngress.set_lpm",
-                   {"v": 1})
+        dev.insert_entry(wrong_action)
     assert "not an action of table" in str(err.value)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from emulation.embedded import p4rt_client as pc
+from control_plane.p4runtime_client import P4RuntimeClient
 from emulation.embedded.bench import free_port, ipv4_udp, start_switch, stop
 from emulation.embedded.veth import can_create_veths, veth_pairs
 from tests.embedded.conftest import compiled
@@ -43,11 +43,10 @@ def test_switch_process_forwards_real_frames() -> None:
         proc = start_switch("embedded", [pairs[0][1], pairs[1][1]], port)
         tx, rx = raw_socket(pairs[0][0]), raw_socket(pairs[1][0])
         try:
-            client = pc.Client(f"127.0.0.1:{port}", timeout=30)
+            client = P4RuntimeClient(f"127.0.0.1:{port}", timeout=30).connect()
             client.set_pipeline(p4info, config)
-            client.insert(client.table_entry("MyIngress.route",
-                                             {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
-                                             "MyIngress.forward", {"port": 2, "dmac": 0xB}))
+            client.insert_table_entry("MyIngress.route", {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
+                                      "MyIngress.forward", {"port": 2, "dmac": 0xB})
             sent = [ipv4_udp(bytes([i]) * 20, 5000, dst=0x0A000000 + i) for i in range(1, 6)]
             for frame in sent:
                 tx.send(frame)
