@@ -1,20 +1,31 @@
-"""P4Runtime client: values, names and entry building against the committed P4Info.
+"""P4Runtime client: values, names and entry/update building against the committed P4Info.
 
-Talking to a real server is covered by the PTF suite (tests/ptf, run by test_ptf.py).
+Talking to a real server is covered by the PTF suite (tests/ptf, run by test_ptf.py) and the
+embedded target's service tests (tests/embedded/test_p4runtime_server.py: arbitration, default
+actions, multicast/clone sessions, registers, counters, per-update errors).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from p4.v1 import p4runtime_pb2
 
 from control_plane import p4_build
 from control_plane.p4runtime_client import (
     P4Info,
     P4RuntimeClient,
     P4RuntimeError,
+    build_default_entry,
     build_table_entry,
+    clone_session_update,
     encode_value,
+    multicast_group_update,
+    table_update,
 )
+
+TABLES_P4INFO = Path(__file__).resolve().parent / "embedded" / "p4" / "build" / "tables.p4info.txt"
 
 
 @pytest.fixture(scope="module")
@@ -101,4 +112,60 @@ def test_writes_need_a_p4info():
     with pytest.raises(P4RuntimeError, match="no P4Info"):
         client.insert_table_entry("InaIngress.route_dst", {"dst_addr": "10.0.0.1/32"},
                                   "InaIngress.set_next_hop", {})
+    client.close()
+
+
+def test_default_entry(p4info):
+    e = build_default_entry(p4info, "InaIngress.route_dst", "InaIngress.drop_no_route")
+    assert e.is_default_action and not e.match
+    assert e.action.action.action_id == p4info.action("InaIngress.drop_no_route").preamble.id
+    reset = build_default_entry(p4info, "InaIngress.route_dst")
+    assert reset.is_default_action and not reset.HasField("action")
+    with pytest.raises(P4RuntimeError, match="the default action cannot use action "
+                                             "'InaIngress.aggregate'"):
+        build_default_entry(p4info, "InaIngress.route_dst", "InaIngress.aggregate", {})
+
+
+def test_range_match():
+    info = P4Info.from_file(TABLES_P4INFO)
+    e = build_table_entry(info, "MyIngress.t_range", {"hdr.t.b": (100, 0x1234)},
+                          "MyIngress.set_range", {"v": 1}, priority=1)
+    assert (e.match[0].range.low, e.match[0].range.high) == (b"\x64", b"\x12\x34")
+    with pytest.raises(P4RuntimeError, match="hdr.t.b.*low 300 is above high 100"):
+        build_table_entry(info, "MyIngress.t_range", {"hdr.t.b": (300, 100)})
+    with pytest.raises(P4RuntimeError, match="range match needs"):
+        build_table_entry(info, "MyIngress.t_range", {"hdr.t.b": 5})
+
+
+def test_update_builders(p4info):
+    entry = build_table_entry(p4info, "InaIngress.route_dst", {"dst_addr": "10.0.0.0/8"},
+                              "InaIngress.set_next_hop", {"port": 1, "dst_mac": 2, "src_mac": 3})
+    u = table_update(entry, p4runtime_pb2.Update.MODIFY)
+    assert u.type == p4runtime_pb2.Update.MODIFY and u.entity.table_entry == entry
+    g = multicast_group_update(9, [(2, 200), (1, 100)])
+    group = g.entity.packet_replication_engine_entry.multicast_group_entry
+    assert g.type == p4runtime_pb2.Update.INSERT and group.multicast_group_id == 9
+    assert [(r.egress_port, r.instance) for r in group.replicas] == [(2, 200), (1, 100)]
+    c = clone_session_update(4, [(3, 1)], p4runtime_pb2.Update.DELETE)
+    assert c.entity.packet_replication_engine_entry.clone_session_entry.session_id == 4
+    with pytest.raises(P4RuntimeError, match="multicast group id 0: expected 1..65535"):
+        multicast_group_update(0, [])
+    with pytest.raises(P4RuntimeError, match="clone session id 0"):
+        clone_session_update(0, [])
+
+
+def test_register_lookup(p4info):
+    reg = p4info.register("InaIngress.slot_count")
+    assert p4info.register_bitwidth(reg) == 16 and reg.size == 4096
+    with pytest.raises(P4RuntimeError, match="unknown register 'x'.*InaIngress.slot_count"):
+        p4info.register("x")
+
+
+def test_register_index_checked_before_any_rpc(p4info):
+    client = P4RuntimeClient("127.0.0.1:1", timeout=0.5)
+    client.use_p4info(p4info)
+    with pytest.raises(P4RuntimeError, match="register 'InaIngress.slot_count' index 4096"):
+        client.read_register("InaIngress.slot_count", 4096)
+    with pytest.raises(P4RuntimeError, match=r"slot_count'\[3\].*does not fit in 16 bits"):
+        client.write_register("InaIngress.slot_count", 3, 1 << 16)
     client.close()
