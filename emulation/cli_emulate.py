@@ -36,7 +36,7 @@ def add_emulation_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loss", type=float, default=0.0, help="packet loss %% on every link")
     p.add_argument("--values", type=int, default=32 * 1500,
                    help="gradient length (int32 values) in synthetic mode; rounds much longer "
-                        "than the workers' 16 KB pacing burst per PS measure the paced rate")
+                        "than one round trip measure the paced rate")
     p.add_argument("--mode", choices=MODES, default="synthetic",
                    help="synthetic gradients with checked sums, or real training")
     p.add_argument("--model", default="mlp", help="model for --mode train (mlp, cnn)")

@@ -21,7 +21,7 @@ from emulation.addressing import Addressing, assign
 from emulation.entries import Compiled, compile_plan
 from emulation.install import Program, connect, install, summary_table
 from emulation.measure import event_names, link_bytes, summarize
-from emulation.network import Network
+from emulation.network import Network, queue_for
 from emulation.traffic import JobResult, TrafficConfig, run_job
 
 STATE_FILE = Path("/tmp/inart-emulation.json")
@@ -42,14 +42,16 @@ class Emulation:
 
     def __init__(self, topology: Topology, out_dir: Path, target: str = "embedded",
                  scale: float = 0.5, loss: float = 0.0, quiet: bool = False,
-                 program: Program | None = None) -> None:
+                 program: Program | None = None, window: int = TrafficConfig.window) -> None:
         self.topo = topology
         self.out_dir = out_dir
         self.addr: Addressing = assign(topology)
         self.program = program or Program()
         self.quiet = quiet
         self.scale = scale
-        self.net = Network(topology, self.addr, out_dir / "logs", target, scale, loss, quiet)
+        self.window = window  # the most any run's TrafficConfig may keep in flight per stream
+        self.net = Network(topology, self.addr, out_dir / "logs", target, scale, loss, quiet,
+                           queue_for(len(topology.workers), len(topology.pss), window))
         self.installed: str | None = None
 
     def __enter__(self) -> Emulation:
@@ -103,6 +105,9 @@ class Emulation:
 
     def run(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig, tag: str) -> Run:
         """Traffic for an installed plan; counters are deltas over this run."""
+        if cfg.window > self.window:
+            raise ValueError(f"window {cfg.window}: expected <= {self.window}, the window the "
+                             f"network's queues were sized for (Emulation(window=...))")
         host_facing = {f"{self.addr.tor[h]}-eth{self.addr.port[(self.addr.tor[h], h)]}"
                        for h in self.topo.workers + self.topo.pss}
         ps_facing = {f"{self.addr.tor[s]}-eth{self.addr.port[(self.addr.tor[s], s)]}"
