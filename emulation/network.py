@@ -20,6 +20,7 @@ stops every process it started, removes every interface and leaves no namespace 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -84,10 +85,20 @@ def target_command(target: str, device_id: int, ports: dict[int, str], grpc: str
     if target == "bmv2":
         if not BMV2.is_file():
             raise NetworkError(f"--target bmv2: {BMV2} not found (build bmv2 into /opt/p4)")
-        return [str(BMV2), "--no-p4", "--device-id", str(device_id), *ifaces,
-                "--thrift-port", str(9090 + device_id), "--log-file", str(log_file),
-                "--log-level", "warn", "--", "--grpc-server-addr", grpc]
+        # a build without Thrift rejects --thrift-port; with Thrift, each switch needs its own
+        thrift = ["--thrift-port", str(9090 + device_id)] if _bmv2_has_thrift() else []
+        return [str(BMV2), "--no-p4", "--device-id", str(device_id), *ifaces, *thrift,
+                "--log-file", str(log_file), "--log-level", "warn", "--",
+                "--grpc-server-addr", grpc]
     raise NetworkError(f"target '{target}': expected one of {TARGETS}")
+
+
+@functools.cache
+def _bmv2_has_thrift() -> bool:
+    """Whether this simple_switch_grpc build takes --thrift-port (bmv2 built --without-thrift
+    does not, and exits on it)."""
+    out = subprocess.run([str(BMV2), "--help"], capture_output=True, text=True, timeout=30)
+    return "--thrift-port" in out.stdout + out.stderr
 
 
 def _port_open(address: str) -> bool:
