@@ -252,6 +252,19 @@ def test_pacer_starts_empty_and_bursts_only_what_it_earned():
     assert pacer.delay(100, later) == pytest.approx(0.1)
 
 
+def test_rto_floor_is_the_windows_time_at_the_paced_rate():
+    cfg = TransportConfig(n=N, window=10, max_timeout_s=1.0)
+    addr = ("127.0.0.1", 9)
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0, [], cfg)
+    try:
+        frame_bits = tr.bytes_per_packet() * 8
+        assert tr.rto_floor(PsLink("s1", addr, None)) == 0.0  # unpaced: RTT samples only
+        assert tr.rto_floor(PsLink("s1", addr, 100 * frame_bits)) == pytest.approx(0.1)
+        assert tr.rto_floor(PsLink("s1", addr, frame_bits)) == 1.0  # capped at max_timeout_s
+    finally:
+        tr.close()
+
+
 def test_pacing_holds_the_target_rate():
     cluster = Cluster(1, [1.0], 400)
     rate = 2e6  # bit/s
