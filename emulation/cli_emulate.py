@@ -56,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scheme", "-s", default="inart",
                    help=f"comma-separated schemes ({', '.join(SCHEMES)})")
     p.add_argument("--find-max-rate", action="store_true",
-                   help="raise the paced rate until rounds need retransmissions")
+                   help="raise the paced rate until rounds need retransmissions or the "
+                        "measured rate falls 4%% behind the paced one")
     p.add_argument("--factors", default=DEFAULT_FACTORS, help="rate factors for --find-max-rate")
     p.add_argument("--out", default="emulate-out", help="output directory")
     add_emulation_args(p)
