@@ -7,7 +7,7 @@ default) or bmv2's ``simple_switch_grpc`` (``target="bmv2"``), started without a
 installer pushes it over P4Runtime).  Switch nodes stay in the root namespace like Mininet's
 own switches; their P4Runtime servers listen on loopback only.
 
-Links are tc-shaped (Mininet TCLink: htb with a short FIFO; ``loss`` by nftables) per
+Links are tc-shaped (Mininet TCLink: htb over a FIFO, see ``queue_for``; ``loss`` by nftables) per
 direction to the spare capacity B(e) - b(e) times ``scale`` Mbit/s per topology unit.  The
 switch -> PS direction is shaped to min(B(e) - b(e), B(s) - b(s)): the paper's PS ingress
 bandwidth B(s) is a real limit here.  Switch aggregation capacity C(v) is not emulated (a
@@ -20,6 +20,7 @@ stops every process it started, removes every interface and leaves no namespace 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -36,12 +37,29 @@ from emulation.addressing import Addressing
 ROOT = Path(__file__).resolve().parent.parent
 BMV2 = Path("/opt/p4/bin/simple_switch_grpc")
 TARGETS = ("embedded", "bmv2")
-QUEUE_PACKETS = 64  # per interface: deep queues at kbit/s rates would hold seconds of traffic
+QUEUE_PACKETS = 64  # per interface at least; see queue_for()
 START_TIMEOUT_S = 60.0
 
 
 class NetworkError(RuntimeError):
     """The network could not be built or a switch did not start; says which and why."""
+
+
+def queue_for(workers: int, pss: int, window: int) -> int:
+    """FIFO length (packets) under every link's htb class: what the transport may have in flight.
+
+    Each (worker, PS) stream keeps at most ``window`` chunks outstanding, and every RESULT or
+    retransmission answers or repeats one of them, so no link ever holds more than
+    workers x PSs x window of the job's packets.  A queue that long never drops the job's own
+    bursts (a paced stream's jitter at a link loaded to 100%, a Python switch draining its
+    backlog, retransmissions bypassing aggregation): losses come only from ``--loss``, as in
+    the lossless fabrics INA schemes assume.  It is a limit, not a standing queue: pacing keeps
+    it near empty, and it costs memory only while full.  A plan-independent bound, because the
+    network is built once for every scheme.
+    """
+    if workers < 1 or pss < 1 or window < 1:
+        raise NetworkError(f"queue_for({workers}, {pss}, {window}): expected positive counts")
+    return max(QUEUE_PACKETS, workers * pss * window)
 
 
 def mininet_available() -> str | None:
@@ -67,10 +85,20 @@ def target_command(target: str, device_id: int, ports: dict[int, str], grpc: str
     if target == "bmv2":
         if not BMV2.is_file():
             raise NetworkError(f"--target bmv2: {BMV2} not found (build bmv2 into /opt/p4)")
-        return [str(BMV2), "--no-p4", "--device-id", str(device_id), *ifaces,
-                "--thrift-port", str(9090 + device_id), "--log-file", str(log_file),
-                "--log-level", "warn", "--", "--grpc-server-addr", grpc]
+        # a build without Thrift rejects --thrift-port; with Thrift, each switch needs its own
+        thrift = ["--thrift-port", str(9090 + device_id)] if _bmv2_has_thrift() else []
+        return [str(BMV2), "--no-p4", "--device-id", str(device_id), *ifaces, *thrift,
+                "--log-file", str(log_file), "--log-level", "warn", "--",
+                "--grpc-server-addr", grpc]
     raise NetworkError(f"target '{target}': expected one of {TARGETS}")
+
+
+@functools.cache
+def _bmv2_has_thrift() -> bool:
+    """Whether this simple_switch_grpc build takes --thrift-port (bmv2 built --without-thrift
+    does not, and exits on it)."""
+    out = subprocess.run([str(BMV2), "--help"], capture_output=True, text=True, timeout=30)
+    return "--thrift-port" in out.stdout + out.stderr
 
 
 def _port_open(address: str) -> bool:
@@ -151,7 +179,7 @@ class Network:
 
     def __init__(self, topology: Topology, addressing: Addressing, out_dir: Path,
                  target: str = "embedded", scale: float = 0.5, loss: float = 0.0,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, queue_packets: int = QUEUE_PACKETS) -> None:
         if target not in TARGETS:
             raise NetworkError(f"target '{target}': expected one of {TARGETS}")
         if not scale > 0:
@@ -162,7 +190,10 @@ class Network:
         if reason:
             raise NetworkError(reason)
         self.topo, self.addr, self.target = topology, addressing, target
+        if queue_packets < 1:
+            raise NetworkError(f"queue_packets {queue_packets}: expected >= 1")
         self.scale, self.loss, self.quiet = scale, loss, quiet
+        self.queue_packets = queue_packets
         self.out_dir = out_dir
         self.net = None
         self.procs: list[subprocess.Popen] = []
@@ -248,7 +279,7 @@ class Network:
         and frames a switch sends through its raw socket pass that hook like any other.
         """
         out = intf.cmd(f"tc qdisc add dev {intf.name} parent 5:1 handle 10: pfifo "
-                       f"limit {QUEUE_PACKETS} && echo Q-OK")
+                       f"limit {self.queue_packets} && echo Q-OK")
         if "Q-OK" not in out:
             raise NetworkError(f"interface {intf.name}: queue setup failed: {out.strip()}")
         if not self.loss:

@@ -188,9 +188,18 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
         if rec["event"] == "ready":
             ready.add(name)
             chunks[name] = rec["chunks"]
+    start_file = workdir / "start"  # the workers' start barrier: round 0 begins together
+    start_file.unlink(missing_ok=True)
     for w in topo.workers:
         start(w, [*py, "host_stack.worker", *job, "--worker", w, "--rounds", str(cfg.rounds),
-                  "--batch", str(cfg.batch)])
+                  "--batch", str(cfg.batch), "--start-file", str(start_file),
+                  "--start-timeout", str(cfg.deadline_s)])
+    waiting = set(topo.workers)
+    while waiting:
+        name, rec = next_event()
+        if rec["event"] == "ready":
+            waiting.discard(name)
+    start_file.touch()
     rounds: dict[str, list[dict]] = {w: [] for w in topo.workers}
     done: dict[str, dict] = {}
     seen: dict[int, int] = {}

@@ -3,6 +3,14 @@
 A token bucket rather than a fixed inter-packet gap: Python's sleep and scheduling jitter are
 larger than one packet's time at tens of Mbit/s, so the sender must be allowed to catch up in
 short bursts (``burst_bytes``) while the long-run rate stays at the target.
+
+The bucket starts empty, not full: every round starts a new pacer, and a full bucket sent
+``burst_bytes`` at once from every stream at the same instant.  Where the plan loads a link to
+100% (InArt's optimum usually does), that start-of-round burst is a queue the link can never
+drain, because the paced load afterwards equals its capacity: measured on fig1 it stayed for
+the whole round, overflowed the 64-packet FIFO and caused ~2,000 retransmissions per round
+(each lost aggregate costs one resend per worker, unaggregated).  Only tokens earned while
+waiting (scheduling stalls) are spent in bursts.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ class Pacer:
             raise ValueError(f"pacing rate {rate_bps} bit/s: expected > 0 or None (unpaced)")
         self.rate = None if rate_bps is None else rate_bps / 8.0  # bytes per second
         self.burst = float(burst_bytes)
-        self.tokens = self.burst
+        self.tokens = 0.0
         self.stamp = time.monotonic()
 
     def _refill(self, now: float) -> None:

@@ -9,7 +9,8 @@ flag; the timeout doubles on every resend (capped at ``max_timeout_s``) and afte
 
 The timeout adapts like TCP's (RFC 6298: srtt + 4 rttvar; Karn's rule: only chunks that no
 worker retransmitted give samples, which the PS marks by leaving RETX clear on the RESULT),
-between ``min_timeout_s`` and ``max_timeout_s``.  Here the "RTT" is the time
+between ``min_timeout_s`` and ``max_timeout_s``, and towards a paced PS never below the time
+the window takes at the paced rate (``rto_floor``).  Here the "RTT" is the time
 until the chunk is complete, which includes waiting for the slowest worker.  Workers send each
 PS's chunks in order, so a timed-out chunk below the highest completed one was really lost and
 is resent; above it, the PS is most likely waiting for a slower worker, and only the PROBES
@@ -90,8 +91,10 @@ def make_socket(bind: Address) -> socket.socket:
 class _PsRound:
     """Send state of one round towards one PS."""
 
-    def __init__(self, link: PsLink, rows: np.ndarray, retx_rows: np.ndarray, n: int) -> None:
+    def __init__(self, link: PsLink, rows: np.ndarray, retx_rows: np.ndarray, n: int,
+                 rto_floor: float) -> None:
         self.link = link
+        self.rto_floor = rto_floor
         self.rows = rows
         self.retx_rows = retx_rows
         self.n_chunks = rows.shape[0]
@@ -138,6 +141,20 @@ class WorkerTransport:
             return self.cfg.timeout_s
         return min(self.cfg.max_timeout_s,
                    max(self.cfg.min_timeout_s, self.srtt + 4 * self.rttvar))
+
+    def rto_floor(self, link: PsLink) -> float:
+        """The least timeout towards a paced PS: the time its window takes at the paced rate.
+
+        Where the plan loads a link to 100%, the queue there can hold every stream's window
+        (emulation/network.py sizes it so), and draining it takes about window x frame / rate
+        for a stream of that rate: a RESULT that late is queued, not lost.  The RTT samples do
+        not see this coming (they include waiting for the slowest worker, which swings as
+        workers get the CPU), and every spurious timeout of an aggregated chunk is resent by
+        each worker, unaggregated, into that same full link.
+        """
+        if link.rate_bps is None:
+            return 0.0
+        return min(self.cfg.max_timeout_s, self.cfg.window * self.frame * 8 / link.rate_bps)
 
     def _rtt_sample(self, rtt: float) -> None:
         if self.srtt is None:
@@ -237,7 +254,7 @@ class WorkerTransport:
         states = []
         for link, payload in zip(self.links, payloads, strict=True):
             rows, retx = self._packets(round_, np.asarray(payload, dtype=np.int32))
-            states.append(_PsRound(link, rows, retx, cfg.n))
+            states.append(_PsRound(link, rows, retx, cfg.n, self.rto_floor(link)))
         remaining = sum(s.n_chunks for s in states)
         timers: list[tuple[float, int, int, int]] = []  # (due, ps, chunk, resends)
         c = self.counters
@@ -260,7 +277,8 @@ class WorkerTransport:
                     # No later chunk of this PS has completed, so the PS is most likely
                     # waiting for a slower worker, not missing ours: only the PROBES oldest
                     # chunks are resent (with backoff, counted towards max_retries).
-                    heapq.heappush(timers, (now + self.rto, ps, chunk, tries))
+                    heapq.heappush(timers, (now + max(self.rto, st.rto_floor), ps, chunk,
+                                            tries))
                     c["retx_deferred"] += 1
                     continue
                 if tries >= cfg.max_retries:
@@ -273,7 +291,7 @@ class WorkerTransport:
                 c["retx_sent"] += 1
                 st.sent_at[chunk] = now
                 st.outstanding[chunk] = tries + 1
-                backoff = min(cfg.max_timeout_s, self.rto * 2 ** (tries + 1))
+                backoff = min(cfg.max_timeout_s, max(self.rto, st.rto_floor) * 2 ** (tries + 1))
                 heapq.heappush(timers, (now + backoff, ps, chunk, tries + 1))
             # new chunks, within window and pace
             wake = timers[0][0] - now if timers else cfg.max_timeout_s
@@ -291,7 +309,7 @@ class WorkerTransport:
                     c["grad_sent"] += 1
                     st.outstanding[chunk] = 0
                     st.sent_at[chunk] = now
-                    heapq.heappush(timers, (now + self.rto, ps, chunk, 0))
+                    heapq.heappush(timers, (now + max(self.rto, st.rto_floor), ps, chunk, 0))
             self._wait(wake)
         c["rounds"] += 1
         return [st.results for st in states]

@@ -18,6 +18,7 @@ import json
 import sys
 import time
 import zlib
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -44,7 +45,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sync", default="ina", choices=sorted(SYNCS), help="synchronisation scheme")
     p.add_argument("--rounds", type=int, default=100, help="training rounds (iterations)")
     p.add_argument("--batch", type=int, default=32, help="minibatch per worker")
+    p.add_argument("--start-file", default=None,
+                   help="after the HELLO, print a 'ready' event and start round 0 only once this "
+                        "file exists (a launcher's start barrier)")
+    p.add_argument("--start-timeout", type=float, default=600.0,
+                   help="seconds to wait for --start-file")
     return p
+
+
+def wait_for_start(path: Path, timeout_s: float) -> None:
+    """Block until ``path`` exists: every worker of a job starts round 0 together.
+
+    Without it, round 0 spans the launch of every worker process (tens of seconds for 50
+    Python workers on 2 cores), and the first ones spend it resending probes to PSs that are
+    only waiting for the last worker: tens of thousands of resends that load the switches.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TransportError(f"start file {path} did not appear within {timeout_s:.0f} s")
+        time.sleep(0.02)
 
 
 def emit(event: str, **fields) -> None:
@@ -67,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
     if args.rounds < 1 or args.batch < 1:
         raise ValueError("--rounds and --batch: expected >= 1")
     sync = load_sync(args.sync).build(WorkerContext(job, args, args.worker, rank))
+    if args.start_file:
+        emit("ready", worker=args.worker)
+        wait_for_start(Path(args.start_file), args.start_timeout)
     t_start = time.perf_counter()
     try:
         if args.model == "synthetic":

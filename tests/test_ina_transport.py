@@ -16,6 +16,7 @@ from host_stack.addresses import loopback
 from host_stack.aggregator import ChunkAggregator
 from host_stack.impair import Impairment, wrap
 from host_stack.jobplan import parse_plan, star_plan
+from host_stack.pacing import Pacer
 from host_stack.ps import PsServer
 from host_stack.ps_apply import SumApply
 from host_stack.transport import (
@@ -242,6 +243,28 @@ def test_overflow_aggregate_is_nacked_and_worker_resends_as_retx():
     assert tr.counters["overflow_resent"] == 1
 
 
+def test_pacer_starts_empty_and_bursts_only_what_it_earned():
+    pacer = Pacer(8000.0, burst_bytes=500)  # 1000 bytes/s
+    assert pacer.delay(100, pacer.stamp) == pytest.approx(0.1)  # no start-of-round burst
+    later = pacer.stamp + 10.0  # a long stall earns at most burst_bytes
+    assert pacer.delay(500, later) == 0.0
+    pacer.take(500, later)
+    assert pacer.delay(100, later) == pytest.approx(0.1)
+
+
+def test_rto_floor_is_the_windows_time_at_the_paced_rate():
+    cfg = TransportConfig(n=N, window=10, max_timeout_s=1.0)
+    addr = ("127.0.0.1", 9)
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0, [], cfg)
+    try:
+        frame_bits = tr.bytes_per_packet() * 8
+        assert tr.rto_floor(PsLink("s1", addr, None)) == 0.0  # unpaced: RTT samples only
+        assert tr.rto_floor(PsLink("s1", addr, 100 * frame_bits)) == pytest.approx(0.1)
+        assert tr.rto_floor(PsLink("s1", addr, frame_bits)) == 1.0  # capped at max_timeout_s
+    finally:
+        tr.close()
+
+
 def test_pacing_holds_the_target_rate():
     cluster = Cluster(1, [1.0], 400)
     rate = 2e6  # bit/s
@@ -254,7 +277,7 @@ def test_pacing_holds_the_target_rate():
     finally:
         tr.close()
         cluster.close()
-    bits = (400 * tr.bytes_per_packet() - 16 * 1024) * 8  # minus the initial burst
+    bits = 400 * tr.bytes_per_packet() * 8  # the bucket starts empty: no initial burst
     assert elapsed >= 0.9 * bits / rate
     print(f"paced at {400 * tr.bytes_per_packet() * 8 / elapsed / 1e6:.2f} Mbit/s "
           f"(target {rate / 1e6:.2f})")

@@ -33,7 +33,7 @@ def _needs_mininet_and_program():
 
 def run_schemes(tmp_path: Path, topo, schemes, target="embedded", loss=0.0, rounds=3,
                 values=32 * 1500) -> list[dict]:
-    """Rounds of ~1500 chunks: the workers' 16 KB start-of-round pacing burst stays < 10%."""
+    """Rounds of ~1500 chunks: long enough that the last RESULT's round trip is < 10% of it."""
     rows = []
     with Emulation(topo, tmp_path, target, SCALE, loss, quiet=True) as emu:
         pids = [sw.proc.pid for sw in emu.net.net.switches]

@@ -20,7 +20,7 @@ import pytest
 from control_plane.topologies import fig1
 from emulation.addressing import assign
 from emulation.install import connect
-from emulation.network import Network, leftovers, mininet_available
+from emulation.network import Network, leftovers, mininet_available, queue_for
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.root
@@ -41,7 +41,9 @@ def _nft_tables() -> str:
 def test_network_comes_up_shaped_and_goes_away(tmp_path):
     topo = fig1()
     addr = assign(topo)
-    with Network(topo, addr, tmp_path, scale=0.5, loss=1.0) as net:
+    queue = queue_for(len(topo.workers), len(topo.pss), 32)
+    assert queue == 6 * 2 * 32  # every (worker, PS) stream's window fits
+    with Network(topo, addr, tmp_path, scale=0.5, loss=1.0, queue_packets=queue) as net:
         pids = [sw.proc.pid for sw in net.net.switches]
         client = connect(addr, "v1")  # the switch's P4Runtime server answers
         client.close()
@@ -57,6 +59,8 @@ def test_network_comes_up_shaped_and_goes_away(tmp_path):
         to_v1 = f"v2-eth{addr.port[('v2', 'v1')]}"
         assert "rate 3Mbit" in subprocess.run(["tc", "class", "show", "dev", to_v1],
                                               capture_output=True, text=True).stdout
+        assert f"limit {queue}p" in subprocess.run(["tc", "qdisc", "show", "dev", to_v1],
+                                                   capture_output=True, text=True).stdout
         assert "v1_eth1" in _nft_tables()
     assert leftovers(topo.switches, pids) == []
     assert _nft_tables() == ""

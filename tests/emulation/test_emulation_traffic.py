@@ -55,7 +55,7 @@ def test_run_job_checks_every_round_and_measures(tmp_path):
                              "s2": f"127.77.{base}.4"})
     compiled = replace(compile_plan(plan, assign(topo)), result_addr=addr.ip["w1"])
     unit = 4e6  # 4 Mbit/s per unit: f = 8 units -> 32 Mbit/s, far below loopback's limit
-    # 1000 chunks per PS and round: the pacer's 16 KB start-of-round burst is < 10% of it
+    # 1000 chunks per PS and round: the last RESULT's round trip is < 10% of it
     cfg = TrafficConfig(rounds=3, values=32 * 2000, unit_bps=unit, deadline_s=120)
     hosts = LoopbackHosts()
     try:
