@@ -11,7 +11,6 @@ Every wait has a deadline; a process that fails stops the job with its stderr ta
 
 from __future__ import annotations
 
-import hashlib
 import json
 import queue
 import subprocess
@@ -21,7 +20,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
 from control_plane.plan import Plan
@@ -30,8 +28,7 @@ from emulation.entries import Compiled
 from emulation.network import Network
 from host_stack import wire
 from host_stack.pacing import FRAME_OVERHEAD
-from host_stack.quantize import Quantizer
-from host_stack.worker import worker_seed
+from host_stack.worker import expected_digests
 
 MODES = ("synthetic", "train")
 
@@ -88,20 +85,6 @@ def host_plan(plan: Plan, compiled: Compiled, rate_factor: float) -> dict:
     doc["ranks"] = dict(compiled.ranks)
     doc["rate"] = plan.rate * rate_factor
     return doc
-
-
-def expected_digests(workers: int, rounds: int, values: int, seed: int,
-                     ranks: list[int]) -> list[str]:
-    """sha256 of every round's int32 sums, as the workers report them (synthetic mode)."""
-    q = Quantizer(workers)
-    rngs = [np.random.default_rng(worker_seed(seed, r)) for r in ranks]
-    out = []
-    for _ in range(rounds):
-        total = np.zeros(values, np.int64)
-        for rng in rngs:
-            total += q.quantize(rng.standard_normal(values, dtype=np.float32))[0]
-        out.append(hashlib.sha256(total.astype(np.int32).tobytes()).hexdigest())
-    return out
 
 
 class _Reader(threading.Thread):

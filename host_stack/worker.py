@@ -36,6 +36,24 @@ def worker_seed(seed: int, rank: int) -> int:
     return seed + 1000 * rank
 
 
+def expected_digests(workers: int, rounds: int, values: int, seed: int = 0,
+                     ranks: list[int] | None = None) -> list[str]:
+    """sha256 of every round's int32 sums in synthetic mode, as the workers report them, so a
+    caller can check every aggregate without trusting the network."""
+    from host_stack.quantize import Quantizer
+
+    q = Quantizer(workers)
+    rngs = [np.random.default_rng(worker_seed(seed, r))
+            for r in (range(workers) if ranks is None else ranks)]
+    out = []
+    for _ in range(rounds):
+        total = np.zeros(values, np.int64)
+        for rng in rngs:
+            total += q.quantize(rng.standard_normal(values, dtype=np.float32))[0]
+        out.append(hashlib.sha256(total.astype(np.int32).tobytes()).hexdigest())
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m host_stack.worker", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -8,7 +8,6 @@ gradients, so the test can recompute every round's expected sum.  Impairments:
   send-side injector on the same veth path (root).
 """
 
-import hashlib
 import json
 import os
 import select
@@ -17,30 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from host_stack.addresses import AddressMap, loopback
 from host_stack.jobplan import star_plan
-from host_stack.quantize import Quantizer
-from host_stack.worker import worker_seed
+from host_stack.worker import expected_digests
 
 ROOT = Path(__file__).resolve().parent.parent
 N, VALUES, ROUNDS, WORKERS = 32, 32 * 250, 8, 4  # 250 chunks x 8 rounds = 2,000 chunks
 IMPAIR = "loss=0.05,dup=0.05,reorder=0.05"
-
-
-def expected_digests(workers, rounds, values, seed=0):
-    """sha256 of every round's int32 sums, as the workers will see them."""
-    q = Quantizer(workers)
-    rngs = [np.random.default_rng(worker_seed(seed, r)) for r in range(workers)]
-    out = []
-    for _ in range(rounds):
-        total = np.zeros(values, np.int64)
-        for rng in rngs:
-            total += q.quantize(rng.standard_normal(values, dtype=np.float32))[0]
-        out.append(hashlib.sha256(total.astype(np.int32).tobytes()).hexdigest())
-    return out
 
 
 def run_sum_job(tmp_path, addresses: AddressMap, ps_prefix=(), worker_prefix=(), extra=()):
