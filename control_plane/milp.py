@@ -30,16 +30,19 @@ def solve_milp(topo: Topology, paths: PathSets, split: dict[str, float] | None =
     else:
         for s in S:
             m.row([(g[s], 1.0), (f, -split[s])], 0.0, 0.0)
-    load: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    # resource -> rate terms; a resource is a node id or a directed link (src, dst)
+    load: dict[str | tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
 
-    def carried(s: str) -> tuple[int, int]:
-        """A binary b and its rate r = g_s * b."""
+    def carried(s: str, node: str, path: tuple[str, ...]) -> int:
+        """A binary b whose rate r = g_s * b loads `node` and every link of `path`."""
         b = m.var(upper=1.0, integer=True)
         r = m.var(upper=big)
         m.row([(r, 1.0), (b, -big)], upper=0.0)
         m.row([(r, 1.0), (g[s], -1.0)], upper=0.0)
         m.row([(r, 1.0), (g[s], -1.0), (b, -big)], lower=-big)
-        return b, r
+        for resource in (node, *arcs(path)):
+            load[resource].append((r, 1.0))
+        return b
 
     choices: dict[tuple[str, str], list[tuple[int, str | None, tuple[str, ...]]]] = {}
     zflag: dict[tuple[str, str], int] = {}
@@ -47,18 +50,11 @@ def solve_milp(topo: Topology, paths: PathSets, split: dict[str, float] | None =
         for w in W:
             opts = []
             for p in paths.get(w, s):
-                b, r = carried(s)
-                opts.append((b, None, p))
-                load[s].append((r, 1.0))
-                for a in arcs(p):
-                    load[f"{a[0]}->{a[1]}"].append((r, 1.0))
+                opts.append((carried(s, s, p), None, p))
             for v in paths.switches_between(w, s):
                 for p in paths.get(w, v):
-                    b, r = carried(s)
+                    b = carried(s, v, p)
                     opts.append((b, v, p))
-                    load[v].append((r, 1.0))
-                    for a in arcs(p):
-                        load[f"{a[0]}->{a[1]}"].append((r, 1.0))
                     if (v, s) not in zflag:
                         zflag[(v, s)] = m.var(upper=1.0, integer=True)
                     m.row([(b, 1.0), (zflag[(v, s)], -1.0)], upper=0.0)
@@ -68,20 +64,13 @@ def solve_milp(topo: Topology, paths: PathSets, split: dict[str, float] | None =
     for (v, s), z in zflag.items():
         opts = []
         for p in paths.get(v, s):
-            b, r = carried(s)
-            opts.append((b, p))
-            load[s].append((r, 1.0))
-            for a in arcs(p):
-                load[f"{a[0]}->{a[1]}"].append((r, 1.0))
+            opts.append((carried(s, s, p), p))
         m.row([(b, 1.0) for b, _ in opts] + [(z, -1.0)], 0.0, 0.0)
         stream_opts[(v, s)] = opts
-    for name, terms in load.items():
-        if "->" in name:
-            a, b = name.split("->")
-            cap = topo.links[(a, b)].spare
-        else:
-            cap = topo.nodes[name].spare
-        m.row(terms, upper=max(cap, 0.0))
+    for resource, terms in load.items():
+        spare = (topo.links[resource] if isinstance(resource, tuple)
+                 else topo.nodes[resource]).spare
+        m.row(terms, upper=max(spare, 0.0))
     sol = m.solve(time_limit=time_limit, mip_gap=1e-6)
     x = sol.values
     flows = []
