@@ -18,18 +18,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("control_plane.cli_plan", "solve a topology with InArt and its baselines"),
     "bench": ("control_plane.cli_bench", "run a benchmark (solver, target, transport, ...)"),
     "demo": ("emulation.cli_demo", "run the main demo (fig1 planned and emulated)"),
-    "experiment": ("host_stack.cli_experiment", "reproduce a seed paper's experiment"),
-    "train": ("host_stack.cli_train", "train a model over a plan (PS + worker processes)"),
+    "experiment": ("host_stack.experiments.cli", "reproduce a seed paper's experiment"),
+    "train": ("host_stack.train.cli", "train a model over a plan (PS + worker processes)"),
     "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),
     "shell": ("emulation.cli_shell", "p4runtime-shell on a switch of a running emulation"),
+    "switch": ("emulation.cli_switch", "run one P4 switch (embedded target or bmv2) alone"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "solver": ("control_plane.bench_solver", "solve time and rate of each scheme on fat-trees"),
     "collectives": ("host_stack.collectives.bench", "ring, RAT tree, RSGCM vs torch all_reduce"),
-    "target": ("emulation.embedded.bench", "embedded P4 target packets/s and RSS, beside bmv2"),
-    "transport": ("host_stack.bench_transport", "INA transport vs plain UDP sender on loopback"),
+    "target": ("emulation.targets.embedded.bench", "embedded P4 target pkt/s and RSS, beside bmv2"),
+    "transport": ("host_stack.ina.bench_transport", "INA transport vs a plain UDP sender"),
 }
 
 

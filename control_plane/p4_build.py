@@ -21,7 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from control_plane.repo import REPO
+
 P4SRC = REPO / "p4src"
 BUILD_DIR = P4SRC / "build"
 SOURCE_DIRS = ("common", "v1model")

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from control_plane.cli import main as inart_main
+from control_plane.repo import out_dir
 from control_plane.report import format_table, plan_row
 from control_plane.solve import solve
 from control_plane.topologies import fig1
@@ -24,7 +25,7 @@ SCHEMES = ("inart", "atp", "lbmm")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("demo", help="run the main demo", description=__doc__)
-    p.add_argument("--out", type=Path, default=Path("out/demo"), help="output directory")
+    p.add_argument("--out", type=Path, default=out_dir("demo"), help="output directory")
     p.add_argument("--rounds", type=int, default=3, help="emulated iterations per scheme")
     p.set_defaults(func=run)
 

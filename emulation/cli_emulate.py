@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from control_plane.repo import out_dir
 from control_plane.solve import SCHEMES
 from control_plane.topologies import build_topology
 from emulation.emulate import Emulation, plan_for, write_rows
@@ -59,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="raise the paced rate until rounds need retransmissions or the "
                         "measured rate falls 4%% behind the paced one")
     p.add_argument("--factors", default=DEFAULT_FACTORS, help="rate factors for --find-max-rate")
-    p.add_argument("--out", default="emulate-out", help="output directory")
+    p.add_argument("--out", default=str(out_dir("emulate")), help="output directory")
     add_emulation_args(p)
     p.set_defaults(func=run)
 

@@ -14,12 +14,13 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from control_plane.deploy.addressing import Addressing, assign
+from control_plane.deploy.entries import Compiled, compile_plan
+from control_plane.deploy.install import connect, install, summary_table
+from control_plane.deploy.pipeline import Pipeline
 from control_plane.plan import Plan
 from control_plane.solve import solve
 from control_plane.topology import Topology
-from emulation.addressing import Addressing, assign
-from emulation.entries import Compiled, compile_plan
-from emulation.install import Program, connect, install, summary_table
 from emulation.measure import event_names, link_bytes, summarize
 from emulation.network import Network, queue_for
 from emulation.traffic import JobResult, TrafficConfig, run_job
@@ -42,11 +43,11 @@ class Emulation:
 
     def __init__(self, topology: Topology, out_dir: Path, target: str = "embedded",
                  scale: float = 0.5, loss: float = 0.0, quiet: bool = False,
-                 program: Program | None = None, window: int = TrafficConfig.window) -> None:
+                 program: Pipeline | None = None, window: int = TrafficConfig.window) -> None:
         self.topo = topology
         self.out_dir = out_dir
         self.addr: Addressing = assign(topology)
-        self.program = program or Program()
+        self.program = program or Pipeline()
         self.quiet = quiet
         self.scale = scale
         self.window = window  # the most any run's TrafficConfig may keep in flight per stream

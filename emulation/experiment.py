@@ -15,6 +15,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from control_plane.repo import out_dir
 from control_plane.topologies import build_topology
 from emulation.cli_emulate import add_emulation_args, comm_ratios, traffic_config
 from emulation.emulate import Emulation, plan_for, write_rows
@@ -38,7 +39,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="fraction of the paper's per-model gradient size to send")
     parser.add_argument("--workers-list", default="4,8,12",
                         help="worker counts for --sweep workers")
-    parser.add_argument("--out", default="experiment-inart-emulation")
+    parser.add_argument("--out", default=str(out_dir("inart-emulation")),
+                        help="output directory")
     parser.add_argument("--seeds", type=int, default=1, help="repetitions (solver seeds)")
     parser.add_argument("--quick", action="store_true",
                         help="fig1, one model, 2 rounds (what the tests run)")

@@ -18,10 +18,10 @@ f * unit and a round takes max_s chunks_s * frame / (f * x_s * unit).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from statistics import mean
 
 from control_plane.plan import Plan
+from control_plane.repo import P4_BUILD
 from emulation.traffic import JobResult, TrafficConfig
 
 EVENTS_FALLBACK = {  # p4src/common/constants.p4; build-info.json wins when present
@@ -30,7 +30,7 @@ EVENTS_FALLBACK = {  # p4src/common/constants.p4; build-info.json wins when pres
     "collision": 8, "retx_bypass": 9, "slot_out_of_pool": 10, "stale_reclaimed": 11,
     "overflow_out": 12, "result_multicast": 13,
 }
-BUILD_INFO = Path(__file__).resolve().parent.parent / "p4src" / "build" / "build-info.json"
+BUILD_INFO = P4_BUILD / "build-info.json"
 
 
 def event_names() -> dict[str, int]:

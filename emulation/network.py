@@ -1,10 +1,10 @@
 """A Mininet network built from a control-plane topology, with P4 switch nodes.
 
 One Mininet host per worker and PS (its own network namespace, one interface, addresses from
-emulation/addressing.py, static ARP for every peer: nothing ARPs through the switches), one
-switch node per topology switch running the embedded target (``python -m emulation.embedded``,
-default) or bmv2's ``simple_switch_grpc`` (``target="bmv2"``), started without a program (the
-installer pushes it over P4Runtime).  Switch nodes stay in the root namespace like Mininet's
+control_plane/deploy/addressing.py, static ARP for every peer: nothing ARPs through the
+switches), one switch node per topology switch running a target of emulation/targets (the
+embedded target by default, or bmv2), started without a program (control_plane/deploy pushes
+it over P4Runtime).  Switch nodes stay in the root namespace like Mininet's
 own switches; their P4Runtime servers listen on loopback only.
 
 Links are tc-shaped (Mininet TCLink: htb over a FIFO, see ``queue_for``; ``loss`` by nftables) per
@@ -20,25 +20,22 @@ stops every process it started, removes every interface and leaves no namespace 
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from control_plane.deploy.addressing import Addressing
+from control_plane.repo import REPO, child_env
 from control_plane.topology import Topology
-from emulation.addressing import Addressing
+from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
+from emulation.targets.base import START_TIMEOUT_S
+from emulation.targets.process import stop_process
 
-ROOT = Path(__file__).resolve().parent.parent
-BMV2 = Path("/opt/p4/bin/simple_switch_grpc")
-TARGETS = ("embedded", "bmv2")
 QUEUE_PACKETS = 64  # per interface at least; see queue_for()
-START_TIMEOUT_S = 60.0
 
 
 class NetworkError(RuntimeError):
@@ -75,39 +72,6 @@ def mininet_available() -> str | None:
     return None
 
 
-def target_command(target: str, device_id: int, ports: dict[int, str], grpc: str,
-                   log_file: Path) -> list[str]:
-    """The switch process's command line (both targets take simple_switch_grpc's syntax)."""
-    ifaces = [arg for port, iface in sorted(ports.items()) for arg in ("-i", f"{port}@{iface}")]
-    if target == "embedded":
-        return [sys.executable, "-m", "emulation.embedded", "--no-p4", "--device-id",
-                str(device_id), *ifaces, "--log-level", "warn", "--", "--grpc-server-addr", grpc]
-    if target == "bmv2":
-        if not BMV2.is_file():
-            raise NetworkError(f"--target bmv2: {BMV2} not found (build bmv2 into /opt/p4)")
-        # a build without Thrift rejects --thrift-port; with Thrift, each switch needs its own
-        thrift = ["--thrift-port", str(9090 + device_id)] if _bmv2_has_thrift() else []
-        return [str(BMV2), "--no-p4", "--device-id", str(device_id), *ifaces, *thrift,
-                "--log-file", str(log_file), "--log-level", "warn", "--",
-                "--grpc-server-addr", grpc]
-    raise NetworkError(f"target '{target}': expected one of {TARGETS}")
-
-
-@functools.cache
-def _bmv2_has_thrift() -> bool:
-    """Whether this simple_switch_grpc build takes --thrift-port (bmv2 built --without-thrift
-    does not, and exits on it)."""
-    out = subprocess.run([str(BMV2), "--help"], capture_output=True, text=True, timeout=30)
-    return "--thrift-port" in out.stdout + out.stderr
-
-
-def _port_open(address: str) -> bool:
-    host, _, port = address.rpartition(":")
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex((host, int(port))) == 0
-
-
 def _switch_class():
     from mininet.node import Switch
 
@@ -120,58 +84,34 @@ def _switch_class():
             super().__init__(name, dpid=f"{device_id:x}", **params)
             self.target, self.grpc, self.device_id = target, grpc, device_id
             self.log_path = Path(log_dir) / f"{name}.log"
-            self.proc: subprocess.Popen | None = None
+            self.switch: SwitchProcess | None = None
 
         def start(self, controllers) -> None:  # noqa: ARG002 (Mininet's signature)
             ports = {self.ports[i]: i.name for i in self.intfList() if i.name != "lo"}
             for iface in ports.values():  # no IPv6 chatter from the root namespace's kernel
                 subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1"],
                                capture_output=True, timeout=10)
-            cmd = target_command(self.target, self.device_id, ports, self.grpc, self.log_path)
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-                p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-            with open(self.log_path, "ab") as log:
-                self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                             cwd=ROOT, start_new_session=True)
+            spec = SwitchSpec(self.device_id, ports, self.grpc, log_file=self.log_path)
+            self.switch = SwitchProcess(get_target(self.target), spec, log=self.log_path)
+            try:
+                self.switch.start()
+            except TargetError as exc:
+                raise NetworkError(f"switch '{self.name}': {exc}") from None
 
         def wait_ready(self, deadline: float) -> None:
-            while not _port_open(self.grpc):
-                if self.proc is None or self.proc.poll() is not None:
-                    tail = self.log_path.read_text(errors="replace")[-1500:]
-                    raise NetworkError(f"switch '{self.name}' ({self.target}) exited before its "
-                                       f"P4Runtime server came up; log {self.log_path}:\n{tail}")
-                if time.monotonic() > deadline:
-                    raise NetworkError(f"switch '{self.name}': P4Runtime server {self.grpc} not "
-                                       f"up within {START_TIMEOUT_S:.0f} s (log {self.log_path})")
-                time.sleep(0.2)
+            assert self.switch is not None
+            try:
+                self.switch.wait_ready(deadline)
+            except TargetError as exc:
+                raise NetworkError(f"switch '{self.name}': {exc}") from None
 
         def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's name)
-            stop_process(self.proc)
-            self.proc = None
+            if self.switch is not None:
+                self.switch.stop()
+            self.switch = None
             super().stop(deleteIntfs)
 
     return P4Switch
-
-
-def stop_process(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
-    """SIGTERM the process and its group, SIGKILL them after ``grace`` seconds.
-
-    The process itself is always signalled too: one started a moment ago may not have become
-    its group's leader yet (mnexec calls setsid after the fork), so killpg alone could miss it.
-    """
-    if proc is None or proc.poll() is not None:
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for send, target in ((os.killpg, proc.pid), (os.kill, proc.pid)):
-            try:
-                send(target, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            proc.wait(timeout=grace if sig == signal.SIGTERM else 10)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 class Network:
@@ -181,7 +121,7 @@ class Network:
                  target: str = "embedded", scale: float = 0.5, loss: float = 0.0,
                  quiet: bool = False, queue_packets: int = QUEUE_PACKETS) -> None:
         if target not in TARGETS:
-            raise NetworkError(f"target '{target}': expected one of {TARGETS}")
+            raise NetworkError(f"target '{target}': expected one of {', '.join(TARGETS)}")
         if not scale > 0:
             raise NetworkError(f"scale {scale}: expected Mbit/s per topology unit > 0")
         if not 0 <= loss < 100:
@@ -327,10 +267,9 @@ class Network:
     def popen(self, host: str, cmd: list[str], **kwargs) -> subprocess.Popen:
         """Start a process inside a host's namespace; stopped with the network."""
         assert self.net is not None
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(
-            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+        env = child_env(PYTHONUNBUFFERED="1")
         # mnexec -d (Mininet's popen) makes the process a session leader: killpg reaches it
-        proc = self.net.get(host).popen(cmd, env=env, cwd=str(ROOT), **kwargs)
+        proc = self.net.get(host).popen(cmd, env=env, cwd=str(REPO), **kwargs)
         self.procs.append(proc)
         return proc
 
@@ -346,7 +285,8 @@ class Network:
             if self.net is not None:
                 net, self.net = self.net, None
                 for sw in net.switches:  # processes first, even if Mininet's stop fails
-                    stop_process(getattr(sw, "proc", None))
+                    if getattr(sw, "switch", None) is not None:
+                        sw.switch.stop()
                 net.stop()
         finally:
             for table in self._nft_tables:

@@ -1,7 +1,7 @@
 """Run the host stack's PS and worker processes inside the emulated hosts, round by round.
 
-The processes are the same entry points a real host runs (``python -m host_stack.ps`` /
-``python -m host_stack.worker``) with the emulation's addresses; the PSs send each RESULT once
+The processes are the same entry points a real host runs (``python -m host_stack.ina.ps`` /
+``python -m host_stack.train.worker``) with the emulation's addresses; the PSs send each RESULT once
 to the job's result address (``--result-to``) and the switches replicate it.  Two modes:
 ``synthetic`` (PSs in sum mode, seeded random gradients: every round's sums are recomputed here
 with numpy and compared on every worker) and ``train`` (a real model on the digits data).
@@ -22,13 +22,13 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from control_plane.deploy.addressing import Addressing
+from control_plane.deploy.entries import Compiled
 from control_plane.plan import Plan
-from emulation.addressing import Addressing
-from emulation.entries import Compiled
 from emulation.network import Network
-from host_stack import wire
-from host_stack.pacing import FRAME_OVERHEAD
-from host_stack.worker import expected_digests
+from host_stack.ina import wire
+from host_stack.ina.pacing import FRAME_OVERHEAD
+from host_stack.train.worker import expected_digests
 
 MODES = ("synthetic", "train")
 
@@ -79,6 +79,13 @@ class JobResult:
     mismatches: list[str] = field(default_factory=list)
 
 
+def host_address_map(addr: Addressing, pss: list[str], workers: list[str]) -> dict[str, str]:
+    """The host stack's address map (node -> 'ip:port' at DESIGN's UDP ports)."""
+    out = {s: f"{addr.ip[s]}:{wire.GRAD_PORT}" for s in pss}
+    out.update({w: f"{addr.ip[w]}:{wire.RESULT_PORT}" for w in workers})
+    return out
+
+
 def host_plan(plan: Plan, compiled: Compiled, rate_factor: float) -> dict:
     """The plan file the hosts run on: the plan plus ranks and the paced rate."""
     doc = plan.to_dict()
@@ -117,7 +124,7 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
     topo = plan.topology
     plan_path, addr_path = workdir / "plan.json", workdir / "addresses.json"
     plan_path.write_text(json.dumps(host_plan(plan, compiled, cfg.rate_factor), indent=1))
-    addr_path.write_text(json.dumps(addr.address_map(topo.pss, topo.workers)))
+    addr_path.write_text(json.dumps(host_address_map(addr, topo.pss, topo.workers)))
     job = ["--plan", str(plan_path), "--addresses", str(addr_path), "--n", str(cfg.n),
            "--seed", str(cfg.seed), "--window", str(cfg.window),
            "--pool-size", str(compiled.pool_size)]
@@ -160,7 +167,7 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
 
     mode = "sum" if cfg.mode == "synthetic" else "train"
     for ps in topo.pss:
-        start(ps, [*py, "host_stack.ps", *job, "--ps", ps, "--mode", mode,
+        start(ps, [*py, "host_stack.ina.ps", *job, "--ps", ps, "--mode", mode,
                    "--result-to", f"{compiled.result_addr}:{wire.RESULT_PORT}",
                    "--stats", str(workdir / f"{ps}.stats.json"),
                    "--idle-exit", str(cfg.deadline_s)])
@@ -174,7 +181,7 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
     start_file = workdir / "start"  # the workers' start barrier: round 0 begins together
     start_file.unlink(missing_ok=True)
     for w in topo.workers:
-        start(w, [*py, "host_stack.worker", *job, "--worker", w, "--rounds", str(cfg.rounds),
+        start(w, [*py, "host_stack.train.worker", *job, "--worker", w, "--rounds", str(cfg.rounds),
                   "--batch", str(cfg.batch), "--start-file", str(start_file),
                   "--start-timeout", str(cfg.deadline_s)])
     waiting = set(topo.workers)

@@ -1,8 +1,8 @@
 import numpy as np
 
-from host_stack.aggregator import ChunkAggregator, Verdict
-from host_stack.ps_apply import OptimizerApply, SumApply
-from host_stack.quantize import Quantizer
+from host_stack.ina.aggregator import ChunkAggregator, Verdict
+from host_stack.ina.ps_apply import OptimizerApply, SumApply
+from host_stack.ina.quantize import Quantizer
 
 
 def make(workers=3, chunks=4, n=4):

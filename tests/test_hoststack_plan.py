@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from host_stack.addresses import AddressError, AddressMap, loopback
-from host_stack.jobplan import PlanError, load_plan, parse_plan, star_plan
+from host_stack.ina.addresses import AddressError, AddressMap, loopback
+from host_stack.ina.jobplan import PlanError, load_plan, parse_plan, star_plan
 
 
 def test_star_plan_parses_with_ranks_and_defaults():
@@ -78,8 +78,7 @@ def test_address_map_roundtrip_defaults_and_errors():
 
 
 def test_reads_plans_the_control_plane_writes(tmp_path):
-    """The loader accepts what control_plane.plan saves (skipped until that part is present)."""
-    pytest.importorskip("control_plane.plan")
+    """The loader accepts what control_plane.plan saves."""
     from control_plane.solve import solve
     from control_plane.topologies import build_topology
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from host_stack.addresses import AddressMap, loopback
-from host_stack.jobplan import star_plan
-from host_stack.worker import expected_digests
+from host_stack.ina.addresses import AddressMap, loopback
+from host_stack.ina.jobplan import star_plan
+from host_stack.train.worker import expected_digests
 
 ROOT = Path(__file__).resolve().parent.parent
 N, VALUES, ROUNDS, WORKERS = 32, 32 * 250, 8, 4  # 250 chunks x 8 rounds = 2,000 chunks
@@ -37,14 +37,15 @@ def run_sum_job(tmp_path, addresses: AddressMap, ps_prefix=(), worker_prefix=(),
     procs = []
     try:
         for ps in ("s1", "s2"):
-            p = subprocess.Popen([*ps_prefix, sys.executable, "-m", "host_stack.ps", *job,
+            p = subprocess.Popen([*ps_prefix, sys.executable, "-m", "host_stack.ina.ps", *job,
                                   "--ps", ps, "--mode", "sum", "--idle-exit", "120",
                                   "--stats", str(tmp_path / f"{ps}.json")],
                                  env=env, stdout=subprocess.PIPE, text=True)
             procs.append(p)
             assert select.select([p.stdout], [], [], 60)[0], "PS did not start in 60 s"
             assert json.loads(p.stdout.readline())["event"] == "ready"
-        workers = [subprocess.Popen([*worker_prefix, sys.executable, "-m", "host_stack.worker",
+        workers = [subprocess.Popen([*worker_prefix, sys.executable, "-m",
+                                     "host_stack.train.worker",
                                      *job, "--worker", f"w{i + 1}", "--rounds", str(ROUNDS)],
                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True)

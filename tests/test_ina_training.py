@@ -5,9 +5,9 @@ import json
 import pytest
 
 from control_plane.cli import build_parser, main
-from host_stack.jobplan import star_plan
-from host_stack.launcher import train
-from host_stack.reference import reference_training
+from host_stack.ina.jobplan import star_plan
+from host_stack.train.launcher import train
+from host_stack.train.reference import reference_training
 
 
 def train_args(*argv):
@@ -78,7 +78,7 @@ def test_cli_train_writes_json_and_csv(tmp_path, capsys):
 
 
 def test_launcher_stops_everything_and_reports_a_failing_worker(tmp_path):
-    from host_stack.launcher import LaunchError
+    from host_stack.train.launcher import LaunchError
 
     args = train_args("--plan", "star:2:1", "--model", "synthetic", "--values", "640",
                       "--rounds", "2", "--impair", "loss=0.99", "--hello-timeout", "1")

@@ -1,7 +1,7 @@
 """Exactly-once aggregation and failure handling of the INA transport, PS and worker side.
 
 Everything runs in this process (PS and workers as threads over real loopback UDP sockets);
-loss, duplication and reordering are injected at the sockets by host_stack.impair.
+loss, duplication and reordering are injected at the sockets by host_stack.ina.impair.
 """
 
 import socket
@@ -11,15 +11,15 @@ import time
 import numpy as np
 import pytest
 
-from host_stack import wire
-from host_stack.addresses import loopback
-from host_stack.aggregator import ChunkAggregator
-from host_stack.impair import Impairment, wrap
-from host_stack.jobplan import parse_plan, star_plan
-from host_stack.pacing import Pacer
-from host_stack.ps import PsServer
-from host_stack.ps_apply import SumApply
-from host_stack.transport import (
+from host_stack.ina import wire
+from host_stack.ina.addresses import loopback
+from host_stack.ina.aggregator import ChunkAggregator
+from host_stack.ina.impair import Impairment, wrap
+from host_stack.ina.jobplan import parse_plan, star_plan
+from host_stack.ina.pacing import Pacer
+from host_stack.ina.ps import PsServer
+from host_stack.ina.ps_apply import SumApply
+from host_stack.ina.transport import (
     PsLink,
     PsUnreachable,
     TransportConfig,

@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from control_plane import p4_build
-from control_plane.p4runtime_client import P4Info
-from host_stack import wire
+from control_plane.drivers.p4runtime import P4Info
+from host_stack.ina import wire
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from p4.v1 import p4runtime_pb2
 
 from control_plane import p4_build
-from control_plane.p4runtime_client import (
+from control_plane.drivers.p4runtime import (
     P4Info,
     P4RuntimeClient,
     P4RuntimeError,

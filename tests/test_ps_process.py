@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from host_stack.addresses import loopback
-from host_stack.jobplan import star_plan
-from host_stack.models import build_model, flat_params
+from host_stack.ina.addresses import loopback
+from host_stack.ina.jobplan import star_plan
+from host_stack.train.models import build_model, flat_params
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +35,7 @@ def python_m(module, *args, **kw):
 def test_ps_checkpoints_its_shard_on_sigusr1_and_writes_stats_on_sigterm(tmp_path):
     job = write_job(tmp_path)
     ckpt_dir, stats = tmp_path / "ckpt", tmp_path / "stats.json"
-    ps = python_m("host_stack.ps", *job, "--ps", "s2", "--model", "mlp",
+    ps = python_m("host_stack.ina.ps", *job, "--ps", "s2", "--model", "mlp",
                   "--checkpoint-dir", str(ckpt_dir), "--stats", str(stats))
     try:
         assert select.select([ps.stdout], [], [], 60)[0], "PS did not start in 60 s"
@@ -62,17 +62,17 @@ def test_ps_checkpoints_its_shard_on_sigusr1_and_writes_stats_on_sigterm(tmp_pat
 
 def test_entry_points_reject_bad_input_clearly(tmp_path):
     job = write_job(tmp_path)
-    ps = python_m("host_stack.ps", *job, "--ps", "s7")
+    ps = python_m("host_stack.ina.ps", *job, "--ps", "s7")
     _, err = ps.communicate(timeout=60)
     assert ps.returncode == 2 and "--ps s7" in err
-    worker = python_m("host_stack.worker", *job, "--worker", "w9", "--rounds", "1")
+    worker = python_m("host_stack.train.worker", *job, "--worker", "w9", "--rounds", "1")
     _, err = worker.communicate(timeout=60)
     assert worker.returncode == 2 and "worker 'w9'" in err
 
 
 def test_worker_without_ps_fails_with_a_clear_error(tmp_path):
     job = write_job(tmp_path, workers=1, shares=(1.0,))
-    worker = python_m("host_stack.worker", *job, "--worker", "w1", "--rounds", "1",
+    worker = python_m("host_stack.train.worker", *job, "--worker", "w1", "--rounds", "1",
                       "--model", "synthetic", "--values", "64", "--max-retries", "2",
                       "--timeout", "0.05", "--hello-timeout", "2")
     _, err = worker.communicate(timeout=120)

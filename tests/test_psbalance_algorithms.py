@@ -6,16 +6,16 @@ import random
 
 import pytest
 
-from host_stack.psbalance.loads import (
+from host_stack.experiments.psbalance.loads import (
     average,
     closed_form,
     elastic,
     load_distribution,
     node_times,
 )
-from host_stack.psbalance.partition import partition_from_throughputs
-from host_stack.psbalance.probe import ThroughputTable, probe_rate
-from host_stack.psbalance.slices import assign_slices, bytes_per_ps
+from host_stack.experiments.psbalance.partition import partition_from_throughputs
+from host_stack.experiments.psbalance.probe import ThroughputTable, probe_rate
+from host_stack.experiments.psbalance.slices import assign_slices, bytes_per_ps
 
 
 def _rates(n: int, seed: int, low: float = 5.0) -> dict[str, float]:

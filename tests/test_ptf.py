@@ -19,6 +19,8 @@ PTF_DIR = Path(__file__).resolve().parent / "ptf"
 sys.path.insert(0, str(PTF_DIR))
 import run_ptf  # noqa: E402
 
+from emulation.targets import TargetError, get_target  # noqa: E402
+
 pytestmark = [pytest.mark.root]
 
 
@@ -27,9 +29,9 @@ def _skip_reason(target: str) -> str | None:
         return "needs root for network namespaces and raw sockets"
     if shutil.which("ip") is None:
         return "iproute2 'ip' not installed"
-    if target == "bmv2" and run_ptf.find_bmv2() is None:
-        return ("bmv2 simple_switch_grpc not installed (see README 'P4 toolchain'; "
-                f"looked in $SIMPLE_SWITCH_GRPC, {run_ptf.BMV2_DEFAULT}, PATH)")
+    unavailable = get_target(target).unavailable()
+    if unavailable:
+        return unavailable
     if run_ptf.find_ptf() is None:
         return "the ptf tool is not installed (pip install ptf)"
     return None
@@ -51,9 +53,9 @@ def test_ptf_suite_passes(target, tmp_path):
 
 
 def test_target_command_line_is_shared_by_targets():
-    cmd = run_ptf.target_command("embedded", 2, 9559, [])
-    assert cmd[:3] == [sys.executable, "-m", "emulation.embedded"]
-    assert cmd[3:] == ["--no-p4", "--device-id", "0", "-i", "1@sw1", "-i", "2@sw2", "--",
-                       "--grpc-server-addr", "127.0.0.1:9559"]
-    with pytest.raises(run_ptf.HarnessError, match="unknown target 'tofu'"):
-        run_ptf.target_command("tofu", 2, 9559, [])
+    cmd = get_target("embedded").command(run_ptf.switch_spec(2, []))
+    assert cmd[:3] == [sys.executable, "-m", "emulation.targets.embedded"]
+    assert cmd[3:] == ["--no-p4", "--device-id", "0", "-i", "1@sw1", "-i", "2@sw2",
+                       "--log-level", "warn", "--", "--grpc-server-addr", "127.0.0.1:9559"]
+    with pytest.raises(TargetError, match="target 'tofu': expected one of embedded, bmv2"):
+        get_target("tofu")

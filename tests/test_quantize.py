@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from host_stack.quantize import INT32_MAX, Quantizer, error_stats, sum_overflows
+from host_stack.ina.quantize import INT32_MAX, Quantizer, error_stats, sum_overflows
 
 
 @pytest.mark.parametrize("workers,bound", [(1, 1.0), (4, 16.0), (64, 100.0), (3, 0.37)])

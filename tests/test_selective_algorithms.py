@@ -7,13 +7,13 @@ import random
 
 import pytest
 
-from host_stack.selective.controller import (
+from host_stack.experiments.selective.controller import (
     AllReduceController,
     PartialController,
     SelectiveController,
 )
-from host_stack.selective.grouping import bag, partial_groups, ring_time
-from host_stack.selective.waiting import EmpiricalCDF, bpawr, ready_probability
+from host_stack.experiments.selective.grouping import bag, partial_groups, ring_time
+from host_stack.experiments.selective.waiting import EmpiricalCDF, bpawr, ready_probability
 
 
 def test_ring_time_matches_eq2() -> None:

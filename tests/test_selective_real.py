@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from host_stack.selective.real import RealConfig, train_selective
+from host_stack.experiments.selective.real import RealConfig, train_selective
 
 
 def test_selective_training_with_four_processes_learns() -> None:

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from control_plane.cli import main
-from host_stack.selective.grouping import ring_time
-from host_stack.selective.simulator import (
+from host_stack.experiments.selective.grouping import ring_time
+from host_stack.experiments.selective.simulator import (
     FairShareNetwork,
     SimConfig,
     draw_bandwidths,

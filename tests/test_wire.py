@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from host_stack import wire
+from host_stack.ina import wire
 
 
 def test_header_is_24_bytes_in_network_order():

@@ -1,9 +1,9 @@
-"""The hot-path helpers of host_stack.wire agree with the checked pack/unpack."""
+"""The hot-path helpers of host_stack.ina.wire agree with the checked pack/unpack."""
 
 import numpy as np
 import pytest
 
-from host_stack import wire
+from host_stack.ina import wire
 
 
 def test_pack_fast_and_parse_header_match_pack_unpack():

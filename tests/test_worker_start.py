@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from host_stack.transport import TransportError
-from host_stack.worker import wait_for_start
+from host_stack.ina.transport import TransportError
+from host_stack.train.worker import wait_for_start
 
 
 def test_waits_until_the_start_file_appears(tmp_path):

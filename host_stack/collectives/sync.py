@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from host_stack.collectives.schemes import SchemeConfig, bind, prepare
-from host_stack.sync import AllReduceSync, GradientSync, MomentumSGD
+from host_stack.train.sync import AllReduceSync, GradientSync, MomentumSGD
 
 
 def make_sync(scheme: str | SchemeConfig, rank: int, world: int, lr: float,

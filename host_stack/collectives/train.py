@@ -18,9 +18,9 @@ import torch
 from host_stack.collectives.launch import run_processes
 from host_stack.collectives.schemes import SchemeConfig, prepare
 from host_stack.collectives.sync import make_sync
-from host_stack.data import digits, shard
-from host_stack.models import build_model, flat_params
-from host_stack.training import accuracy, train_worker
+from host_stack.train.data import digits, shard
+from host_stack.train.loop import accuracy, train_worker
+from host_stack.train.models import build_model, flat_params
 
 
 def _worker(rank: int, world: int, device: torch.device, cfg: SchemeConfig, model_name: str,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from control_plane.p4runtime_client import P4Info, build_table_entry, table_update
-from emulation.embedded.p4runtime_server import apply_updates, local_device
+from control_plane.drivers.p4runtime import P4Info, build_table_entry, table_update
+from emulation.targets.embedded.p4runtime_server import apply_updates, local_device
 
 BUILD = Path(__file__).resolve().parent / "p4" / "build"
 

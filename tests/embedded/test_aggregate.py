@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from emulation.embedded.bench import PS_IP, ipv4_udp, program_updates
-from host_stack import wire
+from emulation.targets.embedded.bench import PS_IP, ipv4_udp, program_updates
+from host_stack.ina import wire
 
 FAN_IN = 3
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from emulation.embedded import calculations as calc
+from emulation.targets.embedded import calculations as calc
 
 
 def test_crc16_is_crc16_arc() -> None:

@@ -8,36 +8,35 @@ import select
 import socket
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from control_plane.p4runtime_client import (
+from control_plane.drivers.p4runtime import (
     P4RuntimeClient,
     build_table_entry,
     multicast_group_update,
     table_update,
 )
-from emulation.embedded import bench
-from emulation.embedded.bench import (
-    BMV2,
+from emulation.targets import get_target
+from emulation.targets.embedded import bench
+from emulation.targets.embedded.bench import (
     PS_IP,
     free_port,
     ipv4_udp,
     program_updates,
     start_switch,
-    stop,
 )
-from emulation.embedded.p4runtime_server import apply_updates, local_device
-from emulation.embedded.veth import can_create_veths, veth_pairs
+from emulation.targets.embedded.p4runtime_server import apply_updates, local_device
+from host_stack.netns import can_create_veths, veth_pairs
 from tests.embedded.conftest import compiled
 from tests.embedded.test_aggregate import grad
 from tests.embedded.test_stateful import s_frame
 from tests.embedded.test_tables import t_frame
+from tests.embedded.test_veth import raw_socket
 
 NPORTS = 4
-REASON = can_create_veths() or (None if Path(BMV2).exists() else f"{BMV2} is not installed")
+REASON = can_create_veths() or get_target("bmv2").unavailable()
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(REASON is not None, reason=REASON or "")]
 
@@ -140,16 +139,14 @@ def bmv2_outputs(name: str, updates: list[Any], frames: list[tuple[int, bytes]],
     results = []
     with veth_pairs(f"id{tag}", NPORTS) as pairs:
         port = free_port()
-        proc = start_switch("bmv2", [b for _, b in pairs], port)
+        switch = start_switch("bmv2", [b for _, b in pairs], port)
         socks = {}
         try:
             client = P4RuntimeClient(f"127.0.0.1:{port}", timeout=30).connect()
             client.set_pipeline(p4info, config)
             client.write(updates)
             for i, (a, _) in enumerate(pairs):
-                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-                s.bind((a, 0))
-                socks[i + 1] = s
+                socks[i + 1] = raw_socket(a)
             time.sleep(0.3)
             collect(socks, 0.2)
             for in_port, frame in frames:
@@ -157,7 +154,7 @@ def bmv2_outputs(name: str, updates: list[Any], frames: list[tuple[int, bytes]],
                 results.append(collect(socks))
             client.close()
         finally:
-            stop(proc)
+            switch.stop()
             for s in socks.values():
                 s.close()
     return results

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from emulation.embedded import calculations as calc
-from emulation.embedded.bench import ipv4_udp
+from emulation.targets.embedded import calculations as calc
+from emulation.targets.embedded.bench import ipv4_udp
 
 
 def routed(device: Any) -> Any:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from emulation.embedded.json_loader import PipelineError
-from emulation.embedded.pipeline import Switch, load_program
+from emulation.targets.embedded.json_loader import PipelineError
+from emulation.targets.embedded.pipeline import Switch, load_program
 
 STD_FIELDS = [["ingress_port", 9, False], ["egress_spec", 9, False], ["egress_port", 9, False],
               ["instance_type", 32, False], ["packet_length", 32, False],

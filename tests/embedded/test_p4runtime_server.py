@@ -1,6 +1,6 @@
 """The P4Runtime service over a loopback gRPC port: arbitration, pipeline, Write/Read, errors.
 
-Driven by the project's client (control_plane/p4runtime_client.py); requests the client does not
+Driven by the project's client (control_plane/drivers/p4runtime/); requests the client does not
 make (GetForwardingPipelineConfig, Capabilities, VERIFY_AND_SAVE) go through the raw stubs, and
 malformed entries are built by the client, then edited."""
 
@@ -16,16 +16,16 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from control_plane.p4runtime_client import (
+from control_plane.drivers.p4runtime import (
     P4RuntimeClient,
     P4RuntimeError,
     build_default_entry,
     build_table_entry,
     table_update,
 )
-from emulation.embedded.bench import ipv4_udp
-from emulation.embedded.p4runtime_server import serve
-from emulation.embedded.pipeline import Switch
+from emulation.targets.embedded.bench import ipv4_udp
+from emulation.targets.embedded.p4runtime_server import serve
+from emulation.targets.embedded.pipeline import Switch
 from tests.embedded.conftest import compiled
 
 U = p4runtime_pb2.Update

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from emulation.embedded.bench import ipv4_udp
-from emulation.embedded.p4runtime_server import serve
-from emulation.embedded.pipeline import Switch
+from emulation.targets.embedded.bench import ipv4_udp
+from emulation.targets.embedded.p4runtime_server import serve
+from emulation.targets.embedded.pipeline import Switch
 from tests.embedded.conftest import BUILD
 from tests.embedded.test_p4runtime_server import free_port
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from emulation.embedded.__main__ import build_parsers, parse_interface
-from emulation.embedded.pre import ReplicationEngine
+from emulation.targets.embedded.__main__ import build_parsers, parse_interface
+from emulation.targets.embedded.pre import ReplicationEngine
 
 
 def test_replicas_grouped_by_instance_ports_ascending() -> None:
@@ -31,3 +31,10 @@ def test_bmv2_style_arguments() -> None:
 def test_bad_interface_spec_names_the_expected_form(bad: str) -> None:
     with pytest.raises(Exception, match="PORT@IFACE"):
         parse_interface(bad)
+
+
+def test_p4runtime_listens_on_loopback_unless_told_otherwise() -> None:
+    _, target = build_parsers()
+    assert target.parse_known_args([])[0].grpc_server_addr == "127.0.0.1:9559"
+    assert target.parse_known_args(["--grpc-server-addr", "0.0.0.0:9559"])[0] \
+        .grpc_server_addr == "0.0.0.0:9559"

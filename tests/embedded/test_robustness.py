@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from emulation.embedded.bench import aggregate_frames, forward_frames, program_updates
+from emulation.targets.embedded.bench import aggregate_frames, forward_frames, program_updates
 from tests.embedded.test_stateful import s_frame
 from tests.embedded.test_tables import t_frame
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from control_plane.p4runtime_client import multicast_group_update
-from emulation.embedded import calculations as calc
+from control_plane.drivers.p4runtime import multicast_group_update
+from emulation.targets.embedded import calculations as calc
 
 ETH = bytes.fromhex("0000000000aa0000000000bb") + b"\x88\xb6"
 S_FMT = struct.Struct(">BBIiIIHHi")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from emulation.embedded.tables import EntryError
+from emulation.targets.embedded.tables import EntryError
 
 ETH = bytes.fromhex("0000000000aa0000000000bb") + b"\x88\xb5"
 OUTS = ("exact", "lpm", "ternary", "range", "const", "hit", "switch", "optional")

@@ -8,17 +8,17 @@ import time
 
 import pytest
 
-from control_plane.p4runtime_client import P4RuntimeClient
-from emulation.embedded.bench import free_port, ipv4_udp, start_switch, stop
-from emulation.embedded.veth import can_create_veths, veth_pairs
+from control_plane.drivers.p4runtime import P4RuntimeClient
+from emulation.targets.embedded.bench import free_port, ipv4_udp, start_switch
+from host_stack.netns import can_create_veths, veth_pairs
 from tests.embedded.conftest import compiled
 
 REASON = can_create_veths()
 
 
 def raw_socket(iface: str) -> socket.socket:
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-    s.bind((iface, 0))
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # nothing until bound (see ports.py)
+    s.bind((iface, 0x0003))  # ETH_P_ALL; Python converts it to network order
     return s
 
 
@@ -40,7 +40,7 @@ def test_switch_process_forwards_real_frames() -> None:
     config, p4info = compiled("forward")
     with veth_pairs(f"ie{free_port() % 1000}", 2) as pairs:
         port = free_port()
-        proc = start_switch("embedded", [pairs[0][1], pairs[1][1]], port)
+        switch = start_switch("embedded", [pairs[0][1], pairs[1][1]], port)
         tx, rx = raw_socket(pairs[0][0]), raw_socket(pairs[1][0])
         try:
             client = P4RuntimeClient(f"127.0.0.1:{port}", timeout=30).connect()
@@ -56,9 +56,9 @@ def test_switch_process_forwards_real_frames() -> None:
             assert len(got) == len(sent)
             for frame, out in zip(sent, got, strict=True):
                 assert out[:6] == b"\x00" * 5 + b"\x0b" and out[34:] == frame[34:]
-            assert proc.poll() is None
+            assert switch.health() is None
             client.close()
         finally:
-            stop(proc)
+            switch.stop()
             tx.close()
             rx.close()

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from control_plane.deploy.pipeline import Pipeline
 from control_plane.topologies import build_topology, fig1
 from emulation.emulate import Emulation, plan_for
-from emulation.install import BMV2_JSON, P4INFO
-from emulation.network import BMV2, leftovers, mininet_available
+from emulation.network import leftovers, mininet_available
+from emulation.targets import get_target
 from emulation.traffic import TrafficConfig
 
 pytestmark = pytest.mark.root
@@ -27,8 +28,7 @@ def _needs_mininet_and_program():
     reason = mininet_available()
     if reason:
         pytest.skip(reason)
-    if not (BMV2_JSON.is_file() and P4INFO.is_file()):
-        pytest.skip(f"{BMV2_JSON} / {P4INFO} not built (needs p4c: `make p4`)")
+    Pipeline().check()  # committed: a missing build is a failure, not a skip
 
 
 def run_schemes(tmp_path: Path, topo, schemes, target="embedded", loss=0.0, rounds=3,
@@ -36,7 +36,7 @@ def run_schemes(tmp_path: Path, topo, schemes, target="embedded", loss=0.0, roun
     """Rounds of ~1500 chunks: long enough that the last RESULT's round trip is < 10% of it."""
     rows = []
     with Emulation(topo, tmp_path, target, SCALE, loss, quiet=True) as emu:
-        pids = [sw.proc.pid for sw in emu.net.net.switches]
+        pids = [sw.switch.proc.pid for sw in emu.net.net.switches]
         cfg = TrafficConfig(rounds=rounds, values=values, unit_bps=emu.unit_bps,
                             deadline_s=300)
         for scheme in schemes:
@@ -77,8 +77,9 @@ def test_fattree4_emulation_is_exact(tmp_path):
 
 
 def test_fig1_on_bmv2(tmp_path):
-    if not BMV2.is_file():
-        pytest.skip(f"{BMV2} not installed")
+    reason = get_target("bmv2").unavailable()
+    if reason:
+        pytest.skip(reason)
     (row,) = run_schemes(tmp_path, fig1(), ["inart"], target="bmv2", rounds=2)
     assert row["exact"] is True
     assert 0.85 <= row["rate_ratio"] <= 1.15, row

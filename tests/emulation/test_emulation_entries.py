@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
+from control_plane.deploy.addressing import Addressing, AddressingError, assign
+from control_plane.deploy.entries import Compiled, EntriesError, compile_plan, pool_size
 from control_plane.plan import Flow, Plan
 from control_plane.solve import solve
 from control_plane.topologies import build_topology, fig1
 from control_plane.topology import Link, Node, Topology
-from emulation.addressing import Addressing, AddressingError, assign
-from emulation.entries import Compiled, EntriesError, compile_plan, pool_size
 
 
 def _tables(c: Compiled, sw: str) -> dict:

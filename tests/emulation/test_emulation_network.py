@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from control_plane.deploy.addressing import assign
+from control_plane.deploy.install import connect
 from control_plane.topologies import fig1
-from emulation.addressing import assign
-from emulation.install import connect
 from emulation.network import Network, leftovers, mininet_available, queue_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_network_comes_up_shaped_and_goes_away(tmp_path):
     queue = queue_for(len(topo.workers), len(topo.pss), 32)
     assert queue == 6 * 2 * 32  # every (worker, PS) stream's window fits
     with Network(topo, addr, tmp_path, scale=0.5, loss=1.0, queue_packets=queue) as net:
-        pids = [sw.proc.pid for sw in net.net.switches]
+        pids = [sw.switch.proc.pid for sw in net.net.switches]
         client = connect(addr, "v1")  # the switch's P4Runtime server answers
         client.close()
         sleeper = net.popen("w1", ["sleep", "600"])
@@ -71,7 +71,7 @@ def test_exception_inside_the_run_still_tears_down(tmp_path):
     pids: list[int] = []
     with pytest.raises(RuntimeError, match="boom"), \
             Network(topo, assign(topo), tmp_path) as net:
-        pids += [sw.proc.pid for sw in net.net.switches]
+        pids += [sw.switch.proc.pid for sw in net.net.switches]
         pids.append(net.popen("s1", ["sleep", "600"]).pid)
         raise RuntimeError("boom")
     assert leftovers(topo.switches, pids) == []
@@ -81,12 +81,12 @@ HOLDER = """
 import json, sys, time
 from pathlib import Path
 from control_plane.topologies import fig1
-from emulation.addressing import assign
+from control_plane.deploy.addressing import assign
 from emulation.network import Network
 topo = fig1()
 try:
     with Network(topo, assign(topo), Path(sys.argv[1]), loss=1.0) as net:
-        pids = [sw.proc.pid for sw in net.net.switches]
+        pids = [sw.switch.proc.pid for sw in net.net.switches]
         pids.append(net.popen("w2", ["sleep", "600"]).pid)
         print(json.dumps(pids), flush=True)
         time.sleep(600)
@@ -115,9 +115,10 @@ def test_signal_tears_down(tmp_path, sig):
 
 
 def test_a_refused_pipeline_names_the_switch_and_stops_cleanly(tmp_path):
+    from control_plane.deploy.install import InstallError
+    from control_plane.deploy.pipeline import Pipeline
     from control_plane.solve import solve
     from emulation.emulate import STATE_FILE, Emulation
-    from emulation.install import InstallError, Program
 
     p4info, config = tmp_path / "empty.p4info.txt", tmp_path / "garbage.json"
     p4info.write_text("")  # a valid, empty P4Info
@@ -125,9 +126,9 @@ def test_a_refused_pipeline_names_the_switch_and_stops_cleanly(tmp_path):
     topo = fig1()
     pids: list[int] = []
     with pytest.raises(InstallError, match=r"switch 'v1': pipeline push failed"), \
-            Emulation(topo, tmp_path / "out", program=Program(p4info, config),
+            Emulation(topo, tmp_path / "out", program=Pipeline(p4info, config),
                       quiet=True) as emu:
-        pids += [sw.proc.pid for sw in emu.net.net.switches]
+        pids += [sw.switch.proc.pid for sw in emu.net.net.switches]
         assert STATE_FILE.exists()
         emu.install(solve(topo, "lbmm", 0))
     assert leftovers(topo.switches, pids) == []

@@ -14,10 +14,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from control_plane.deploy.addressing import assign
+from control_plane.deploy.entries import compile_plan
 from control_plane.solve import solve
 from control_plane.topology import Link, Node, Topology
-from emulation.addressing import assign
-from emulation.entries import compile_plan
 from emulation.measure import summarize
 from emulation.traffic import TrafficConfig, run_job
 

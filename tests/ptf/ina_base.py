@@ -22,8 +22,8 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from control_plane import p4_build
-from control_plane.p4runtime_client import P4RuntimeClient
-from host_stack import wire
+from control_plane.drivers.p4runtime import P4RuntimeClient
+from host_stack.ina import wire
 
 SWITCH_MAC = "02:00:00:00:00:01"
 AGG_ADDR = "10.0.100.1"

@@ -8,7 +8,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from host_stack import wire
+from host_stack.ina import wire
 
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)

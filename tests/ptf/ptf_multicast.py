@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ina_base import PS1, PS2, SWITCH_MAC, WORKERS, InaTest
 
-from host_stack import wire
+from host_stack.ina import wire
 
 JOB = 7
 

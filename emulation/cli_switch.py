@@ -1,0 +1,61 @@
+"""`inart switch`: one standalone P4 switch (embedded target or bmv2) in the foreground.
+
+    inart switch --target embedded -i 1@veth1 -i 2@veth2 --grpc 127.0.0.1:9559
+
+It starts without a program, like ``simple_switch_grpc --no-p4``: push the pipeline and the
+entries with `inart install` (or any P4Runtime client).  Runs until Ctrl-C or SIGTERM, checks
+the switch's health every second and exits with an error if the switch dies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from pathlib import Path
+
+from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
+from emulation.targets.embedded.__main__ import parse_interface
+
+
+def run(args: argparse.Namespace) -> int:
+    ports = dict(args.interface)
+    if len(ports) != len(args.interface):
+        raise SystemExit("inart switch: error: a port number is given twice with -i")
+    spec = SwitchSpec(args.device_id, ports, args.grpc, log_level=args.log_level,
+                      log_file=Path(args.log_file) if args.log_file else None)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    try:
+        target = get_target(args.target)
+        with SwitchProcess(target, spec) as switch:
+            print(f"inart switch: {target.describe()} ready: device {args.device_id}, "
+                  f"P4Runtime on {args.grpc}, ports "
+                  f"{', '.join(f'{p}@{i}' for p, i in sorted(ports.items())) or 'none'}",
+                  flush=True)
+            while not done.wait(1.0):
+                problem = switch.health()
+                if problem:
+                    print(f"inart switch: error: the switch {problem}", flush=True)
+                    return 1
+    except TargetError as exc:
+        print(f"inart switch: error: {exc}", flush=True)
+        return 2
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("switch", help="run one P4 switch (embedded target or bmv2) alone",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--target", default="embedded", choices=sorted(TARGETS))
+    p.add_argument("-i", "--interface", action="append", type=parse_interface, default=[],
+                   metavar="PORT@IFACE", help="attach port PORT to interface IFACE (repeatable)")
+    p.add_argument("--grpc", default="127.0.0.1:9559",
+                   help="P4Runtime address (default loopback only; give 0.0.0.0:9559 to "
+                        "accept remote controllers)")
+    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("--log-level", default="warn",
+                   choices=["trace", "debug", "info", "warn", "error", "off"])
+    p.add_argument("--log-file", help="bmv2: its log file (the embedded target logs to stderr)")
+    p.set_defaults(func=run)

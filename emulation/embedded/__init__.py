@@ -1,8 +1,0 @@
-"""The embedded P4 target: executes p4c's bmv2 JSON (v1model) in Python and serves P4Runtime.
-
-Entry point: ``python -m emulation.embedded`` (same arguments as simple_switch_grpc).
-Modules: json_loader (layout), expressions/actions/parser/codec/calculations (code generation),
-tables, pre, pipeline (v1model packet flow), p4info_map + p4runtime_server (P4Runtime),
-ports (raw sockets), bench (``inart bench target``), veth (test/bench helper).  Clients use
-control_plane.p4runtime_client.
-"""

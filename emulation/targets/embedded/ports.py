@@ -1,0 +1,102 @@
+"""Frame I/O on Linux interfaces through raw AF_PACKET sockets.
+
+One thread polls every port's socket, runs each received frame through the switch under the
+switch lock (the P4Runtime server takes the same lock) and sends the results.  Our own
+transmissions are not received back (PACKET_IGNORE_OUTGOING, and the pkttype is checked).
+"""
+
+from __future__ import annotations
+
+import logging
+import selectors
+import socket
+import threading
+from collections.abc import Callable
+
+log = logging.getLogger("inart.embedded.ports")
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263  # not exported by the socket module
+PACKET_IGNORE_OUTGOING = 23
+PACKET_OUTGOING = 4
+MAX_FRAME = 65535
+BURST = 64  # frames drained per socket per wake-up
+RCVBUF = 4 << 20  # absorb bursts while Python works through a backlog
+
+
+def open_port(iface: str) -> socket.socket:
+    """A non-blocking raw socket bound to ``iface`` that sees every frame on it.
+
+    Opened with protocol 0 (receives nothing) and given ETH_P_ALL only in ``bind``: a socket
+    opened with ETH_P_ALL captures every interface's frames until it is bound, and the switch
+    would take a frame of another interface (loopback, another switch's port) as its own.
+    """
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    try:
+        s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    except OSError:  # kernels before 4.20: filtered by pkttype below
+        pass
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+    s.bind((iface, ETH_P_ALL))  # sockaddr_ll: Python converts to network order
+    s.setblocking(False)
+    return s
+
+
+class PortLoop:
+    """Receive/process/transmit loop over a set of ``port number -> interface`` bindings."""
+
+    def __init__(self, ports: dict[int, str],
+                 process: Callable[[int, bytes], list[tuple[int, bytes]]],
+                 lock: threading.Lock, stats: dict[str, int]) -> None:
+        self.ports = ports
+        self.process = process
+        self.lock = lock
+        self.stats = stats
+        self.socks = {num: open_port(iface) for num, iface in ports.items()}
+        self.sel = selectors.DefaultSelector()
+        for num, s in self.socks.items():
+            self.sel.register(s, selectors.EVENT_READ, num)
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True, name="embedded-ports")
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self.stop_event.set()
+        if self.thread.ident is not None:  # started
+            self.thread.join(timeout)
+        for s in self.socks.values():
+            s.close()
+        self.sel.close()
+
+    def transmit(self, port: int, frame: bytes) -> None:
+        s = self.socks.get(port)
+        if s is None:
+            self.stats["drop_no_such_port"] += 1
+            return
+        try:
+            s.send(frame)
+        except OSError as exc:
+            self.stats["drop_tx_error"] += 1
+            log.debug("send on port %d failed: %s", port, exc)
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            for key, _ in self.sel.select(timeout=0.2):
+                port, s = key.data, key.fileobj
+                for _ in range(BURST):
+                    try:
+                        frame, addr = s.recvfrom(MAX_FRAME)
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    except OSError as exc:
+                        self.stats["rx_error"] += 1
+                        log.warning("receive on port %d failed: %s", port, exc)
+                        break
+                    if addr[2] == PACKET_OUTGOING:
+                        continue
+                    with self.lock:
+                        outputs = self.process(port, frame)
+                    for out_port, out_frame in outputs:
+                        self.transmit(out_port, out_frame)

@@ -1,0 +1,28 @@
+"""Stopping a process tree reliably: used for switches and for the hosts' processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+
+def stop_process(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
+    """SIGTERM the process and its group, SIGKILL them after ``grace`` seconds.
+
+    The process itself is always signalled too: one started a moment ago may not have become
+    its group's leader yet (mnexec calls setsid after the fork), so killpg alone could miss it.
+    """
+    if proc is None or proc.poll() is not None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for send, target in ((os.killpg, proc.pid), (os.kill, proc.pid)):
+            try:
+                send(target, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            proc.wait(timeout=grace if sig == signal.SIGTERM else 10)
+            return
+        except subprocess.TimeoutExpired:
+            continue

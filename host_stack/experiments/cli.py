@@ -1,0 +1,44 @@
+"""`inart experiment NAME [ARGS]`: reproduce a seed paper's evaluation.
+
+EXPERIMENTS maps a name to (module exposing ``configure(parser)`` that adds the experiment's
+options and sets ``func``, one-line help).  Only the chosen module is imported, so a broken
+or slow-to-import experiment cannot break the others.  Every experiment takes --out DIR,
+--seeds N and --quick (a tiny grid used by the tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+EXPERIMENTS: dict[str, tuple[str, str]] = {
+    "selective": ("host_stack.experiments.selective.experiment",
+                  "selective vs partial reduce vs all-reduce across n (seed 002, Figs. 5-6)"),
+    "ps-balance": ("host_stack.experiments.psbalance.experiment",
+                   "network-aware PS load balancing vs Average/Elastic on tc links (seed 001)"),
+    "inart-emulation": ("emulation.experiment",
+                        "InArt/ATP/LBMM on Mininet + P4 switches: rate, comm time, throughput, "
+                        "PS ingress per model or worker count (seed 004, Figs. 8-13)"),
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `experiment` subcommand."""
+    lines = "\n".join(f"  {name:12s} {text}" for name, (_, text) in EXPERIMENTS.items())
+    parser = subparsers.add_parser(
+        "experiment", help="reproduce a seed paper's experiment",
+        description="Experiments print tables and write CSV/JSON/PNG under --out.\n" + lines,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("experiment", choices=sorted(EXPERIMENTS), metavar="EXPERIMENT")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="options of that experiment")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Parse the experiment's own options and run it."""
+    module, help_text = EXPERIMENTS[args.experiment]
+    parser = argparse.ArgumentParser(prog=f"inart experiment {args.experiment}",
+                                     description=help_text)
+    importlib.import_module(module).configure(parser)
+    exp_args = parser.parse_args(args.args)
+    return int(exp_args.func(exp_args) or 0)

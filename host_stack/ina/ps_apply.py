@@ -1,0 +1,57 @@
+"""What a PS does with a completed chunk sum, and what its RESULT payload means.
+
+RESULT payload meaning (DESIGN.md section 3 leaves it to the host stack):
+- ``OptimizerApply`` (training): the N updated float32 parameters of the chunk, IEEE-754 bits
+  in network byte order, carried as the N 32-bit words.  Workers load them directly, so no
+  worker runs an optimizer and all workers hold bit-identical parameters.
+- ``SumApply`` (transport tests and benchmarks): the N int32 sums, wrapped to 32 bits.
+The last chunk of a shard is padded with zeros; the padding's parameters stay 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from host_stack.ina.quantize import Quantizer
+from host_stack.train.sync import MomentumSGD
+
+
+class OptimizerApply:
+    """Average the dequantized sum over the workers and step MomentumSGD on that chunk."""
+
+    def __init__(self, params: np.ndarray, n: int, quantizer: Quantizer, lr: float,
+                 momentum: float) -> None:
+        if params.ndim != 1 or params.size % n:
+            raise ValueError(f"PS shard of {params.size} values is not whole {n}-value chunks")
+        self.params = torch.from_numpy(np.ascontiguousarray(params, dtype=np.float32))
+        self.n = n
+        self.divisor = quantizer.scale * quantizer.workers
+        self.opt = MomentumSGD(lr, momentum)
+
+    def __call__(self, chunk: int, sums: np.ndarray) -> bytes:
+        grad = torch.from_numpy((sums / self.divisor).astype(np.float32))
+        start = chunk * self.n
+        self.opt.apply_range(self.params, grad, start)
+        return self.params[start:start + self.n].numpy().astype(">f4").tobytes()
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Arrays a checkpoint stores."""
+        velocity = self.opt.velocity
+        return {"params": self.params.numpy().copy(),
+                "velocity": (np.zeros_like(self.params.numpy()) if velocity is None
+                             else velocity.numpy().copy())}
+
+    def restore(self, params: np.ndarray, velocity: np.ndarray) -> None:
+        self.params.copy_(torch.from_numpy(params.astype(np.float32)))
+        self.opt.velocity = torch.from_numpy(velocity.astype(np.float32).copy())
+
+
+class SumApply:
+    """Return the exact integer sum (for exactly-once tests and the transport benchmark)."""
+
+    def __call__(self, chunk: int, sums: np.ndarray) -> bytes:
+        return sums.astype(np.int64).astype(">i4").tobytes()
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {}

@@ -1,0 +1,154 @@
+"""`inart train`: run a training job over a plan on this machine and report it.
+
+    inart train --plan plan.json --model cnn --rounds 200 [--sync ina] [--reference]
+
+Reports per-round time, communication time, sending rate and loss (table, --json, --csv),
+final accuracy of every worker, the quantization error, transport counters and, with
+--reference, the accuracy of single-process training with the same seed and effective batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+
+from host_stack.train.jobargs import add_job_args
+from host_stack.train.launcher import LaunchError, TrainResult, train
+from host_stack.train.sync_registry import SYNCS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("train", help="train a model over a plan (loopback processes)",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_job_args(p)
+    p.set_defaults(func=run)
+    g = p.add_argument_group("run")
+    g.add_argument("--sync", default="ina", choices=sorted([*SYNCS, "selective"]),
+                   help="ina (PSs + switches), ring/tree/rsgcm/torch (collectives), selective")
+    g.add_argument("--group-p", type=int, default=0,
+                   help="selective: smallest group size p (default 0.3 x workers, >= 2)")
+    g.add_argument("--rounds", type=int, default=100, help="training rounds")
+    g.add_argument("--batch", type=int, default=32, help="minibatch per worker")
+    g.add_argument("--deadline", type=float, default=1800.0, help="give up after (s)")
+    g.add_argument("--checkpoint-dir", default=None, help="PS shards on SIGUSR1")
+    g.add_argument("--reference", action="store_true",
+                   help="also train single-process with the same seed and effective batch")
+    g.add_argument("--json", default=None, help="write the full report as JSON here")
+    g.add_argument("--csv", default=None, help="write the per-round table as CSV here")
+    g.add_argument("--plot", default=None, help="PNG of loss, round time and rate per round")
+    g.add_argument("--every", type=int, default=0,
+                   help="table rows every K rounds (default: about 10 rows)")
+    g.add_argument("--keep-logs", action="store_true", help="keep the processes' logs")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def report(result: TrainResult, every: int) -> dict:
+    """Print the table and summary; return the JSON report."""
+    rounds = result.rounds
+    step = every or max(1, len(rounds) // 10)
+    print(f"{'round':>6} {'round_s':>9} {'comm_s':>9} {'Mbit/s':>9} {'retx':>6} {'loss':>8}")
+    for row in rounds[::step] + ([rounds[-1]] if (len(rounds) - 1) % step else []):
+        print(f"{row['round']:>6} {row['round_s']:>9.4f} {row['comm_s']:>9.4f} "
+              f"{row['rate_mbps']:>9.2f} {row['retx']:>6} {row['loss']:>8.4f}")
+    n = max(1, len(rounds))
+    accs = [w["accuracy"] for w in result.workers]
+    digests = {w["params_sha256"] for w in result.workers}
+    summary = {
+        "workers": result.plan.workers, "ps": len(result.plan.ps_ids), "rounds": len(rounds),
+        "wall_s": result.wall_s,
+        "mean_round_s": sum(r["round_s"] for r in rounds) / n,
+        "mean_comm_s": sum(r["comm_s"] for r in rounds) / n,
+        "mean_rate_mbps": sum(r["rate_mbps"] for r in rounds) / n,
+        "total_retx": sum(r["retx"] for r in rounds),
+        "max_quant_rel_error": max((r["quant_rel_error"] for r in rounds), default=0.0),
+        "accuracy": accs[0], "workers_agree": len(digests) == 1,
+    }
+    print(f"mean round {summary['mean_round_s'] * 1e3:.1f} ms, comm "
+          f"{summary['mean_comm_s'] * 1e3:.1f} ms, sending rate "
+          f"{summary['mean_rate_mbps']:.2f} Mbit/s per worker, retx {summary['total_retx']}, "
+          f"quantization rel. error <= {summary['max_quant_rel_error']:.2e}")
+    if accs[0] is not None:
+        print(f"test accuracy {accs[0] * 100:.2f}%  (all workers hold identical parameters: "
+              f"{summary['workers_agree']})")
+    return {"summary": summary, "rounds": rounds, "workers": result.workers,
+            "ps": result.ps_stats}
+
+
+def plot(result: TrainResult, path: str) -> None:
+    """Loss, round/communication time and sending rate per round, one panel each."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = [row["round"] for row in result.rounds]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    axes[0].plot(r, [row["loss"] for row in result.rounds])
+    axes[0].set(xlabel="round", ylabel="mean training loss")
+    axes[1].plot(r, [row["round_s"] * 1e3 for row in result.rounds], label="round")
+    axes[1].plot(r, [row["comm_s"] * 1e3 for row in result.rounds], label="communication")
+    axes[1].set(xlabel="round", ylabel="ms")
+    axes[1].legend()
+    axes[2].plot(r, [row["rate_mbps"] for row in result.rounds])
+    axes[2].set(xlabel="round", ylabel="sending rate per worker (Mbit/s)")
+    fig.suptitle(f"{result.plan.scheme or 'plan'}: {result.plan.workers} workers, "
+                 f"{len(result.plan.ps_ids)} PSs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run_selective(args: argparse.Namespace) -> int:
+    """Selective reduce forms groups at run time through its own controller process, so it
+    has its own launcher (host_stack/selective/real.py) rather than the per-worker one."""
+    from host_stack.experiments.selective.real import train_selective
+    from host_stack.ina.jobplan import load_plan
+
+    world = len(load_plan(args.plan).worker_ids)
+    p = args.group_p or max(2, round(0.3 * world))
+    out = train_selective(args.model, world=world, rounds=args.rounds, p=p, seed=args.seed)
+    keys = ("wall_s", "initial_accuracy", "average_model_accuracy", "syncs", "avg_sync_scale",
+            "min_sync_scale", "avg_sync_s", "avg_wait_s")
+    print(f"selective reduce, {world} workers, p={p}: " + ", ".join(
+        f"{k}={out[k]:.4g}" for k in keys if isinstance(out.get(k), int | float)))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1, default=str)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.rounds < 1:
+        print("inart train: error: --rounds: expected >= 1", file=sys.stderr)
+        return 2
+    if args.sync == "selective":
+        return run_selective(args)
+    try:
+        result = train(args)
+    except (LaunchError, ValueError) as exc:
+        print(f"inart train: error: {exc}", file=sys.stderr)
+        return 1
+    out = report(result, args.every)
+    if args.reference and args.model != "synthetic":
+        from host_stack.train.reference import reference_training
+
+        acc, _ = reference_training(args.model, result.plan.workers, args.rounds, args.batch,
+                                    args.lr, args.momentum, args.seed)
+        out["summary"]["reference_accuracy"] = acc
+        print(f"single-process reference (same seed, batch {args.batch} x "
+              f"{result.plan.workers}): {acc * 100:.2f}%  -> difference "
+              f"{(out['summary']['accuracy'] - acc) * 100:+.2f} points")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1)
+    if args.plot:
+        plot(result, args.plot)
+    if args.csv:
+        with open(args.csv, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(result.rounds[0]))
+            writer.writeheader()
+            writer.writerows(result.rounds)
+    return 0 if out["summary"]["workers_agree"] else 1

@@ -1,0 +1,39 @@
+"""`--sync NAME` -> the module that implements that synchronisation scheme.
+
+Modules are imported only when chosen (like the CLI's COMMANDS), so a scheme with heavy or
+missing dependencies never breaks the others.  A scheme module exposes:
+- ``USES_PS: bool`` - whether the launcher must start the plan's PS processes;
+- ``build(ctx: WorkerContext) -> GradientSync`` - the worker side for one worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+SYNCS: dict[str, str] = {
+    "ina": "host_stack.ina.sync",
+    "ring": "host_stack.collectives.scheme",
+    "tree": "host_stack.collectives.scheme",
+    "rsgcm": "host_stack.collectives.scheme",
+    "torch": "host_stack.collectives.scheme",
+}
+
+
+@dataclass
+class WorkerContext:
+    """What a scheme gets to set itself up for one worker."""
+
+    job: object  # host_stack.train.jobargs.Job
+    args: argparse.Namespace
+    worker: str
+    rank: int
+
+
+def load_sync(name: str) -> ModuleType:
+    """Import the scheme registered as ``name`` (clear error for unknown names)."""
+    if name not in SYNCS:
+        raise ValueError(f"--sync {name!r}: expected one of {', '.join(sorted(SYNCS))}")
+    return importlib.import_module(SYNCS[name])
