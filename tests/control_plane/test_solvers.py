@@ -23,6 +23,7 @@ def test_fig1_known_rates(fig1_plans):
     assert fig1_plans["atp"].rate == pytest.approx(2.0)
     assert fig1_plans["r-inart"].rate <= 2.4 + 1e-9
     assert fig1_plans["inart"].rate == pytest.approx(2.5)
+    assert fig1_plans["joint"].rate == pytest.approx(2.5)
     assert fig1_plans["milp"].rate == pytest.approx(2.5)
 
 
@@ -106,6 +107,41 @@ def test_fattree4_schemes_valid_and_ordered():
     assert plans["inart"].rate > plans["lbmm"].rate
     assert plans["inart"].rate <= plans["inart"].upper_bound + 1e-6
     assert solve(t, "inart", seed=1).to_dict()["flows"] == plans["inart"].to_dict()["flows"]
+
+
+JOINT_CASES = {
+    "fig1": fig1,
+    "fattree:4": lambda: fattree(4),
+    **{f"leafspine:4,3,3 het {n}": (lambda n=n: leafspine(4, 3, 3, ps=2, preset="heterogeneous",
+                                                           seed=n)) for n in (1, 2, 4)},
+    "leafspine:3,2,3 het 4": lambda: leafspine(3, 2, 3, ps=2, preset="heterogeneous", seed=4),
+}
+
+
+@pytest.fixture(scope="module")
+def joint_vs_inart():
+    out = {}
+    for name, build in JOINT_CASES.items():
+        t = build()
+        paths = PathSets(t)
+        out[name] = solve(t, "inart", seed=1, paths=paths), solve(t, "joint", seed=1, paths=paths)
+    return out
+
+
+@pytest.mark.parametrize("name", list(JOINT_CASES))
+def test_joint_never_below_inart(joint_vs_inart, name):
+    inart, joint = joint_vs_inart[name]
+    assert joint.rate >= inart.rate * (1 - 1e-9)
+    assert joint.rate <= joint.upper_bound + 1e-6
+    assert Plan.from_dict(joint.to_dict()).rate == pytest.approx(joint.rate)
+    if joint.meta["joint"]["kept"] == "inart":
+        assert joint.to_dict()["flows"] == inart.to_dict()["flows"]
+
+
+def test_joint_beats_inart_on_fattree4_and_heterogeneous_leafspines(joint_vs_inart):
+    wins = {name: joint.rate / inart.rate for name, (inart, joint) in joint_vs_inart.items()}
+    assert wins["fattree:4"] > 1.01, wins
+    assert sum(r > 1.01 for r in wins.values()) >= 4, wins
 
 
 def small_instance(seed: int):
