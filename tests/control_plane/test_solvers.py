@@ -186,3 +186,14 @@ def test_impossible_requests_are_clear():
         solve(fattree(6), "milp")
     with pytest.raises(ValueError, match="rounding"):
         solve(fig1(), "inart", rounding="magic")
+
+
+def test_bench_joint_table_covers_fig1_and_leafspines():
+    from control_plane.bench_solver import joint_summary, joint_table
+
+    rows = joint_table([], ["3,2,3"], seeds=1, seed=1)
+    assert [r["topology"] for r in rows] == ["fig1", "leafspine:3,2,3 seed 1"]
+    assert rows[0]["joint/inart"] == 1.0 and rows[0]["joint_kept"] == "inart"
+    summary = joint_summary(rows)
+    assert summary["instances"] == summary["joint>=inart"] == 2
+    assert summary["joint>inart"] == 1
