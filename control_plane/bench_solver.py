@@ -3,8 +3,10 @@
 Prints per size: each scheme's rate and solve time, inart with Alg. 2's rounding only
 ("inart_paper"), inart/atp and inart/upper_bound, and two LP-InArt formulations timed in the
 same run: the naive path LP (every switch a candidate, dual simplex) and our compact one,
-with their bounds.  With --milp N it also solves N small random instances exactly and splits
-the gap to the LP bound into relaxation (MILP/LP) and rounding (inart/MILP).
+with their bounds.  A "joint vs inart" table sets our `joint` against `inart` (joint/inart,
+and whether joint kept inart's plan) on fig1, every fat-tree above and seeded heterogeneous
+leaf-spines.  With --milp N it also solves N small random instances exactly and splits the
+gap to the LP bound into relaxation (MILP/LP) and rounding (inart/MILP).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from tqdm import tqdm
 
 from control_plane.lp_inart import InArtLP
 from control_plane.paths import PathSets
+from control_plane.plan import Plan
 from control_plane.report import format_table
 from control_plane.solve import solve
-from control_plane.topologies import fattree, leafspine
+from control_plane.topologies import fattree, fig1, leafspine
+from control_plane.topology import Topology
 
 SCHEMES = ("lbmm", "atp", "r-inart", "inart", "joint")
 
@@ -33,6 +37,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ps", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--milp", type=int, default=20, help="small instances vs exact MILP")
+    parser.add_argument("--leafspines", nargs="+", default=["4,2,4", "3,2,3", "4,3,3"],
+                        metavar="L,S,H", help="heterogeneous leaf-spines for joint vs inart")
+    parser.add_argument("--leafspine-seeds", type=int, default=4,
+                        help="seeds 1..N of each heterogeneous leaf-spine")
     parser.add_argument("--naive-max-k", type=int, default=6,
                         help="time the naive path LP only up to this fat-tree k (it takes "
                              "minutes beyond k=6)")
@@ -50,6 +58,7 @@ def bench_size(k: int, preset: str, ps: int, seed: int, naive: bool = True) -> d
         plans[scheme] = plan
         row[f"{scheme}_rate"] = round(plan.rate, 3)
         row[f"{scheme}_s"] = plan.meta["solve_seconds"]
+    row.update(joint_columns(plans["inart"], plans["joint"]))
     paper = solve(topo, "inart", seed=seed, paths=paths, rounding="paper")
     row["inart_paper_rate"] = round(paper.rate, 3)
     row["inart_ub"] = round(plans["inart"].upper_bound, 3)
@@ -64,6 +73,47 @@ def bench_size(k: int, preset: str, ps: int, seed: int, naive: bool = True) -> d
     if naive:
         row["naive/compact_time"] = round(row["lp_naive_s"] / max(row["lp_compact_s"], 1e-9), 2)
     return row
+
+
+def joint_columns(inart: Plan, joint: Plan) -> dict:
+    """joint/inart and how joint got there: inart's plan kept, or the search steps that won."""
+    return {"joint/inart": round(joint.rate / inart.rate, 4),
+            "joint_kept": joint.meta["joint"]["kept"],
+            "joint_steps": ",".join(joint.meta["joint"]["steps"]) or "-",
+            "joint_ub": round(joint.upper_bound, 3)}
+
+
+def bench_joint(name: str, preset: str, topo: Topology, seed: int) -> dict:
+    """One instance of the joint vs inart table."""
+    paths = PathSets(topo)
+    inart = solve(topo, "inart", seed=seed, paths=paths)
+    joint = solve(topo, "joint", seed=seed, paths=paths)
+    return {"topology": name, "preset": preset,
+            "inart_rate": round(inart.rate, 4), "joint_rate": round(joint.rate, 4),
+            **joint_columns(inart, joint), "joint_s": joint.meta["solve_seconds"]}
+
+
+def joint_table(size_rows: list[dict], leafspines: list[str], seeds: int, seed: int) -> list[dict]:
+    """fig1, the fat-trees already solved in `size_rows`, then seeded heterogeneous leaf-spines."""
+    keys = ("topology", "preset", "inart_rate", "joint_rate", "joint/inart", "joint_kept",
+            "joint_steps", "joint_ub", "joint_s")
+    rows = [bench_joint("fig1", "paper", fig1(), seed)]
+    rows += [{k: r[k] for k in keys} for r in size_rows]
+    for spec in leafspines:
+        shape = [int(x) for x in spec.split(",")]
+        for n in range(1, seeds + 1):
+            topo = leafspine(*shape, ps=2, preset="heterogeneous", seed=n)
+            rows.append(bench_joint(f"leafspine:{spec} seed {n}", "heterogeneous", topo, seed))
+    return rows
+
+
+def joint_summary(rows: list[dict]) -> dict:
+    """joint/inart over all instances; the goal is >= 1 on every one."""
+    ratios = [r["joint/inart"] for r in rows]
+    return {"instances": len(ratios), "joint>=inart": sum(x >= 1 - 1e-6 for x in ratios),
+            "joint>inart": sum(x > 1 + 1e-6 for x in ratios), "joint/inart_min": min(ratios),
+            "joint/inart_mean": round(sum(ratios) / len(ratios), 4),
+            "joint/inart_max": max(ratios), "goal": "joint/inart >= 1 on every instance"}
 
 
 def bench_milp(count: int, seed: int) -> dict:
@@ -97,12 +147,16 @@ def run(args: argparse.Namespace) -> int:
             rows.append(bench_size(k, preset, args.ps, args.seed, k <= args.naive_max_k))
             print(format_table(rows[-1:]), flush=True)
     cols = ["topology", "preset", "workers"] + [f"{s}_rate" for s in SCHEMES] + [
-        "inart_paper_rate", "inart_ub", "inart/atp", "inart/ub"]
+        "inart_paper_rate", "inart_ub", "inart/atp", "inart/ub", "joint/inart"]
     print("\nRates (topology units)\n" + format_table(rows, cols))
     tcols = ["topology", "preset"] + [f"{s}_s" for s in SCHEMES] + [
         "lp_naive_s", "lp_compact_s", "naive/compact_time", "lp_naive_bound", "lp_compact_bound"]
     print("\nSolve times (s) and LP formulations\n" + format_table(rows, tcols))
-    result = {"sizes": rows}
+    result: dict = {"sizes": rows}
+    joint_rows = joint_table(rows, args.leafspines, args.leafspine_seeds, args.seed)
+    result["joint_vs_inart"] = {"rows": joint_rows, "summary": joint_summary(joint_rows)}
+    print("\nJoint vs inart (topology units)\n" + format_table(joint_rows))
+    print(f"joint vs inart: {json.dumps(result['joint_vs_inart']['summary'])}")
     if args.milp:
         result["milp"] = bench_milp(args.milp, args.seed)
         print(f"\nRounding vs exact MILP: {json.dumps(result['milp'])}")

@@ -173,7 +173,8 @@ class InArtLP:
 
     def solve(self, split: dict[str, float] | None = None,
               at_least: float | None = None) -> LPResult:
-        """Optimum for `split` (ignored by the joint LP), warm-started after the first call.
+        """Optimum for `split`, warm-started after the first call (the joint LP picks its own
+        split and uses `split` only to set the cuts).
 
         ``at_least`` (a rate some integral plan with this split reaches) adds the fan-in cuts
         sum_w A[s,w,v] <= floor(spare(v) / (x_s at_least)) Z[s,v]: a switch aggregating n
@@ -181,6 +182,11 @@ class InArtLP:
         integral plan with rate >= at_least satisfies them.  The LP stays an upper bound on
         the best plan for the split, but no longer spreads aggregation thinly over many
         switches (whose streams the plain relaxation counts as almost free).
+
+        The joint LP takes the same cuts with `split` as a reference split.  A plan with
+        another split may exceed those fan-ins, so the joint LP with cuts bounds nothing; it
+        only steers rounding towards fewer, fuller streams.  The joint LP without cuts
+        (``at_least=None``) bounds every plan over every split.
         """
         t0 = time.perf_counter()
         m, f, g = self.model, self.f, self.g
@@ -192,12 +198,14 @@ class InArtLP:
                 raise ValueError("a fixed-split LP needs a split")
             for s, row in self.split_rows.items():
                 m.set_coeff(row, f, -split[s])
-            for (s, v), row in self.cut_rows.items():
-                n = float(len(W))
-                if at_least and split[s] > 0:
-                    n = min(n, math.floor(max(topo.nodes[v].spare, 0.0) / (split[s] * at_least)
-                                          + 1e-9))
-                m.set_coeff(row, self.Z[(s, v)], -n)
+        if at_least is not None and split is None:
+            raise ValueError("fan-in cuts need a (reference) split")
+        for (s, v), row in self.cut_rows.items():
+            n = float(len(W))
+            if at_least and split is not None and split[s] > 0:
+                n = min(n, math.floor(max(topo.nodes[v].spare, 0.0) / (split[s] * at_least)
+                                      + 1e-9))
+            m.set_coeff(row, self.Z[(s, v)], -n)
         warm = self.loaded
         sol = m.resolve() if warm else m.solve(method=self.method)
         self.loaded = True

@@ -9,9 +9,17 @@ Schemes (names used on the CLI and in plan JSON):
 Rounding (``rounding="best"``, default) keeps the better of Alg. 2's randomized rounding
 (best of `trials` draws) and our capacity-aware rounding (fit_rounding.py);
 ``rounding="paper"`` uses Alg. 2's draws only, to reproduce the paper's algorithm alone.
-- ``joint``: our addition: the LP chooses split and routing together; then the same
-  rounding and refinement as ``inart`` from that split.  ``upper_bound`` is the joint LP's
-  optimum, a bound over every split.
+- ``joint``: our addition, a local search over split and routing that starts from ``inart``'s
+  plan, so it is never below ``inart`` (same seed, trials and paths).  Each round re-solves
+  two LPs with fan-in cuts at the best plan's rate and split: the joint LP, which may move the
+  split, and the fixed-split LP of ``inart``; both are rounded (with fresh seeds), their splits
+  refined for the rounded routing, and the better plan is kept if it beats the best so far;
+  the search stops at the first round without a gain.  ``meta["joint"]["kept"]`` says whether
+  the result is ``inart``'s plan unchanged or improved by the rounds.  ``upper_bound`` is the
+  joint LP's optimum without cuts: any integral plan over the LP's candidate switches and
+  paths (as every rounded plan is), with any split, is a feasible point of it.  The cut joint
+  LP is no bound (its cuts assume the reference split, which a plan may leave): it only
+  steers rounding.
 - ``atp``, ``lbmm``: the paper's baselines (baselines.py).
 - ``milp``: the exact problem for small instances (milp.py), free split.
 """
@@ -49,6 +57,7 @@ ROUNDINGS = ("best", "paper")
 PAPER_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
 MILP_MAX_FLOWS = 64
 CUT_ROUNDS = 3  # LP re-solves with fan-in cuts at the best rate so far
+JOINT_ROUNDS = 4  # joint's search rounds (it stopped within 3 on fig1, fat-trees, leaf-spines)
 
 
 def _resplit(plan: Plan) -> Plan:
@@ -109,11 +118,29 @@ def _r_inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Opti
 
 
 def _joint(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
-    joint = InArtLP(topo, paths, joint=True, formulation=opts.formulation).solve()
-    plan = _refine(topo, paths, joint.split, seed, trials, opts, "joint")
-    plan.upper_bound = joint.rate  # the joint LP bounds every split
-    plan.meta["joint_split"] = joint.split
-    return plan
+    """`inart`'s plan, improved while a cut joint or fixed-split LP rounds to a better one."""
+    start = _inart(topo, paths, seed, trials, opts)
+    joint = InArtLP(topo, paths, joint=True, formulation=opts.formulation)
+    fixed = InArtLP(topo, paths, formulation=opts.formulation)
+    bound = joint.solve()
+    best, steps = start, []
+    for i in range(JOINT_ROUNDS):
+        tries = []
+        for k, (name, lp) in enumerate((("joint-lp", joint), ("fixed-split-lp", fixed))):
+            cut = lp.solve(best.partition, at_least=best.rate)
+            fresh = seed + CUT_ROUNDS + 1 + 2 * i + k  # seeds inart's rounds did not draw
+            rounded = _round(topo, paths, cut, cut.split, fresh, trials, "joint", opts.rounding)
+            tries.append((_resplit(rounded), name))
+        plan, name = max(tries, key=lambda t: t[0].rate)
+        if plan.rate <= best.rate * (1 + 1e-6):
+            break
+        best = plan
+        steps.append(name)
+    best.upper_bound = bound.rate  # no cuts: bounds every plan over every split
+    best.meta.update({"joint": {"kept": "inart" if best is start else "improved",
+                                "inart_rate": start.rate, "steps": steps,
+                                "lp_split": bound.split}})
+    return best
 
 
 def _milp(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:

@@ -23,6 +23,7 @@ def test_fig1_known_rates(fig1_plans):
     assert fig1_plans["atp"].rate == pytest.approx(2.0)
     assert fig1_plans["r-inart"].rate <= 2.4 + 1e-9
     assert fig1_plans["inart"].rate == pytest.approx(2.5)
+    assert fig1_plans["joint"].rate == pytest.approx(2.5)
     assert fig1_plans["milp"].rate == pytest.approx(2.5)
 
 
@@ -108,6 +109,41 @@ def test_fattree4_schemes_valid_and_ordered():
     assert solve(t, "inart", seed=1).to_dict()["flows"] == plans["inart"].to_dict()["flows"]
 
 
+JOINT_CASES = {
+    "fig1": fig1,
+    "fattree:4": lambda: fattree(4),
+    **{f"leafspine:4,3,3 het {n}": (lambda n=n: leafspine(4, 3, 3, ps=2, preset="heterogeneous",
+                                                           seed=n)) for n in (1, 2, 4)},
+    "leafspine:3,2,3 het 4": lambda: leafspine(3, 2, 3, ps=2, preset="heterogeneous", seed=4),
+}
+
+
+@pytest.fixture(scope="module")
+def joint_vs_inart():
+    out = {}
+    for name, build in JOINT_CASES.items():
+        t = build()
+        paths = PathSets(t)
+        out[name] = solve(t, "inart", seed=1, paths=paths), solve(t, "joint", seed=1, paths=paths)
+    return out
+
+
+@pytest.mark.parametrize("name", list(JOINT_CASES))
+def test_joint_never_below_inart(joint_vs_inart, name):
+    inart, joint = joint_vs_inart[name]
+    assert joint.rate >= inart.rate * (1 - 1e-9)
+    assert joint.rate <= joint.upper_bound + 1e-6
+    assert Plan.from_dict(joint.to_dict()).rate == pytest.approx(joint.rate)
+    if joint.meta["joint"]["kept"] == "inart":
+        assert joint.to_dict()["flows"] == inart.to_dict()["flows"]
+
+
+def test_joint_beats_inart_on_fattree4_and_heterogeneous_leafspines(joint_vs_inart):
+    wins = {name: joint.rate / inart.rate for name, (inart, joint) in joint_vs_inart.items()}
+    assert wins["fattree:4"] > 1.01, wins
+    assert sum(r > 1.01 for r in wins.values()) >= 4, wins
+
+
 def small_instance(seed: int):
     rng = random.Random(seed)
     return leafspine(rng.randint(2, 3), rng.randint(1, 2), 2, ps=2,
@@ -150,3 +186,14 @@ def test_impossible_requests_are_clear():
         solve(fattree(6), "milp")
     with pytest.raises(ValueError, match="rounding"):
         solve(fig1(), "inart", rounding="magic")
+
+
+def test_bench_joint_table_covers_fig1_and_leafspines():
+    from control_plane.bench_solver import joint_summary, joint_table
+
+    rows = joint_table([], ["3,2,3"], seeds=1, seed=1)
+    assert [r["topology"] for r in rows] == ["fig1", "leafspine:3,2,3 seed 1"]
+    assert rows[0]["joint/inart"] == 1.0 and rows[0]["joint_kept"] == "inart"
+    summary = joint_summary(rows)
+    assert summary["instances"] == summary["joint>=inart"] == 2
+    assert summary["joint>inart"] == 1
