@@ -123,6 +123,18 @@ class InArtLP:
         self.cut_rows = {key: m.row(terms + [(Z[key], -float(len(W)))], upper=0.0)
                          for key, terms in fan.items()}
         self.Z = Z
+        def route(a: str, b: str, terms: list[tuple[int, float]]
+                  ) -> list[tuple[tuple[str, ...], int]]:
+            """One variable per path a -> b, charged to its links and added to ``terms``."""
+            chosen = []
+            for p in paths.get(a, b):
+                col = m.var()
+                chosen.append((p, col))
+                terms.append((col, 1.0))
+                for arc in arcs(p):
+                    link_terms[arc].append((col, 1.0))
+            return chosen
+
         T: dict[tuple[str, str], list[tuple[tuple[str, ...], int]]] = {}
         if formulation == "compact":
             by_segment: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -130,36 +142,19 @@ class InArtLP:
                 by_segment[(w, v)].append(col)
             for (w, v), cols in by_segment.items():
                 terms = [(c, -1.0) for c in cols]
-                T[(w, v)] = []
-                for p in paths.get(w, v):
-                    col = m.var()
-                    T[(w, v)].append((p, col))
-                    terms.append((col, 1.0))
-                    for arc in arcs(p):
-                        link_terms[arc].append((col, 1.0))
+                T[(w, v)] = route(w, v, terms)
                 m.row(terms, 0.0, 0.0)
         else:
             for (_, w, v), acol in A.items():
                 terms = [(acol, -1.0)]
-                for p in paths.get(w, v):
-                    col = m.var()
-                    T.setdefault((w, v), []).append((p, col))
-                    terms.append((col, 1.0))
-                    for arc in arcs(p):
-                        link_terms[arc].append((col, 1.0))
+                T.setdefault((w, v), []).extend(route(w, v, terms))
                 m.row(terms, 0.0, 0.0)
 
         U: dict[tuple[str, str], list[tuple[tuple[str, ...], int]]] = {}
         for (s, v), zcol in Z.items():
             ps_terms[s].append((zcol, 1.0))
             terms = [(zcol, -1.0)]
-            U[(v, s)] = []
-            for p in paths.get(v, s):
-                col = m.var()
-                U[(v, s)].append((p, col))
-                terms.append((col, 1.0))
-                for arc in arcs(p):
-                    link_terms[arc].append((col, 1.0))
+            U[(v, s)] = route(v, s, terms)
             m.row(terms, 0.0, 0.0)
 
         for v, terms in switch_terms.items():

@@ -46,6 +46,8 @@ from control_plane.drivers.p4runtime.values import (
 # ---------------------------------------------------------------------------------------------
 # the client
 
+__all__ = ["P4RuntimeClient"]
+
 
 class P4RuntimeClient:
     """One primary controller session with one device.

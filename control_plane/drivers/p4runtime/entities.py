@@ -22,6 +22,9 @@ from control_plane.drivers.p4runtime.values import (
 # ---------------------------------------------------------------------------------------------
 # entries
 
+__all__ = ["CounterValue", "Replicas", "build_default_entry", "build_table_entry",
+           "clone_session_update", "multicast_group_update", "table_update"]
+
 
 @dataclass(frozen=True)
 class CounterValue:
@@ -144,17 +147,23 @@ def table_update(entry: p4runtime_pb2.TableEntry,
     return update
 
 
+def _pre_update(kind: int, entry: str, id_field: str, entry_id: int,
+                replicas: Replicas) -> p4runtime_pb2.Update:
+    """An Update of one PRE entry (``entry`` names the oneof field) with its replicas."""
+    update = p4runtime_pb2.Update(type=kind)
+    pre = getattr(update.entity.packet_replication_engine_entry, entry)
+    setattr(pre, id_field, entry_id)
+    for port, rid in replicas:
+        pre.replicas.add(egress_port=port, instance=rid)
+    return update
+
+
 def multicast_group_update(group_id: int, replicas: Replicas,
                            kind: int = p4runtime_pb2.Update.INSERT) -> p4runtime_pb2.Update:
     """PRE multicast group: replicas are (egress port, instance = egress_rid) pairs."""
     if not 0 < group_id < 1 << 16:
         raise P4RuntimeError(f"multicast group id {group_id}: expected 1..65535")
-    update = p4runtime_pb2.Update(type=kind)
-    group = update.entity.packet_replication_engine_entry.multicast_group_entry
-    group.multicast_group_id = group_id
-    for port, rid in replicas:
-        group.replicas.add(egress_port=port, instance=rid)
-    return update
+    return _pre_update(kind, "multicast_group_entry", "multicast_group_id", group_id, replicas)
 
 
 def clone_session_update(session_id: int, replicas: Replicas,
@@ -162,9 +171,4 @@ def clone_session_update(session_id: int, replicas: Replicas,
     """PRE clone session (v1model ``clone(type, session)``): (egress port, instance) pairs."""
     if session_id <= 0:
         raise P4RuntimeError(f"clone session id {session_id}: expected a positive id")
-    update = p4runtime_pb2.Update(type=kind)
-    session = update.entity.packet_replication_engine_entry.clone_session_entry
-    session.session_id = session_id
-    for port, rid in replicas:
-        session.replicas.add(egress_port=port, instance=rid)
-    return update
+    return _pre_update(kind, "clone_session_entry", "session_id", session_id, replicas)

@@ -13,6 +13,8 @@ from control_plane.drivers.p4runtime.values import P4RuntimeError
 # ---------------------------------------------------------------------------------------------
 # P4Info lookups
 
+__all__ = ["P4Info"]
+
 
 class P4Info:
     """Name -> P4Info object lookup with errors that list what exists."""
@@ -69,23 +71,20 @@ class P4Info:
                                  f"are supported, not {kind or register.type_spec}")
         return getattr(spec, kind).bitwidth
 
+    @staticmethod
+    def _member(owner: str, kind: str, members: Mapping, name: str):
+        if name not in members:
+            raise P4RuntimeError(f"{owner} has no {kind} '{name}' "
+                                 f"({kind}s: {', '.join(members) or 'none'})")
+        return members[name]
+
     def match_field(self, table: p4info_pb2.Table, name: str) -> p4info_pb2.MatchField:
-        fields = {f.name: f for f in table.match_fields}
-        if name not in fields:
-            raise P4RuntimeError(
-                f"table '{table.preamble.name}' has no match field '{name}' "
-                f"(fields: {', '.join(fields)})"
-            )
-        return fields[name]
+        return self._member(f"table '{table.preamble.name}'", "match field",
+                            {f.name: f for f in table.match_fields}, name)
 
     def action_param(self, action: p4info_pb2.Action, name: str) -> p4info_pb2.Action.Param:
-        params = {p.name: p for p in action.params}
-        if name not in params:
-            raise P4RuntimeError(
-                f"action '{action.preamble.name}' has no parameter '{name}' "
-                f"(parameters: {', '.join(params) or 'none'})"
-            )
-        return params[name]
+        return self._member(f"action '{action.preamble.name}'", "parameter",
+                            {p.name: p for p in action.params}, name)
 
     def table_allows_action(self, table: p4info_pb2.Table, action: p4info_pb2.Action,
                             default: bool = False) -> None:

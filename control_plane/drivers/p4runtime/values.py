@@ -12,6 +12,9 @@ from p4.v1 import p4runtime_pb2
 Value = int | str | bytes
 DEFAULT_TIMEOUT_S = 10.0
 
+__all__ = ["DEFAULT_TIMEOUT_S", "P4RuntimeError", "Value", "decode_value", "encode_value",
+           "parse_text_value"]
+
 
 class P4RuntimeError(RuntimeError):
     """A P4Runtime request failed or could not be built; the message says where and why.
