@@ -159,7 +159,9 @@ class P4RuntimeClient:
         self._channel.close()
 
     def __enter__(self) -> P4RuntimeClient:
-        return self.connect()
+        """Connect unless ``connect()`` already did: a second arbitration on a second stream
+        with the same election id is answered by nothing on bmv2 (the session would hang)."""
+        return self if self._stream is not None else self.connect()
 
     def __exit__(self, *exc) -> None:
         self.close()
