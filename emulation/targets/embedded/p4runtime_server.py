@@ -5,7 +5,8 @@ Set/GetForwardingPipelineConfig, Write of table entries (incl. default action), 
 clone sessions, counters and registers, Read of all of those (registers too, which bmv2 lacks)
 and Capabilities.  Errors follow the spec: a failed Write answers UNKNOWN with a
 google.rpc.Status whose details hold one p4.v1.Error per update.  The work is done in
-``emulation.targets.embedded.p4rt``; this module assembles the service and starts it.
+``emulation.targets.embedded.p4rt``; this module assembles the service and starts it, with the
+target's statistics method (``emulation.targets.embedded.stats``) beside it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from emulation.targets.embedded.p4info_map import bind
 from emulation.targets.embedded.p4rt import config, read, stream, write
 from emulation.targets.embedded.p4rt.state import ServerState
 from emulation.targets.embedded.pipeline import Switch, load_program
+from emulation.targets.embedded.ports import PortLoop
+from emulation.targets.embedded.stats import collector, stats_handler
 
 API_VERSION = "1.4.1"
 
@@ -53,13 +56,15 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
 
 def serve(switch: Switch, device_id: int, address: str, lock: threading.Lock,
-          workers: int = 4) -> tuple[grpc.Server, ServerState]:
-    """Start the P4Runtime gRPC server on ``address`` (HOST:PORT); returns it running."""
+          workers: int = 4, ports: PortLoop | None = None) -> tuple[grpc.Server, ServerState]:
+    """Start the P4Runtime gRPC server on ``address`` (HOST:PORT) with the stats method
+    (counting ``ports``' losses too); returns it running."""
     state = ServerState(switch, device_id, lock)
     # no SO_REUSEPORT: a second switch on the same address must fail, not share the port
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers + 8),
                          options=[("grpc.so_reuseport", 0)])
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(state), server)
+    server.add_generic_rpc_handlers((stats_handler(collector(switch, device_id, lock, ports)),))
     try:
         bound = server.add_insecure_port(address)
     except RuntimeError as exc:
