@@ -9,11 +9,14 @@ import json
 import threading
 from collections.abc import Iterator
 from concurrent import futures
+from types import SimpleNamespace
 
 import grpc
 import pytest
 
 from control_plane.drivers.p4runtime import P4RuntimeClient
+from emulation.emulate import Emulation
+from emulation.measure import COLUMNS, table
 from emulation.targets.embedded.bench import ipv4_udp
 from emulation.targets.embedded.p4runtime_server import serve
 from emulation.targets.embedded.pipeline import DROP_REASONS, Switch
@@ -128,3 +131,25 @@ def test_clone_to_a_missing_session_is_counted() -> None:
     sw.pre.clones[5] = CloneSession(5, [(2, 0)])
     assert sorted(p for p, _ in sw.process(3, frame)) == [2, 3]
     assert sw.drops == {"clone_session_unknown": 1}
+
+
+def test_emulation_reads_each_embedded_switch_and_prints_its_drops(running: Running) -> None:
+    """Emulation.run's per-switch drop reasons (stand-ins for the network and addressing; the
+    Mininet run itself is tests/emulation/test_emulation_e2e.py)."""
+    emu = Emulation.__new__(Emulation)
+    emu.topo = SimpleNamespace(switches=["v1", "v2"])
+    emu.addr = SimpleNamespace(grpc_address=lambda sw: running.address if sw == "v1"
+                               else f"127.0.0.1:{free_port()}")  # v2: nothing listens
+    emu.net = SimpleNamespace(target="bmv2")
+    assert emu.target_stats() == {}
+    emu.net.target = "embedded"
+    before = emu.target_stats()
+    assert list(before) == ["v1"]  # v2 is reported and left out, the run goes on
+    running.loop.handle(1, b"\x00" * 20)  # no pipeline yet
+    after = emu.target_stats()
+    drops = {sw: reasons(after[sw], since=before[sw]) for sw in after}
+    fmt = {k: ("inart" if "s}" in f else True if "!s" in f else 0 if "d}" in f else 1.0)
+           for k, f in COLUMNS}
+    text = table([dict(fmt, target_drops=drops | {"v3": {}})])
+    assert text.splitlines()[-1] == "inart: embedded drops v1: no_pipeline=1"
+    assert "v3" not in text
