@@ -23,6 +23,7 @@ from control_plane.solve import solve
 from control_plane.topology import Topology
 from emulation.measure import event_names, link_bytes, summarize
 from emulation.network import Network, queue_for
+from emulation.targets.embedded.stats import StatsError, read_stats, reasons
 from emulation.traffic import JobResult, TrafficConfig, run_job
 
 STATE_FILE = Path("/tmp/inart-emulation.json")
@@ -104,6 +105,19 @@ class Emulation:
             out[sw] = {name: cells[i].packets for name, i in names.items() if i in cells}
         return out
 
+    def target_stats(self) -> dict[str, dict]:
+        """Each embedded switch's statistics document (empty for other targets, and for a
+        switch that does not answer: the run goes on without its drop reasons)."""
+        if self.net.target != "embedded":
+            return {}
+        out = {}
+        for sw in self.topo.switches:
+            try:
+                out[sw] = read_stats(self.addr.grpc_address(sw))
+            except StatsError as exc:
+                print(f"(no drop statistics from {sw}: {exc})")
+        return out
+
     def run(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig, tag: str) -> Run:
         """Traffic for an installed plan; counters are deltas over this run."""
         if cfg.window > self.window:
@@ -114,17 +128,20 @@ class Emulation:
         ps_facing = {f"{self.addr.tor[s]}-eth{self.addr.port[(self.addr.tor[s], s)]}"
                      for s in self.topo.pss}
         ev0 = self.switch_events()
+        st0 = self.target_stats()
         if0 = self.net.interface_bytes()
         job = run_job(self.net, self.addr, plan, compiled, cfg, self.out_dir / "hosts" / tag,
                       self.quiet)
         if1 = self.net.interface_bytes()
         ev1 = self.switch_events()
+        st1 = self.target_stats()
         events = {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
         total = link_bytes(if0, if1, host_facing)
         ps_in = sum(if1[i][0] - if0[i][0] for i in ps_facing)
         row = summarize(plan, job, cfg, total, ps_in, events)
         row["rate_factor"] = cfg.rate_factor
         row["scale_mbps_per_unit"] = self.scale
+        row["target_drops"] = {sw: reasons(st1[sw], since=st0[sw]) for sw in st1 if sw in st0}
         return Run(plan, compiled, job, row)
 
     def find_max_rate(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig,

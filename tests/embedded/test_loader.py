@@ -73,7 +73,8 @@ def test_truncated_and_empty_frames_are_handled_not_raised() -> None:
     # simple_switch semantics: a parser error still enters ingress (with parser_error set)
     assert sw.process(1, b"\x01\x02\x03") == [(1, b"\x01\x02\x03")]
     assert sw.process(1, b"") == [(1, b"")]
-    assert sw.stats["parser_error"] == 2
+    assert sw.errors == {"parser_error.PacketTooShort": 2}
+    assert sum(sw.drops.values()) == 0  # flagged, not dropped: the program forwarded them
 
 
 def test_exception_in_processing_is_dropped_and_counted() -> None:
@@ -82,7 +83,7 @@ def test_exception_in_processing_is_dropped_and_counted() -> None:
         {"op": "assert", "parameters": [{"type": "bool", "value": False}]})
     sw = Switch(load(doc))
     assert sw.process(1, bytes(20)) == []
-    assert sw.stats["drop_error"] == 1
+    assert sw.drops == {"engine_error": 1}
 
 
 @pytest.mark.parametrize("mutate, where, what", [

@@ -2,7 +2,8 @@
 
 Entry point: ``python -m emulation.targets.embedded`` (same arguments as simple_switch_grpc).
 Modules: json_loader (layout), expressions/actions/parser/codec/calculations (code generation),
-tables, pre, pipeline (v1model packet flow), p4info_map + p4runtime_server (P4Runtime),
-ports (raw sockets), bench (``inart bench target``), veth (test/bench helper).  Clients use
+tables, pre, pipeline (v1model packet flow), p4info_map + p4runtime_server + p4rt/ (P4Runtime),
+stats (drop reasons, served beside P4Runtime), ports (raw sockets), bench
+(``inart bench target``), launch (the Target for emulation.targets).  Clients use
 control_plane.drivers.p4runtime.
 """

@@ -9,6 +9,7 @@ Modes: in-process (``Switch.process``, no sockets, one core) and through veth pa
 process on two veths and a sender; root only), where the rate is the switch's own packet
 counter, read over P4Runtime before and after a timed blast that outpaces the switch.
 Memory is the VmRSS of a switch process with the program and its entries installed.
+Each embedded run also prints why frames vanished (the target's drop reasons, stats.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ from control_plane.drivers.p4runtime import (
 from control_plane.repo import P4_BUILD, REPO
 from emulation.targets import SwitchProcess, SwitchSpec, get_target
 from emulation.targets.embedded.p4runtime_server import apply_updates, local_device
+from emulation.targets.embedded.stats import describe, read_stats, reasons
 from host_stack.ina import wire
 
 PROGRAM_DIR = REPO / "tests" / "embedded" / "p4" / "build"
@@ -114,8 +117,9 @@ def load_build(name: str) -> tuple[bytes, P4Info]:
     return json_path.read_bytes(), P4Info.from_file(PROGRAM_DIR / f"{name}.p4info.txt")
 
 
-def in_process_rate(workload: str, frames: list[bytes], fan_in: int, seconds: float) -> float:
-    """Frames/s through Switch.process on this core."""
+def in_process_rate(workload: str, frames: list[bytes], fan_in: int, seconds: float
+                    ) -> tuple[float, dict[str, int]]:
+    """Frames/s through Switch.process on this core, and the switch's drop reasons."""
     config, p4info = load_build(workload)
     switch, servicer = local_device(config, p4info.proto)
     apply_updates(servicer, *program_updates(workload, p4info, fan_in))
@@ -126,7 +130,7 @@ def in_process_rate(workload: str, frames: list[bytes], fan_in: int, seconds: fl
         for frame in frames:
             process(1, frame)
         done += len(frames)
-    return done / (time.perf_counter() - start)
+    return done / (time.perf_counter() - start), reasons(switch.snapshot())
 
 
 def rss_kib(pid: int) -> int:
@@ -176,49 +180,53 @@ def blast(iface: str, frames: list[bytes], seconds: float) -> int:
     return sent
 
 
-def veth_run(kind: str, workload: str, frames: list[bytes], fan_in: int, seconds: float,
-             tag: str) -> dict[str, float]:
-    """Rate and RSS of one switch process on a veth pair (port 1 in, port 2 out)."""
-    from host_stack.netns import veth_pairs
-
+@contextmanager
+def programmed_switch(kind: str, ifaces: list[str], workload: str, fan_in: int
+                      ) -> Iterator[tuple[SwitchProcess, P4RuntimeClient, str]]:
+    """A switch process of ``kind`` on ``ifaces`` with the workload's program and entries
+    installed: (process, connected client, P4Runtime address); stopped on exit."""
     config, p4info = load_build(workload)
-    with veth_pairs(f"ib{tag}", 2) as pairs:
-        port = free_port()
-        switch = start_switch(kind, [pairs[0][1], pairs[1][1]], port)
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    switch = start_switch(kind, ifaces, port)
+    try:
+        client = P4RuntimeClient(address, timeout=30).connect()
         try:
-            client = P4RuntimeClient(f"127.0.0.1:{port}", timeout=30).connect()
             client.set_pipeline(p4info, config)
             client.write(program_updates(workload, p4info, fan_in))
             time.sleep(0.5)
-            rss = rss_kib(switch.proc.pid)
-            before = processed_count(client, workload)
-            start = time.perf_counter()
-            sent = blast(pairs[0][0], frames, seconds)
-            # the switch worked flat out during the whole blast (the sender outpaces it);
-            # what it still has queued is not counted
-            after = processed_count(client, workload)
-            elapsed = time.perf_counter() - start
-            client.close()
+            yield switch, client, address
         finally:
-            switch.stop()
-    return {"pps": (after - before) / elapsed, "sent": sent, "rss_kib": rss}
+            client.close()
+    finally:
+        switch.stop()
+
+
+def veth_run(kind: str, workload: str, frames: list[bytes], fan_in: int, seconds: float,
+             tag: str) -> dict[str, Any]:
+    """Rate and RSS of one switch process on a veth pair (port 1 in, port 2 out), and for the
+    embedded target the drop reasons counted during the blast."""
+    from host_stack.netns import veth_pairs
+
+    with veth_pairs(f"ib{tag}", 2) as pairs, programmed_switch(
+            kind, [pairs[0][1], pairs[1][1]], workload, fan_in) as (switch, client, address):
+        rss = rss_kib(switch.proc.pid)
+        stats0 = read_stats(address) if kind == "embedded" else None
+        before = processed_count(client, workload)
+        start = time.perf_counter()
+        sent = blast(pairs[0][0], frames, seconds)
+        # the switch worked flat out during the whole blast (the sender outpaces it);
+        # what it still has queued is not counted
+        after = processed_count(client, workload)
+        elapsed = time.perf_counter() - start
+        drops = reasons(read_stats(address), since=stats0) if stats0 else None
+    return {"pps": (after - before) / elapsed, "sent": sent, "rss_kib": rss, "drops": drops}
 
 
 def idle_rss(kind: str, workload: str, fan_in: int) -> int:
     """VmRSS (KiB) of a switch process with no ports, program and entries installed."""
-    config, p4info = load_build(workload)
-    port = free_port()
-    switch = start_switch(kind, [], port)
-    try:
-        client = P4RuntimeClient(f"127.0.0.1:{port}", timeout=30).connect()
-        client.set_pipeline(p4info, config)
-        client.write(program_updates(workload, p4info, fan_in))
-        time.sleep(0.5)
-        rss = rss_kib(switch.proc.pid)
-        client.close()
-    finally:
-        switch.stop()
-    return rss
+    with programmed_switch(kind, [], workload, fan_in) as (switch, _, _):
+        return rss_kib(switch.proc.pid)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -246,13 +254,16 @@ def run(args: argparse.Namespace) -> int:
     for workload, make in frames.items():
         fs = make()
         row: dict[str, Any] = {"workload": workload}
-        row["embedded_inproc_pps"] = in_process_rate(workload, fs, args.fan_in, args.seconds)
+        row["embedded_inproc_pps"], row["embedded_inproc_drops"] = in_process_rate(
+            workload, fs, args.fan_in, args.seconds)
         bar.update()
         for kind in kinds:
             if veth_reason is None:
                 r = veth_run(kind, workload, fs, args.fan_in, args.seconds, f"{os.getpid() % 997}")
                 row[f"{kind}_veth_pps"] = r["pps"]
                 row[f"{kind}_veth_rss_mib"] = r["rss_kib"] / 1024
+                if r["drops"] is not None:
+                    row[f"{kind}_veth_drops"] = r["drops"]
                 bar.update()
             row[f"{kind}_rss_mib"] = idle_rss(kind, workload, args.fan_in) / 1024
             bar.update()
@@ -282,6 +293,13 @@ def run(args: argparse.Namespace) -> int:
                   f"{num(r.get('embedded_rss_mib'), '.1f', 17)} "
                   f"{num(r.get('bmv2_rss_mib'), '.1f', 13)}")
     print("RSS: VmRSS of one switch process with the program and its entries installed.")
+    print("embedded drops per run (ingress_drop includes the packets aggregation absorbs; "
+          "rx_overflow: the kernel's, the switch fell behind the sender):")
+    for r in results:
+        for mode in ("inproc", "veth"):
+            if f"embedded_{mode}_drops" in r:
+                print(f"  {r['workload']:10s} {'in-process' if mode == 'inproc' else 'veth':11s}"
+                      f" {describe(r[f'embedded_{mode}_drops'])}")
     agg = next(r for r in results if r["workload"] == ("ina" if "ina" in frames else "aggregate"))
     goal = agg["embedded_inproc_pps"] >= 5000
     print(f"goal >= 5000 aggregation packets/s in-process ({agg['workload']}): "

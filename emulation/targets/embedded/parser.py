@@ -14,12 +14,21 @@ from emulation.targets.embedded.codec import extract_lines
 from emulation.targets.embedded.expressions import Expr, assign_code, parse_hexstr
 from emulation.targets.embedded.json_loader import PipelineError
 
+# core.p4's errors with bmv2's numbers, for JSON documents that omit them
+CORE_ERRORS = {"NoError": 0, "PacketTooShort": 1, "NoMatch": 2, "StackOutOfBounds": 3,
+               "HeaderTooShort": 4, "ParserTimeout": 5, "ParserInvalidArgument": 6}
+
 
 def error_code(pc: PrimitiveCompiler, name: str) -> int:
     """Numeric value p4c gave a core error (bmv2 defaults when the JSON omits it)."""
-    defaults = {"NoError": 0, "PacketTooShort": 1, "NoMatch": 2, "StackOutOfBounds": 3,
-                "HeaderTooShort": 4, "ParserTimeout": 5, "ParserInvalidArgument": 6}
-    return pc.layout.errors.get(name, defaults[name])
+    return pc.layout.errors.get(name, CORE_ERRORS[name])
+
+
+def error_names(errors: dict[str, int]) -> dict[int, str]:
+    """Error value -> name, the program's own errors over the core defaults (for statistics)."""
+    names = {code: name for name, code in CORE_ERRORS.items()}
+    names.update((code, name) for name, code in errors.items())
+    return names
 
 
 class ParserCompiler:

@@ -24,7 +24,7 @@ from emulation.targets.embedded.actions import (
 from emulation.targets.embedded.codec import emit_expr
 from emulation.targets.embedded.expressions import Namespace
 from emulation.targets.embedded.json_loader import PipelineError
-from emulation.targets.embedded.parser import compile_parser
+from emulation.targets.embedded.parser import compile_parser, error_names
 from emulation.targets.embedded.pre import ReplicationEngine
 from emulation.targets.embedded.tables import Table
 
@@ -33,6 +33,22 @@ log = logging.getLogger("inart.embedded")
 # standard_metadata.instance_type values of simple_switch
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
 MAX_REENTRIES = 16  # resubmit/recirculate loops per frame, as a safety bound
+
+# Every way a frame, or one copy of it, vanishes inside the target: the keys of Switch.drops
+# (the port loop counts the last four).  Served by emulation/targets/embedded/stats.py.
+DROP_REASONS = {
+    "no_pipeline": "arrived before a pipeline was set",
+    "ingress_drop": "the program dropped it in ingress (mark_to_drop: egress_spec = 511)",
+    "egress_drop": "the program dropped a copy in egress (mark_to_drop)",
+    "mcast_group_unknown": "multicast to a group id that has no group installed",
+    "mcast_group_empty": "multicast to a group with no replicas",
+    "clone_session_unknown": "cloned to a session that is not installed (the copy is lost)",
+    "engine_error": "processing raised (an assert in the program, a fault in the engine)",
+    "no_such_port": "sent to an egress port that no interface is attached to",
+    "tx_error": "the interface refused the frame",
+    "rx_error": "receiving on an interface failed",
+    "rx_overflow": "the kernel dropped it: the port's receive buffer was full",
+}
 
 STD_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
               "mcast_grp", "egress_rid", "parser_error", "checksum_error")
@@ -93,6 +109,8 @@ class Program:
         self.pc = PrimitiveCompiler(self.layout, self.ns, self.res)
         self.actions: dict[int, Action] = compile_actions(doc, self.pc)
         self.parse = compile_parser(self.pc, doc)
+        self.noerr = self.ns.values["NOERR"]
+        self.error_names = error_names(self.layout.errors)
         self.deparse = self.compile_deparser(doc)
         self.controls: dict[str, Control] = {}
         for i, pj in enumerate(doc["pipelines"]):
@@ -192,24 +210,38 @@ def load_program(data: bytes | str) -> Program:
 
 
 class Switch:
-    """One switch instance: a program, its PRE, and per-reason packet statistics."""
+    """One switch instance: a program, its PRE, and packet statistics.
+
+    ``stats``: frames into (rx) and out of (tx) the pipeline; ``drops``: frames and copies
+    that vanished, by DROP_REASONS key; ``errors``: frames that entered ingress flagged with a
+    parser error (``parser_error.<name>``) or a failed checksum verification
+    (``checksum_error``) -- the program decides their fate, as in simple_switch.
+    """
 
     def __init__(self, program: Program | None = None) -> None:
         self.program = program
         self.pre = ReplicationEngine()
         self.stats: Counter[str] = Counter()
+        self.drops: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The statistics as a JSON-able document; every drop reason is present."""
+        return {"pipeline": self.program is not None, "rx": self.stats["rx"],
+                "tx": self.stats["tx"], "drops": {r: self.drops[r] for r in DROP_REASONS},
+                "errors": dict(sorted(self.errors.items()))}
 
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """Run one received frame; returns (egress_port, frame) pairs. Never raises."""
         self.stats["rx"] += 1
         if self.program is None:
-            self.stats["drop_no_pipeline"] += 1
+            self.drops["no_pipeline"] += 1
             return []
         out: list[tuple[int, bytes]] = []
         try:
             self.ingress(port, frame, out, None, 0)
         except Exception:  # a bad frame or an assert must not stop the switch
-            self.stats["drop_error"] += 1
+            self.drops["engine_error"] += 1
             log.debug("frame from port %d raised", port, exc_info=True)
             return []
         self.stats["tx"] += len(out)
@@ -229,12 +261,19 @@ class Switch:
     def parse_into(self, S: list[Any], frame: bytes) -> memoryview:
         prog = self.program
         assert prog is not None
-        off, err = prog.parse(S, frame)
-        S[prog.std["parser_error"]] = err
-        if err != prog.ns.values["NOERR"]:
-            self.stats["parser_error"] += 1
+        off, S[prog.std["parser_error"]] = prog.parse(S, frame)
         S[prog.std["checksum_error"]] = prog.verify_checksums(S)
         return memoryview(frame)[off:]
+
+    def count_errors(self, S: list[Any]) -> None:
+        """Count a received frame's parser error and checksum failure (not its clones')."""
+        prog = self.program
+        assert prog is not None
+        err = S[prog.std["parser_error"]]
+        if err != prog.noerr:
+            self.errors[f"parser_error.{prog.error_names.get(err, err)}"] += 1
+        if S[prog.std["checksum_error"]]:
+            self.errors["checksum_error"] += 1
 
     def ingress(self, port: int, frame: bytes, out: list[tuple[int, bytes]],
                 preserved: tuple[list[int], list[Any], int] | None, depth: int) -> None:
@@ -247,6 +286,8 @@ class Switch:
             for slot, value in zip(preserved[0], preserved[1], strict=True):
                 S[slot] = value
         payload = self.parse_into(S, frame)
+        if S[std["parser_error"]] != prog.noerr or S[std["checksum_error"]]:
+            self.count_errors(S)
         prog.controls["ingress"].apply(S)
         if S[jl.CLONE_SID]:
             self.clone_ingress(S, port, frame, out)
@@ -259,7 +300,8 @@ class Switch:
         if mgid:
             copies = self.pre.replicate(mgid)
             if not copies:
-                self.stats["drop_mcast_empty"] += 1
+                self.drops["mcast_group_empty" if mgid in self.pre.groups
+                           else "mcast_group_unknown"] += 1
             for egress_port, rid in copies:
                 C = S[:]
                 C[std["egress_rid"]] = rid
@@ -268,7 +310,7 @@ class Switch:
             return
         egress_spec = S[std["egress_spec"]]
         if egress_spec == DROP_PORT:
-            self.stats["drop_ingress"] += 1
+            self.drops["ingress_drop"] += 1
             return
         S[std["instance_type"]] = NORMAL
         self.egress(S, egress_spec, payload, out, depth)
@@ -279,6 +321,7 @@ class Switch:
         assert prog is not None
         session = self.pre.clones.get(S[jl.CLONE_SID])
         if session is None:
+            self.drops["clone_session_unknown"] += 1
             return
         slots = prog.res.field_lists.get(S[jl.CLONE_FL], [])
         for egress_port, rid in session.replicas:
@@ -304,7 +347,9 @@ class Switch:
         if S[jl.CLONE_SID]:
             session = self.pre.clones.get(S[jl.CLONE_SID])
             S[jl.CLONE_SID] = 0
-            if session is not None:
+            if session is None:
+                self.drops["clone_session_unknown"] += 1
+            else:
                 slots = prog.res.field_lists.get(S[jl.CLONE_FL], [])
                 for egress_port, rid in session.replicas:
                     C = self.reset_metadata(S)
@@ -314,7 +359,7 @@ class Switch:
                     C[std["egress_rid"]] = rid
                     self.egress(C, egress_port, payload, out, MAX_REENTRIES)
         if S[std["egress_spec"]] == DROP_PORT:
-            self.stats["drop_egress"] += 1
+            self.drops["egress_drop"] += 1
             return
         prog.update_checksums(S)
         parts = prog.deparse(S)

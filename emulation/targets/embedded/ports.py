@@ -3,6 +3,8 @@
 One thread polls every port's socket, runs each received frame through the switch under the
 switch lock (the P4Runtime server takes the same lock) and sends the results.  Our own
 transmissions are not received back (PACKET_IGNORE_OUTGOING, and the pkttype is checked).
+Frames lost at the ports are counted in the switch's drops (pipeline.DROP_REASONS), those the
+kernel dropped for a full receive buffer when ``poll_overflow`` asks it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import logging
 import selectors
 import socket
+import struct
 import threading
+from collections import Counter
 from collections.abc import Callable
 
 log = logging.getLogger("inart.embedded.ports")
@@ -18,6 +22,7 @@ log = logging.getLogger("inart.embedded.ports")
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263  # not exported by the socket module
 PACKET_IGNORE_OUTGOING = 23
+PACKET_STATISTICS = 6  # struct tpacket_stats {u32 tp_packets; u32 tp_drops}, reset by reading
 PACKET_OUTGOING = 4
 MAX_FRAME = 65535
 BURST = 64  # frames drained per socket per wake-up
@@ -47,11 +52,11 @@ class PortLoop:
 
     def __init__(self, ports: dict[int, str],
                  process: Callable[[int, bytes], list[tuple[int, bytes]]],
-                 lock: threading.Lock, stats: dict[str, int]) -> None:
+                 lock: threading.Lock, drops: Counter[str]) -> None:
         self.ports = ports
         self.process = process
         self.lock = lock
-        self.stats = stats
+        self.drops = drops
         self.socks = {num: open_port(iface) for num, iface in ports.items()}
         self.sel = selectors.DefaultSelector()
         for num, s in self.socks.items():
@@ -66,19 +71,38 @@ class PortLoop:
         self.stop_event.set()
         if self.thread.ident is not None:  # started
             self.thread.join(timeout)
+        with self.lock:
+            self.poll_overflow()
         for s in self.socks.values():
             s.close()
         self.sel.close()
 
+    def poll_overflow(self) -> None:
+        """Add the frames the kernel dropped since the last poll because a port's receive
+        buffer was full (the switch fell behind); call it holding the switch lock."""
+        for s in self.socks.values():
+            try:
+                _, dropped = struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+            except OSError:  # closed while stopping
+                continue
+            self.drops["rx_overflow"] += dropped
+
+    def handle(self, port: int, frame: bytes) -> None:
+        """Run one received frame through the switch and send what it emits."""
+        with self.lock:
+            outputs = self.process(port, frame)
+        for out_port, out_frame in outputs:
+            self.transmit(out_port, out_frame)
+
     def transmit(self, port: int, frame: bytes) -> None:
         s = self.socks.get(port)
         if s is None:
-            self.stats["drop_no_such_port"] += 1
+            self.drops["no_such_port"] += 1
             return
         try:
             s.send(frame)
         except OSError as exc:
-            self.stats["drop_tx_error"] += 1
+            self.drops["tx_error"] += 1
             log.debug("send on port %d failed: %s", port, exc)
 
     def run(self) -> None:
@@ -91,12 +115,8 @@ class PortLoop:
                     except (BlockingIOError, InterruptedError):
                         break
                     except OSError as exc:
-                        self.stats["rx_error"] += 1
+                        self.drops["rx_error"] += 1
                         log.warning("receive on port %d failed: %s", port, exc)
                         break
-                    if addr[2] == PACKET_OUTGOING:
-                        continue
-                    with self.lock:
-                        outputs = self.process(port, frame)
-                    for out_port, out_frame in outputs:
-                        self.transmit(out_port, out_frame)
+                    if addr[2] != PACKET_OUTGOING:
+                        self.handle(port, frame)

@@ -327,38 +327,26 @@ class Table:
         hitmiss = "__HIT__" in nn or "__MISS__" in nn
         hit_next, miss_next = nn.get("__HIT__"), nn.get("__MISS__")
         counters = self.with_counters
-        exact = self.exact if self.keys and (
-            self.match_type == "exact" or (self.match_type == "lpm" and self.lpm_index < 0)
-        ) else None
-        lookup = self.lookup if self.keys else None
+
+        def run_miss(S: list[Any]) -> Any:
+            act = table.default_action
+            if act is None:
+                return miss_next
+            act.fn(S, table.default_data)
+            if S[exit_slot]:
+                return None
+            return miss_next if hitmiss else nn.get(act.name)
 
         if not self.keys:  # p4c's synthesized action-call tables: always the default action
-            def run_default(S: list[Any]) -> Any:
-                act = table.default_action
-                if act is None:
-                    return miss_next
-                act.fn(S, table.default_data)
-                if S[exit_slot]:
-                    return None
-                return miss_next if hitmiss else nn.get(act.name)
-
-            return run_default
+            return run_miss
+        exact = self.exact if self.match_type == "exact" or (
+            self.match_type == "lpm" and self.lpm_index < 0) else None
+        lookup = self.lookup
 
         def run(S: list[Any]) -> Any:
-            if exact is not None:
-                e = exact.get(keyfn(S))
-            elif lookup is not None:
-                e = lookup(keyfn(S))
-            else:
-                e = None
+            e = exact.get(keyfn(S)) if exact is not None else lookup(keyfn(S))
             if e is None:
-                act = table.default_action
-                if act is None:
-                    return miss_next
-                act.fn(S, table.default_data)
-                if S[exit_slot]:
-                    return None
-                return miss_next if hitmiss else nn.get(act.name)
+                return run_miss(S)
             if counters:
                 e.packets += 1
                 e.bytes += S[len_slot]
