@@ -86,6 +86,11 @@ def read_stats(address: str, timeout: float = 5.0) -> dict[str, Any]:
     return doc
 
 
+# drops the P4 program decided (mark_to_drop): aggregation absorbing contributions, duplicates,
+# no route ... -- the program's own counters say which; the other reasons are the target's
+PROGRAM_DROPS = ("ingress_drop", "egress_drop")
+
+
 def reasons(stats: dict[str, Any], since: dict[str, Any] | None = None) -> dict[str, int]:
     """The non-zero drop reasons, then error flags, of ``stats`` (minus those of ``since``) as
     one flat dict: what a user reads to see why frames went missing."""
