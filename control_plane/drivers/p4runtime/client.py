@@ -68,24 +68,32 @@ class P4RuntimeClient:
         self._stream = None
         self._reader: threading.Thread | None = None
         self.arbitration_code: int | None = None  # google.rpc code of the last arbitration
+        self.primary_election_id: tuple[int, int] | None = None  # as the last arbitration said
 
     @property
     def is_primary(self) -> bool:
         return self.arbitration_code == code_pb2.OK
 
     # -- session --------------------------------------------------------------------------
-    def connect(self, primary: bool = True) -> P4RuntimeClient:
-        """Wait for the server, open the stream and become primary (or raise).
-
-        With ``primary=False`` a backup session (a higher election id holds the device) is
-        accepted too; ``wait_primary`` then waits for the server to promote it.
-        """
+    def wait_ready(self) -> P4RuntimeClient:
+        """Wait for the server to answer (enough for reads, which need no arbitration)."""
         try:
             grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
             raise P4RuntimeError(
-                f"P4Runtime server {self.address} not reachable within {self.timeout:.0f} s"
-            ) from None
+                f"P4Runtime server {self.address} not reachable within {self.timeout:.0f} s",
+                grpc.StatusCode.UNAVAILABLE) from None
+        return self
+
+    def connect(self, primary: bool = True) -> P4RuntimeClient:
+        """Wait for the server, open the stream and become primary (or raise).
+
+        With ``primary=False`` a backup session (a higher election id holds the device) is
+        accepted too; ``wait_primary`` then waits for the server to promote it.  A refused
+        arbitration raises with ``code`` set and ``primary_election_id`` telling who holds
+        the device (when the server says).
+        """
+        self.wait_ready()
         self._stream = self._stub.StreamChannel(self._request_iter())
         self._reader = threading.Thread(target=self._read_stream, daemon=True)
         self._reader.start()
@@ -95,11 +103,14 @@ class P4RuntimeClient:
         self._requests.put(req)
         reply = self._next_stream_message("arbitration")
         code = self.arbitration_code = reply.arbitration.status.code
+        if reply.arbitration.HasField("election_id"):
+            eid = reply.arbitration.election_id
+            self.primary_election_id = (eid.high, eid.low)
         if code != code_pb2.OK and (primary or code != code_pb2.ALREADY_EXISTS):
             raise P4RuntimeError(
                 f"{self.address}: not primary for device {self.device_id} "
                 f"(election id {self.election_id.high},{self.election_id.low}; status {code}: "
-                f"{reply.arbitration.status.message})"
+                f"{reply.arbitration.status.message})", grpc.StatusCode.PERMISSION_DENIED
             )
         return self
 
@@ -128,6 +139,8 @@ class P4RuntimeClient:
                 raise P4RuntimeError(f"{self.address}: still not primary for device "
                                      f"{self.device_id} after {timeout:.1f} s")
             self.arbitration_code = reply.arbitration.status.code
+            eid = reply.arbitration.election_id
+            self.primary_election_id = (eid.high, eid.low)
 
     def _next_stream_message(self, kind: str) -> p4runtime_pb2.StreamMessageResponse:
         msg = self._poll_stream(kind, self.timeout)
@@ -146,7 +159,8 @@ class P4RuntimeClient:
             except queue.Empty:
                 return None
             if isinstance(msg, grpc.RpcError):
-                raise P4RuntimeError(f"{self.address}: stream closed: {msg.details()}")
+                raise P4RuntimeError(f"{self.address}: stream closed: {msg.code().name}: "
+                                     f"{msg.details()}", msg.code())
             if msg.WhichOneof("update") == kind:
                 return msg
 
@@ -164,10 +178,11 @@ class P4RuntimeClient:
 
     # -- pipeline ---------------------------------------------------------------------------
     def set_pipeline(self, p4info: str | Path | P4Info,
-                     device_config: str | Path | bytes) -> None:
+                     device_config: str | Path | bytes, cookie: int | None = None) -> None:
         """Push P4Info + target config (bmv2 JSON); this resets tables, registers, counters.
 
-        Each is a file path or already in memory (a P4Info, the config's bytes).
+        Each is a file path or already in memory (a P4Info, the config's bytes).  ``cookie``
+        (64 bits) tags the config, so a later ``get_pipeline`` can tell it from another.
         """
         self.info = P4Info.load(p4info)
         config = device_config if isinstance(device_config, bytes) else \
@@ -178,7 +193,24 @@ class P4RuntimeClient:
         )
         req.config.p4info.CopyFrom(self.info.proto)
         req.config.p4_device_config = config
+        if cookie is not None:
+            req.config.cookie.cookie = cookie
         self._call("SetForwardingPipelineConfig", self._stub.SetForwardingPipelineConfig, req)
+
+    def get_pipeline(self, with_device_config: bool = False
+                     ) -> p4runtime_pb2.ForwardingPipelineConfig | None:
+        """The device's pipeline (P4Info and cookie; the device config too if asked), or None
+        when it has none (bmv2 answers FAILED_PRECONDITION, others an empty config)."""
+        kind = p4runtime_pb2.GetForwardingPipelineConfigRequest
+        req = kind(device_id=self.device_id,
+                   response_type=kind.ALL if with_device_config else kind.P4INFO_AND_COOKIE)
+        try:
+            reply = self._stub.GetForwardingPipelineConfig(req, timeout=self.timeout)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                return None
+            raise _rpc_failure(f"GetForwardingPipelineConfig on {self.address}", exc) from None
+        return reply.config if reply.config.HasField("p4info") else None
 
     def use_p4info(self, p4info: str | Path | P4Info) -> None:
         """Use this P4Info for names without pushing a pipeline (one is already running)."""
