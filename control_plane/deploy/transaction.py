@@ -44,6 +44,7 @@ from control_plane.drivers.p4runtime import P4Info, P4RuntimeClient, P4RuntimeEr
 BATCH = 128  # updates per Write RPC
 DEFAULT_ELECTION_ID = (0, 1)
 UPDATE = p4runtime_pb2.Update
+GONE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)  # switch not answering
 # (switch, event, count): 'planned' (updates to write, all switches before any write),
 # 'pipeline' (pushed), 'written' (a batch), 'done' (the switch's updates)
 Progress = Callable[[str, str, int], None]
@@ -337,8 +338,12 @@ def _execute(runs: list[SwitchRun], pipeline: LoadedPipeline, what: str,
                 try:
                     run.client.set_pipeline(pipeline.info, pipeline.config, pipeline.cookie)
                 except P4RuntimeError as exc:
-                    raise WriteFailure(f"{run.switch.label()}: pipeline push refused: "
-                                       f"{_status(exc)}") from None
+                    sw = run.switch
+                    hint = "" if exc.code in GONE else (
+                        f" (was the switch started as device {sw.device_id}? else give "
+                        f"--switch {sw.name}={sw.address},device=N)")
+                    raise WriteFailure(f"{sw.label()}: pipeline push refused: {_status(exc)}"
+                                       f"{hint}") from None
                 run.pushed = True
                 if progress is not None:
                     progress(run.switch.name, "pipeline", 0)
