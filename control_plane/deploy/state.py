@@ -108,16 +108,22 @@ def desired_items(info: P4Info, entries: SwitchEntries) -> dict[Key, Item]:
 
 
 def read_items(client: P4RuntimeClient, info: P4Info) -> dict[Key, Item]:
-    """Every entry of every table of ``info`` and every multicast group the switch holds."""
+    """Every table entry and multicast group the switch holds, in one Read RPC (wildcards:
+    table id 0 = every table, group id 0 = every group)."""
+    tables, groups = p4runtime_pb2.Entity(), p4runtime_pb2.Entity()
+    tables.table_entry.table_id = 0
+    groups.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 0
     out: dict[Key, Item] = {}
-    for group_id, replicas in client.read_multicast_groups().items():
-        item = group_item(group_id, replicas)
-        out[item.key] = item
-    for table in info.tables:
-        for te in client.read_table_entries(table):
-            if not te.is_default_action:
-                item = table_item(info, te)
+    for entity in client.read([tables, groups], "all entries and multicast groups"):
+        if entity.HasField("table_entry"):
+            if not entity.table_entry.is_default_action:
+                item = table_item(info, entity.table_entry)
                 out[item.key] = item
+        else:
+            group = entity.packet_replication_engine_entry.multicast_group_entry
+            item = group_item(group.multicast_group_id,
+                              [(r.egress_port, r.instance) for r in group.replicas])
+            out[item.key] = item
     return out
 
 

@@ -43,6 +43,8 @@ from control_plane.drivers.p4runtime.values import (
     encode_value,
 )
 
+CLOSE_WAIT_S = 2.0  # how long close() waits for the server to end the stream
+
 # ---------------------------------------------------------------------------------------------
 # the client
 
@@ -76,13 +78,19 @@ class P4RuntimeClient:
 
     # -- session --------------------------------------------------------------------------
     def wait_ready(self) -> P4RuntimeClient:
-        """Wait for the server to answer (enough for reads, which need no arbitration)."""
+        """Wait for the server to answer (enough for reads, which need no arbitration).
+
+        A Capabilities call that waits for the channel, not grpc.channel_ready_future: that
+        one leaves a connectivity poller running which delays the end of the stream opened
+        next by ~0.2 s (and raises in its thread once the channel is closed)."""
         try:
-            grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
-        except grpc.FutureTimeoutError:
-            raise P4RuntimeError(
-                f"P4Runtime server {self.address} not reachable within {self.timeout:.0f} s",
-                grpc.StatusCode.UNAVAILABLE) from None
+            self._stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=self.timeout,
+                                    wait_for_ready=True)
+        except grpc.RpcError as exc:
+            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise P4RuntimeError(
+                    f"P4Runtime server {self.address} not reachable within "
+                    f"{self.timeout:.0f} s", grpc.StatusCode.UNAVAILABLE) from None
         return self
 
     def connect(self, primary: bool = True) -> P4RuntimeClient:
@@ -165,7 +173,13 @@ class P4RuntimeClient:
                 return msg
 
     def close(self) -> None:
+        """End the stream from our side and give the server a moment to end it too, so it
+        forgets this controller at once: a cancelled stream may linger on the server (the
+        embedded target notices only when the call is collected) and make it refuse the next
+        session with the same election id.  Then cancel whatever is left and close."""
         self._requests.put(None)
+        if self._reader is not None:
+            self._reader.join(timeout=CLOSE_WAIT_S)
         if self._stream is not None:
             self._stream.cancel()
         self._channel.close()
@@ -290,11 +304,12 @@ class P4RuntimeClient:
             raise P4RuntimeError(f"{kind} '{name}' index {index}: expected 0..{size - 1}")
 
     # -- reads ------------------------------------------------------------------------------
-    def read(self, entity: p4runtime_pb2.Entity, what: str = "entities"
-             ) -> list[p4runtime_pb2.Entity]:
-        """Every entity the server returns for this (wildcard) read."""
+    def read(self, entity: p4runtime_pb2.Entity | Sequence[p4runtime_pb2.Entity],
+             what: str = "entities") -> list[p4runtime_pb2.Entity]:
+        """Every entity the server returns for this (wildcard) read; several entities are
+        read in one RPC (e.g. all tables and all multicast groups at once)."""
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
-        req.entities.append(entity)
+        req.entities.extend([entity] if isinstance(entity, p4runtime_pb2.Entity) else entity)
         out: list[p4runtime_pb2.Entity] = []
         try:
             for reply in self._stub.Read(req, timeout=self.timeout):
