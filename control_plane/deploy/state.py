@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
@@ -46,6 +47,11 @@ class Item:
     def is_group(self) -> bool:
         return self.key[0] == GROUP
 
+    @cached_property
+    def encoded(self) -> bytes:
+        """The serialized entity, made once (see P4RuntimeClient.write_encoded)."""
+        return self.entity.SerializeToString()
+
 
 def _match_key(fm: p4runtime_pb2.FieldMatch) -> tuple:
     kind = fm.WhichOneof("field_match_type")
@@ -63,11 +69,11 @@ def _match_key(fm: p4runtime_pb2.FieldMatch) -> tuple:
 
 def table_item(info: P4Info, te: p4runtime_pb2.TableEntry, what: str | None = None) -> Item:
     """An Item for a table entry (as built for a plan, or as read from a switch)."""
-    clean = p4runtime_pb2.TableEntry(table_id=te.table_id, priority=te.priority)
+    entity = p4runtime_pb2.Entity()  # only what identifies and defines it (no counters...)
+    clean = entity.table_entry
+    clean.table_id, clean.priority = te.table_id, te.priority
     clean.match.extend(te.match)
     clean.action.CopyFrom(te.action)
-    entity = p4runtime_pb2.Entity()
-    entity.table_entry.CopyFrom(clean)
     key = ("table", te.table_id, tuple(sorted(_match_key(fm) for fm in te.match)), te.priority)
     if te.action.WhichOneof("type") == "action":
         act = te.action.action

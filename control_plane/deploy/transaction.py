@@ -39,7 +39,12 @@ from control_plane.deploy.addressing import Addressing
 from control_plane.deploy.entries import Compiled
 from control_plane.deploy.pipeline import Pipeline
 from control_plane.deploy.state import Diff, Item, Key, desired_items, diff, read_items
-from control_plane.drivers.p4runtime import P4Info, P4RuntimeClient, P4RuntimeError
+from control_plane.drivers.p4runtime import (
+    P4Info,
+    P4RuntimeClient,
+    P4RuntimeError,
+    encode_update,
+)
 
 BATCH = 128  # updates per Write RPC
 DEFAULT_ELECTION_ID = (0, 1)
@@ -222,8 +227,8 @@ class Change:
     item: Item
     old: Item | None = None
 
-    def update(self) -> p4runtime_pb2.Update:
-        return p4runtime_pb2.Update(type=self.op, entity=self.item.entity)
+    def encoded(self) -> bytes:
+        return encode_update(self.op, self.item.encoded)
 
     def undo(self) -> Change:
         if self.op == UPDATE.INSERT:
@@ -274,7 +279,8 @@ def apply_changes(run: SwitchRun, changes: list[Change], progress: Progress | No
     for start in range(0, len(changes), BATCH):
         batch = changes[start:start + BATCH]
         try:
-            run.client.write([c.update() for c in batch], f"write of {len(batch)} updates")
+            run.client.write_encoded([c.encoded() for c in batch],
+                                     f"write of {len(batch)} updates")
         except P4RuntimeError as exc:
             if len(exc.errors) != len(batch):  # no per-update status: assume all applied
                 run.applied.extend(batch)

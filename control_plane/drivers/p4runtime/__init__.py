@@ -8,6 +8,8 @@ from control_plane.drivers.p4runtime.entities import (
     build_default_entry,
     build_table_entry,
     clone_session_update,
+    encode_update,
+    encode_write_request,
     multicast_group_update,
     table_update,
 )
@@ -22,5 +24,6 @@ from control_plane.drivers.p4runtime.values import (
 __all__ = [
     "DEFAULT_TIMEOUT_S", "CounterValue", "P4Info", "P4RuntimeClient", "P4RuntimeError",
     "build_default_entry", "build_table_entry", "clone_session_update", "decode_value",
-    "encode_value", "multicast_group_update", "table_update",
+    "encode_update", "encode_value", "encode_write_request", "multicast_group_update",
+    "table_update",
 ]
