@@ -35,6 +35,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "collectives": ("host_stack.collectives.bench", "ring, RAT tree, RSGCM vs torch all_reduce"),
     "target": ("emulation.targets.embedded.bench", "embedded P4 target pkt/s and RSS, beside bmv2"),
     "transport": ("host_stack.ina.bench_transport", "INA transport vs a plain UDP sender"),
+    "controller": ("control_plane.bench_controller",
+                   "inart install entries/s vs p4runtime-shell one by one (embedded, bmv2)"),
 }
 
 
