@@ -168,6 +168,30 @@ def test_a_refused_entry_mid_batch_rolls_back_every_switch(switches, fig1_compil
         "dst_mac=00:00:00:00:00:01, src_mac=00:00:00:00:00:02)"], "rollback took the other's"
 
 
+def test_ctrl_c_part_way_rolls_back_too(switches, fig1_compiled) -> None:
+    def interrupt(switch: str, event: str, count: int) -> None:
+        if (switch, event) == ("v2", "pipeline"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(WriteFailure, match=r"(?s)install interrupted: Ctrl-C.*v1: undid"):
+        install(fig1_compiled, switches.addresses, PIPELINE, progress=interrupt)
+    assert all(held(sw) == {} for sw in switches.addresses.values())
+
+
+def test_reset_pushes_the_pipeline_again(switches, fig1_compiled) -> None:
+    sws = switches.addresses
+    install(fig1_compiled, sws, PIPELINE)
+    v1 = sws["v1"]
+    with P4RuntimeClient(v1.address, v1.device_id, (0, 1), timeout=10) as other:
+        other.use_p4info(INFO)
+        other.insert_table_entry("InaIngress.route_dst", {"dst_addr": "10.9.9.9/32"},
+                                 "InaIngress.set_next_hop", {"port": 1, "dst_mac": 1,
+                                                             "src_mac": 2})
+    again = install(fig1_compiled, sws, PIPELINE, reset=True)
+    assert [(r.pipeline, r.pushed, r.unchanged) for r in again] == [("ours", True, 0)] * 2
+    assert verify_clean(verify(fig1_compiled, sws, PIPELINE)), "the extra entry survived"
+
+
 def test_a_higher_primary_elsewhere_is_a_clear_error_before_any_write(switches,
                                                                       fig1_compiled) -> None:
     sws = switches.addresses
