@@ -59,10 +59,10 @@ READY_TIMEOUT_S = 60.0
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--topology", default="fattree:6")
-    parser.add_argument("--ps", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--scheme", default="inart")
+    parser.add_argument("--topology", default="fattree:6", help="whose plan is installed")
+    parser.add_argument("--ps", type=int, default=4, help="number of PSs")
+    parser.add_argument("--seed", type=int, default=0, help="PS choice and rounding")
+    parser.add_argument("--scheme", default="inart", help="planning scheme")
     parser.add_argument("--targets", default="embedded,bmv2",
                         help="comma-separated; one that cannot run here is reported and skipped")
     parser.add_argument("--switches", type=int,

@@ -9,8 +9,10 @@ The entries come from control_plane/deploy (assign + compile_plan), so the switc
 the hosts' addresses must be wired as the deploy layer's deterministic addressing says: port k
 of a switch is its k-th neighbour in natural id order (`--dry-run` prints the mapping and every
 host's address), and switch number i (natural order) is P4Runtime device i unless
-``--switch NAME=ADDR,device=N`` says otherwise.  All or nothing across the switches; running it
-twice changes nothing (control_plane/deploy/transaction.py says how).
+``--switch NAME=ADDR,device=N`` says otherwise.  ``--topology`` (with the --ps/--seed that
+`inart plan` got) checks that the real network has the plan's nodes and links.  All or
+nothing across the switches; running it twice changes nothing
+(control_plane/deploy/transaction.py says how).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from control_plane.cli_plan import add_topology_args
 from control_plane.deploy.addressing import Addressing, AddressingError, assign
 from control_plane.deploy.entries import Compiled, EntriesError, compile_plan
 from control_plane.deploy.install import summary_table
@@ -52,9 +55,8 @@ INPUT_ERRORS = (PlanError, TopologyError, AddressingError, EntriesError, Pipelin
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", required=True, help="an inart.plan/1 file (`inart plan --json`)")
-    p.add_argument("--topology", "-t",
-                   help="the real network (fig1 | fattree:K | leafspine:L,S,H | FILE); must "
-                        "have the plan's nodes and links (default: the plan's own topology)")
+    add_topology_args(p)  # --topology, and --ps/--seed/... as `inart plan` took them
+    p.set_defaults(topology=None)  # default: the plan's own topology, nothing to check
     p.add_argument("--switch", action="append", default=[], metavar="NAME=HOST:PORT[,device=N]",
                    help="where switch NAME serves P4Runtime (repeat for every switch); device "
                         "defaults to the switch's number in natural id order (v1 -> 1)")
@@ -113,14 +115,16 @@ def _check_topology(plan: Topology, given: Topology, spec: str) -> None:
                                                            plan)):
         nodes = sorted((n for n in a.nodes if n not in b.nodes
                         or a.nodes[n].kind != b.nodes[n].kind), key=natural_key)
-        links = sorted(f"{u}-{v}" for u, v in a.graph.edges if not b.graph.has_edge(u, v))
+        links = sorted("-".join(sorted(e, key=natural_key)) for e in a.graph.edges
+                       if not b.graph.has_edge(*e))
         if nodes:
             problems.append(f"node(s) {name}: {', '.join(nodes[:8])}")
         if links:
             problems.append(f"link(s) {name}: {', '.join(links[:8])}")
     if problems:
         raise TopologyError(f"--topology {spec} does not match the plan's topology: "
-                            + "; ".join(problems))
+                            + "; ".join(problems) + " (a generated topology needs the --ps, "
+                            "--workers and --seed that `inart plan` got)")
 
 
 def _load(args: argparse.Namespace) -> tuple[Plan, Addressing, Compiled, Pipeline]:
@@ -129,7 +133,9 @@ def _load(args: argparse.Namespace) -> tuple[Plan, Addressing, Compiled, Pipelin
     except OSError as exc:
         raise PlanError(f"--plan {args.plan}: cannot read it ({exc.strerror})") from None
     if args.topology:
-        _check_topology(plan.topology, build_topology(args.topology), args.topology)
+        real = build_topology(args.topology, ps=args.ps, workers=args.workers,
+                              preset=args.preset, seed=args.seed)
+        _check_topology(plan.topology, real, args.topology)
     addressing = assign(plan.topology)
     return plan, addressing, compile_plan(plan, addressing), pipeline_for(args.target)
 
