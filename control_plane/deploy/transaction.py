@@ -264,10 +264,6 @@ class SwitchRun:
         return self.pushed or bool(self.applied)
 
 
-def _status(exc: P4RuntimeError) -> str:
-    return f"{exc.code.name if exc.code else 'error'}: {exc}"
-
-
 def apply_changes(run: SwitchRun, changes: list[Change], progress: Progress | None = None,
                   tolerate: frozenset[int] = frozenset()) -> list[str]:
     """Write ``changes`` in batches, journalling every applied one in ``run.applied``.
@@ -285,7 +281,7 @@ def apply_changes(run: SwitchRun, changes: list[Change], progress: Progress | No
             if len(exc.errors) != len(batch):  # no per-update status: assume all applied
                 run.applied.extend(batch)
                 raise WriteFailure(f"{run.switch.label()}: a write of {len(batch)} updates (from "
-                                   f"{batch[0].describe()}) failed: {_status(exc)}") from None
+                                   f"{batch[0].describe()}) failed: {exc}") from None
             refused = None
             for change, err in zip(batch, exc.errors, strict=True):
                 if err.canonical_code == code_pb2.OK:
@@ -348,7 +344,7 @@ def _execute(runs: list[SwitchRun], pipeline: LoadedPipeline, what: str,
                     hint = "" if exc.code in GONE else (
                         f" (was the switch started as device {sw.device_id}? else give "
                         f"--switch {sw.name}={sw.address},device=N)")
-                    raise WriteFailure(f"{sw.label()}: pipeline push refused: {_status(exc)}"
+                    raise WriteFailure(f"{sw.label()}: pipeline push refused: {exc}"
                                        f"{hint}") from None
                 run.pushed = True
                 if progress is not None:
