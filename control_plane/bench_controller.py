@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.entries import Compiled, SwitchEntries, compile_plan
-from control_plane.deploy.pipeline import Pipeline, pipeline_for
+from control_plane.deploy.pipeline import TARGET_CONFIG, Pipeline, pipeline_for
 from control_plane.deploy.transaction import (
     DEFAULT_ELECTION_ID,
     LoadedPipeline,
@@ -220,6 +220,12 @@ def figure_lines(row: dict[str, Any]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    unknown = [t for t in targets if t not in TARGET_CONFIG]
+    if unknown or not targets:
+        print(f"inart bench controller: --targets {args.targets!r}: expected a comma-separated "
+              f"list of {', '.join(TARGET_CONFIG)}", file=sys.stderr)
+        return 2
     topo = build_topology(args.topology, ps=args.ps, seed=args.seed)
     plan = solve(topo, args.scheme, seed=args.seed)
     compiled = compile_plan(plan, assign(topo))
@@ -231,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
           f"switch in turn")
     rows = []
     with tempfile.TemporaryDirectory(prefix="inart-bench-controller-") as tmp:
-        for target in [t.strip() for t in args.targets.split(",") if t.strip()]:
+        for target in targets:
             row = bench_target(target, compiled, names, Path(tmp))
             rows.append(row)
             for line in figure_lines(row):
