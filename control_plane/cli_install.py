@@ -218,7 +218,8 @@ def run_uninstall(args: argparse.Namespace) -> int:
         return _fail("uninstall", exc, 1)
 
 
-PIPELINE_TEXT = {"ours": "ours", "none": "had none", "other": "had another"}
+PIPELINE_TEXT = {"ours": "ours", "none": "had none", "other": "had another"}  # before a run
+PIPELINE_NOW = {"ours": "ours", "none": "none", "other": "another program's"}
 
 
 def show_reports(args: argparse.Namespace, command: str, reports: list[SwitchReport],
@@ -253,7 +254,7 @@ def show_verify(args: argparse.Namespace, reports: list[SwitchReport], limit: in
         d = r.diff
         assert d is not None
         head = f"{r.switch.name} ({r.switch.address}, device {r.switch.device_id}): pipeline " \
-               f"{PIPELINE_TEXT[r.pipeline]}"
+               f"{PIPELINE_NOW[r.pipeline]}"
         if r.pipeline == "ours" and d.clean:
             print(f"{head}; ok, {len(d.equal)} entries and groups as planned")
             continue
