@@ -49,7 +49,7 @@ from control_plane.drivers.p4runtime import (
 BATCH = 128  # updates per Write RPC
 DEFAULT_ELECTION_ID = (0, 1)
 UPDATE = p4runtime_pb2.Update
-GONE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)  # switch not answering
+NOT_ANSWERING = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 # (switch, event, count): 'planned' (updates to write, all switches before any write),
 # 'pipeline' (pushed), 'written' (a batch), 'done' (the switch's updates)
 Progress = Callable[[str, str, int], None]
@@ -268,8 +268,9 @@ def apply_changes(run: SwitchRun, changes: list[Change], progress: Progress | No
                   tolerate: frozenset[int] = frozenset()) -> list[str]:
     """Write ``changes`` in batches, journalling every applied one in ``run.applied``.
 
-    A refused update raises WriteFailure naming it, unless its code is in ``tolerate`` (then
-    it is skipped and listed in the returned notes, e.g. NOT_FOUND when undoing a delete).
+    A refused update raises WriteFailure naming it, unless its code is in ``tolerate``: then
+    it is skipped and listed in the returned notes (undoing an update whose fate a failed
+    Write left unknown may find it undone already: NOT_FOUND, ALREADY_EXISTS).
     """
     notes: list[str] = []
     for start in range(0, len(changes), BATCH):
@@ -305,7 +306,7 @@ def apply_changes(run: SwitchRun, changes: list[Change], progress: Progress | No
 def rollback(runs: list[SwitchRun]) -> list[str]:
     """Undo every run's journal in reverse (last switch first); one line per switch."""
     lines = []
-    gone = frozenset({code_pb2.NOT_FOUND, code_pb2.ALREADY_EXISTS})
+    undone_already = frozenset({code_pb2.NOT_FOUND, code_pb2.ALREADY_EXISTS})
     for run in reversed(runs):
         if not run.touched:
             continue
@@ -313,8 +314,10 @@ def rollback(runs: list[SwitchRun]) -> list[str]:
         kept = " (it keeps the pipeline this run pushed)" if run.pushed else ""
         undone = SwitchRun(run.switch, run.client, run.pipeline, run.diff)
         try:
-            apply_changes(undone, undo, tolerate=gone)
-            lines.append(f"{run.switch.name}: undid {len(undo)} update(s){kept}")
+            skipped = apply_changes(undone, undo, tolerate=undone_already)
+            already = f", {len(skipped)} were undone already" if skipped else ""
+            lines.append(f"{run.switch.name}: undid {len(undo) - len(skipped)} update(s)"
+                         f"{already}{kept}")
         except (WriteFailure, P4RuntimeError) as exc:
             lines.append(f"{run.switch.name}: could NOT undo all {len(undo)} update(s){kept}: "
                          f"{exc}")
@@ -341,7 +344,7 @@ def _execute(runs: list[SwitchRun], pipeline: LoadedPipeline, what: str,
                     run.client.set_pipeline(pipeline.info, pipeline.config, pipeline.cookie)
                 except P4RuntimeError as exc:
                     sw = run.switch
-                    hint = "" if exc.code in GONE else (
+                    hint = "" if exc.code in NOT_ANSWERING else (
                         f" (was the switch started as device {sw.device_id}? else give "
                         f"--switch {sw.name}={sw.address},device=N)")
                     raise WriteFailure(f"{sw.label()}: pipeline push refused: {exc}"
