@@ -86,11 +86,14 @@ def host_address_map(addr: Addressing, pss: list[str], workers: list[str]) -> di
     return out
 
 
-def host_plan(plan: Plan, compiled: Compiled, rate_factor: float) -> dict:
-    """The plan file the hosts run on: the plan plus ranks and the paced rate."""
+def host_plan(plan: Plan, compiled: Compiled) -> dict:
+    """The plan file the hosts run on: the plan plus the switches' worker ranks.
+
+    The rate stays the plan's own (the hosts refuse a plan claiming more than its loads
+    allow); a sweep paces at f x factor by scaling ``--unit-bps`` instead.
+    """
     doc = plan.to_dict()
     doc["ranks"] = dict(compiled.ranks)
-    doc["rate"] = plan.rate * rate_factor
     return doc
 
 
@@ -123,7 +126,7 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
     workdir.mkdir(parents=True, exist_ok=True)
     topo = plan.topology
     plan_path, addr_path = workdir / "plan.json", workdir / "addresses.json"
-    plan_path.write_text(json.dumps(host_plan(plan, compiled, cfg.rate_factor), indent=1))
+    plan_path.write_text(json.dumps(host_plan(plan, compiled), indent=1))
     addr_path.write_text(json.dumps(host_address_map(addr, topo.pss, topo.workers)))
     job = ["--plan", str(plan_path), "--addresses", str(addr_path), "--n", str(cfg.n),
            "--seed", str(cfg.seed), "--window", str(cfg.window),
@@ -133,7 +136,7 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
     else:
         job += ["--model", cfg.model]
     if cfg.unit_bps is not None:
-        job += ["--unit-bps", repr(cfg.unit_bps)]
+        job += ["--unit-bps", repr(cfg.unit_bps * cfg.rate_factor)]
     events: queue.Queue = queue.Queue()
     procs: dict[str, subprocess.Popen] = {}
     py = [sys.executable, "-m"]
