@@ -15,7 +15,7 @@ from host_stack.ina import wire
 from host_stack.ina.addresses import loopback
 from host_stack.ina.aggregator import ChunkAggregator
 from host_stack.ina.impair import Impairment, wrap
-from host_stack.ina.jobplan import parse_plan, star_plan
+from host_stack.ina.jobplan import job_plan, star_plan
 from host_stack.ina.pacing import Pacer
 from host_stack.ina.ps import PsServer
 from host_stack.ina.ps_apply import SumApply
@@ -35,7 +35,7 @@ class Cluster:
     """PS threads in sum mode plus worker transports for one star plan."""
 
     def __init__(self, workers, shares, n_chunks, impairment=None, job=1, config=None):
-        self.plan = parse_plan(star_plan(workers, shares, job=job))
+        self.plan = job_plan(star_plan(workers, shares, job=job))
         self.addr = loopback(self.plan.ps_ids + self.plan.worker_ids)
         self.ranges = self.plan.chunk_ranges(n_chunks * N, N)
         self.imp = impairment

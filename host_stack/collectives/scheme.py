@@ -47,9 +47,7 @@ def build(ctx) -> GradientSync:
                             timeout=timedelta(seconds=120))
     extra = {}
     if ctx.args.sync == "tree":
-        from control_plane.plan import Plan
-
-        extra["topology"] = Plan.load(ctx.args.plan).topology.graph
+        extra["topology"] = ctx.job.plan.topology.graph
     sync = make_sync(ctx.args.sync, ctx.rank, world, lr=ctx.args.lr,
                      momentum=ctx.args.momentum, **extra)
     return _ProcessGroupSync(sync)

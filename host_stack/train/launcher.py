@@ -50,12 +50,12 @@ def resolve_plan(spec: str, workdir: Path) -> Path:
     if spec.startswith("star:"):
         try:
             _, w, k = spec.split(":")
-            doc = star_plan(int(w), [1 / int(k)] * int(k))
+            plan = star_plan(int(w), [1 / int(k)] * int(k))
         except ValueError:
             raise LaunchError(f"--plan {spec!r}: expected star:WORKERS:PSS, e.g. star:4:2") \
                 from None
         path = workdir / "plan.json"
-        path.write_text(json.dumps(doc, indent=1))
+        plan.save(path)
         return path
     return Path(spec)
 
