@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from host_stack.collectives.sync import make_sync
-from host_stack.train.sync import GradientSync
+from host_stack.train.sync import MeasuredSync
 
 USES_PS = False
 INIT_ENV = "INART_DIST_INIT"
@@ -24,8 +24,9 @@ INIT_ENV = "INART_DIST_INIT"
 class _ProcessGroupSync:
     """A collective GradientSync that also tears its process group down."""
 
-    def __init__(self, inner: GradientSync) -> None:
+    def __init__(self, inner: MeasuredSync) -> None:
         self.inner = inner
+        self.history = inner.history
 
     def step(self, round_: int, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         return self.inner.step(round_, params, grad)
@@ -36,7 +37,7 @@ class _ProcessGroupSync:
             dist.destroy_process_group()
 
 
-def build(ctx) -> GradientSync:
+def build(ctx) -> MeasuredSync:
     """Join the job's process group and return the rank's collective sync."""
     init = os.environ.get(INIT_ENV)
     if not init:

@@ -3,7 +3,8 @@
 Modules are imported only when chosen (like the CLI's COMMANDS), so a scheme with heavy or
 missing dependencies never breaks the others.  A scheme module exposes:
 - ``USES_PS: bool`` - whether the launcher must start the plan's PS processes;
-- ``build(ctx: WorkerContext) -> GradientSync`` - the worker side for one worker.
+- ``build(ctx: WorkerContext) -> MeasuredSync`` - the worker side for one worker, recording
+  what every step sent (host_stack/train/sync.py).
 """
 
 from __future__ import annotations

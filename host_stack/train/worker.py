@@ -19,6 +19,7 @@ import json
 import sys
 import time
 import zlib
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from host_stack.train.data import digits, shard
 from host_stack.train.jobargs import add_job_args, load_job
 from host_stack.train.loop import RoundStats, accuracy, train_worker
 from host_stack.train.models import build_model, flat_params
+from host_stack.train.sync import MeasuredSync
 from host_stack.train.sync_registry import SYNCS, WorkerContext, load_sync
 
 
@@ -90,14 +92,13 @@ def emit(event: str, **fields) -> None:
     print(json.dumps({"event": event, **fields}), flush=True)
 
 
-def _round_fields(sync, rs: RoundStats) -> dict:
-    out = {"round": rs.round, "loss": rs.loss, "compute_s": rs.compute_s, "sync_s": rs.sync_s}
-    history = getattr(sync, "history", None)
-    if history:
-        h = history[-1]
-        out.update(comm_s=h.comm_s, packets=h.packets, retx=h.retx, bytes=h.bytes,
-                   clipped=h.clipped, quant_rel_error=h.quant_rel_error)
-    return out
+def _round_fields(sync: MeasuredSync, rs: RoundStats) -> dict:
+    """One round's JSON line: the loop's timing plus what the scheme sent (its CommStats)."""
+    comm = asdict(sync.history[-1])
+    del comm["round"]
+    comm.pop("counters", None)
+    return {"round": rs.round, "loss": rs.loss, "compute_s": rs.compute_s,
+            "sync_s": rs.sync_s, **comm}
 
 
 def run(args: argparse.Namespace) -> int:
