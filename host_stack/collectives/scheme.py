@@ -15,9 +15,11 @@ import torch
 import torch.distributed as dist
 
 from host_stack.collectives.sync import make_sync
+from host_stack.train.jobargs import LAUNCHER_FLAGS
 from host_stack.train.sync import MeasuredSync
 
 USES_PS = False
+FLAGS = LAUNCHER_FLAGS  # no transport options: gloo carries the data
 INIT_ENV = "INART_DIST_INIT"
 
 

@@ -20,9 +20,11 @@ import torch
 
 from host_stack.ina.quantize import Quantizer, error_stats
 from host_stack.ina.transport import WorkerTransport
+from host_stack.train.jobargs import LAUNCHER_FLAGS, TRANSPORT_OPTIONS
 from host_stack.train.sync import CommStats
 
 USES_PS = True
+FLAGS = LAUNCHER_FLAGS | set(TRANSPORT_OPTIONS) | {"checkpoint_dir"}
 
 
 @dataclass

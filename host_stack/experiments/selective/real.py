@@ -46,6 +46,9 @@ from host_stack.train.models import build_model, flat_params, load_flat_params
 from host_stack.train.sync import MomentumSGD
 
 POLL_S = 0.002
+# `inart train --sync selective` options: no transport, table, plot or reference of its own
+FLAGS = frozenset({"sync", "plan", "model", "seed", "lr", "momentum", "rounds", "batch",
+                   "deadline", "group_p", "json"})
 
 
 @dataclass
@@ -61,6 +64,7 @@ class RealConfig:
     theta: float = 1.0
     dt: float = 0.02
     lr: float = 0.05
+    momentum: float = 0.9
     batch_size: int = 32
     compute_median: float = 0.02
     compute_sigma: float = 0.5
@@ -115,7 +119,7 @@ class SelectiveSync:
 
     def __init__(self, store: dist.TCPStore, rank: int, cfg: RealConfig) -> None:
         self.store, self.rank, self.cfg = store, rank, cfg
-        self.optimizer = MomentumSGD(cfg.lr)
+        self.optimizer = MomentumSGD(cfg.lr, cfg.momentum)
         self.rng = random.Random(cfg.seed * 1000 + rank)
         self.k = 0
         self.log: list[dict[str, float]] = []
