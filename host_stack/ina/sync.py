@@ -31,10 +31,10 @@ FLAGS = LAUNCHER_FLAGS | set(TRANSPORT_OPTIONS) | {"checkpoint_dir"}
 class SyncRoundStats(CommStats):
     """Transport-side numbers of one round, for the launcher's report (bytes: frames)."""
 
-    packets: int = 0
-    retx: int = 0
-    clipped: int = 0
-    quant_rel_error: float = 0.0
+    packets: int
+    retx: int
+    clipped: int
+    quant_rel_error: float
     counters: dict[str, int] = field(default_factory=dict)
 
 
