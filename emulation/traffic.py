@@ -15,7 +15,6 @@ import json
 import queue
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from control_plane.plan import Plan
 from emulation.network import Network
 from host_stack.ina import wire
 from host_stack.ina.pacing import FRAME_OVERHEAD
+from host_stack.train.launcher import JsonLineReader
 from host_stack.train.worker import expected_digests
 
 MODES = ("synthetic", "train")
@@ -97,21 +97,6 @@ def host_plan(plan: Plan, compiled: Compiled) -> dict:
     return doc
 
 
-class _Reader(threading.Thread):
-    def __init__(self, name: str, proc: subprocess.Popen, out: queue.Queue) -> None:
-        super().__init__(daemon=True)
-        self.name_, self.proc, self.out = name, proc, out
-
-    def run(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.out.put((self.name_, json.loads(line)))
-            except json.JSONDecodeError:
-                self.out.put((self.name_, {"event": "log", "line": line.rstrip()}))
-        self.out.put((self.name_, {"event": "eof"}))
-
-
 def _tail(path: Path) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").strip().splitlines()[-6:])
@@ -148,7 +133,7 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
         proc = net.popen(name, cmd, stdout=subprocess.PIPE, stderr=err, text=True)
         err.close()
         procs[name] = proc
-        _Reader(name, proc, events).start()
+        JsonLineReader(name, proc, events).start()
 
     def next_event() -> tuple[str, dict]:
         while True:

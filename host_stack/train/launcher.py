@@ -60,8 +60,10 @@ def resolve_plan(spec: str, workdir: Path) -> Path:
     return Path(spec)
 
 
-class _Reader(threading.Thread):
-    """Forward a process's stdout JSON lines to a queue as (name, record)."""
+class JsonLineReader(threading.Thread):
+    """Forward a process's stdout JSON lines to a queue as (name, record); other lines as
+    {"event": "log"}, and {"event": "eof"} last.  The emulation follows its hosts with it too.
+    """
 
     def __init__(self, name: str, proc: subprocess.Popen, out: queue.Queue) -> None:
         super().__init__(daemon=True)
@@ -106,7 +108,7 @@ class Launcher:
                                 env=self.env, start_new_session=True)
         err.close()
         self.procs[name] = proc
-        _Reader(name, proc, self.events).start()
+        JsonLineReader(name, proc, self.events).start()
         return proc
 
     def _fail(self, name: str, what: str) -> LaunchError:
