@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from control_plane.repo import child_env
+from host_stack.collectives.launch import free_port
 from host_stack.ina.addresses import loopback
 from host_stack.ina.jobplan import JobPlan, load_plan, star_plan
 from host_stack.train.jobargs import job_argv
@@ -204,13 +204,6 @@ class Launcher:
         rounds = [summarize_round(r, per_round[r]) for r in sorted(per_round)]
         workers = [done[w] for w in plan.worker_ids]
         return TrainResult(plan, rounds, workers, ps_stats, time.monotonic() - t0)
-
-
-def free_port() -> int:
-    """A TCP port free on loopback right now (for the collectives' rendezvous)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def summarize_round(r: int, recs: list[dict]) -> dict:

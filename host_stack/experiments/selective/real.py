@@ -31,13 +31,13 @@ import math
 import multiprocessing as mp
 import os
 import random
-import socket
 import time
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.distributed as dist
 
+from host_stack.collectives.launch import free_port, reap
 from host_stack.experiments.selective.controller import SCHEMES, make_controller
 from host_stack.experiments.selective.grouping import ring_time
 from host_stack.train.data import digits, shard
@@ -174,12 +174,6 @@ def _worker_main(rank: int, cfg: RealConfig) -> None:
         raise
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class _Launcher:
     """Runs the controller loop against the store's message log."""
 
@@ -263,7 +257,7 @@ def train_selective(model_name: str = "mlp", world: int = 4, rounds: int = 60, p
     """Train `world` worker processes with `scheme`; returns accuracy, timing and groups."""
     cfg = RealConfig(model=model_name, world=world, rounds=rounds, p=p, scheme=scheme,
                      seed=seed, **options)  # type: ignore[arg-type]
-    cfg.port = cfg.port or _free_port()
+    cfg.port = cfg.port or free_port()
     store = _store(cfg.port, True, cfg.world, cfg.timeout_s)
     ctx = mp.get_context("spawn")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -278,11 +272,7 @@ def train_selective(model_name: str = "mlp", world: int = 4, rounds: int = 60, p
         deadline = t0 + cfg.timeout_s
         blobs = [_wait_key(store, f"result/{r}", deadline) for r in range(cfg.world)]
     finally:
-        for proc in procs:
-            proc.join(timeout=10)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=5)
+        reap(procs)
     wall = time.monotonic() - t0
     results = [torch.load(io.BytesIO(b), weights_only=False) for b in blobs]
     return _summarise(cfg, results, launcher.groups, wall)
