@@ -19,7 +19,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from host_stack.experiments.cli import add_common_args
-from host_stack.experiments.psbalance.cluster import Cluster, RunConfig
+from host_stack.experiments.psbalance.cluster import RunConfig, started
 
 MODELS_MB = {"mobilenet": 21, "resnet50": 93, "alexnet": 228}
 PAPER_SPEEDUP = {"mobilenet": 2.68, "resnet50": 1.76, "alexnet": 1.32}
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         for seed in range(args.seeds):
             cfg = RunConfig(nodes=args.nodes, max_mbit=args.max_mbit, period=args.period,
                             duration=args.duration, seed=seed)
-            with Cluster(cfg) as cluster:
+            with started(cfg) as cluster:
                 for model in args.models:
                     size = int(MODELS_MB[model] * 1e6 * args.scale) // 4 * 4
                     for scheme in SCHEMES:
