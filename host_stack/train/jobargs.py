@@ -57,17 +57,20 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--momentum", type=float, default=0.9, help="PS momentum")
     g.add_argument("--bound", type=float, default=DEFAULT_BOUND,
                    help="gradient clip bound that sets the quantization scale")
-    g.add_argument("--n", type=int, default=wire.DEFAULT_N, help="int32 values per packet")
+    g.add_argument("--n", type=int, default=TransportConfig.n, help="int32 values per packet")
     g.add_argument("--unit-bps", type=float, default=None,
                    help="bit/s of one topology rate unit (pacing = f * x_s * this; "
                         "default: unpaced)")
-    g.add_argument("--window", type=int, default=32, help="outstanding chunks per PS")
-    g.add_argument("--timeout", type=float, default=0.2,
+    g.add_argument("--window", type=int, default=TransportConfig.window,
+                   help="outstanding chunks per PS")
+    g.add_argument("--timeout", type=float, default=TransportConfig.timeout_s,
                    help="RETX timeout (s) before the first RTT sample")
-    g.add_argument("--max-retries", type=int, default=30, help="RETX before giving up")
-    g.add_argument("--hello-timeout", type=float, default=30.0,
+    g.add_argument("--max-retries", type=int, default=TransportConfig.max_retries,
+                   help="RETX before giving up")
+    g.add_argument("--hello-timeout", type=float, default=TransportConfig.hello_timeout_s,
                    help="how long a worker waits for every PS to answer HELLO (s)")
-    g.add_argument("--pool-size", type=int, default=4096, help="switch aggregator slots")
+    g.add_argument("--pool-size", type=int, default=TransportConfig.pool_size,
+                   help="switch aggregator slots")
     g.add_argument("--impair", default="",
                    help="inject on send, e.g. loss=0.05,dup=0.05,reorder=0.05 (tests)")
 
