@@ -28,8 +28,7 @@ IMPAIR = "loss=0.05,dup=0.05,reorder=0.05"
 
 
 def run_sum_job(tmp_path, addresses: AddressMap, ps_prefix=(), worker_prefix=(), extra=()):
-    plan = star_plan(WORKERS, [0.5, 0.5])
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    star_plan(WORKERS, [0.5, 0.5]).save(tmp_path / "plan.json")
     (tmp_path / "addr.json").write_text(addresses.to_json())
     job = ["--plan", str(tmp_path / "plan.json"), "--addresses", str(tmp_path / "addr.json"),
            "--model", "synthetic", "--values", str(VALUES), *extra]

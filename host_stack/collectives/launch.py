@@ -109,9 +109,15 @@ def run_processes(fn: Callable[..., Any], world: int, args: tuple = (), backend:
                 raise LaunchError(f"rank {rank} failed:\n{value}")
             results[rank] = value
     finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.terminate()
-                p.join(timeout=5)
+        reap(procs)
     return [results[r] for r in range(world)]
+
+
+def reap(procs: list[mp.process.BaseProcess]) -> None:
+    """Join every process, killing one still alive after 10 s: a run never leaves one behind,
+    also when it failed half-way."""
+    for p in procs:
+        p.join(timeout=10)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=5)
