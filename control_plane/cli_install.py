@@ -28,7 +28,6 @@ from tqdm import tqdm
 from control_plane.cli_plan import add_topology_args
 from control_plane.deploy.addressing import Addressing, AddressingError, assign
 from control_plane.deploy.entries import Compiled, EntriesError, compile_plan
-from control_plane.deploy.install import summary_table
 from control_plane.deploy.pipeline import TARGET_CONFIG, Pipeline, PipelineError, pipeline_for
 from control_plane.deploy.state import StateError
 from control_plane.deploy.transaction import (
@@ -324,5 +323,5 @@ def dry_run(args: argparse.Namespace, plan: Plan, addressing: Addressing, compil
     print("  " + format_table([{"host": h, "rank": compiled.ranks.get(h, "-"), **v}
                                for h, v in data["hosts"].items()]).replace("\n", "\n  "))
     print()
-    print(summary_table({sw: s.summary() for sw, s in compiled.switches.items()}))
+    print(compiled.summary_table())
     return 0

@@ -14,10 +14,17 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tqdm import tqdm
+
 from control_plane.deploy.addressing import Addressing, assign
 from control_plane.deploy.entries import Compiled, compile_plan
-from control_plane.deploy.install import connect, install, summary_table
 from control_plane.deploy.pipeline import Pipeline
+from control_plane.deploy.transaction import (
+    DEFAULT_ELECTION_ID,
+    addressed_switches,
+    install,
+    open_client,
+)
 from control_plane.plan import Plan
 from control_plane.solve import solve
 from control_plane.topology import Topology
@@ -78,25 +85,37 @@ class Emulation:
         return self.scale * 1e6
 
     def install(self, plan: Plan) -> Compiled:
+        """The plan on every switch through the deploy layer, as `inart install --reset`
+        would: a fresh pipeline (zeroed registers and counters), then all entries; a refused
+        write undoes the others and raises DeployError naming the switch and the entry."""
         compiled = compile_plan(plan, self.addr)
-        summary = install(self.addr, compiled, self.program, self.quiet)
+        with tqdm(total=compiled.total(), desc="install", unit="entry",
+                  disable=self.quiet) as bar:
+            def progress(switch: str, stage: str, count: int) -> None:
+                bar.set_postfix(switch=switch)
+                if stage == "written":
+                    bar.update(count)
+
+            install(compiled, addressed_switches(self.addr), self.program, reset=True,
+                    progress=progress)
         self.net.set_result_arp(compiled.result_addr)
         self.installed = plan.scheme
         (self.out_dir / f"entries-{plan.scheme}.txt").write_text(
-            summary_table(summary) + "\n\n" + "\n".join(
+            compiled.summary_table() + "\n\n" + "\n".join(
                 f"{sw}: {e.describe()}" for sw, s in compiled.switches.items()
                 for e in s.entries) + "\n")
         if not self.quiet:
             print(f"installed {plan.scheme}: {compiled.total()} entries/groups on "
                   f"{len(compiled.switches)} switches")
-            print(summary_table(summary))
+            print(compiled.summary_table())
         return compiled
 
     def switch_events(self) -> dict[str, dict[str, int]]:
         names = event_names()
         out = {}
+        switches = addressed_switches(self.addr)
         for sw in self.topo.switches:
-            client = connect(self.addr, sw)
+            client = open_client(switches[sw], DEFAULT_ELECTION_ID, 15.0, primary=False)
             try:
                 client.use_p4info(self.program.p4info)
                 cells = client.read_counters("InaIngress.events")

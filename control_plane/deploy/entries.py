@@ -1,6 +1,7 @@
 """Compile a plan into the P4Runtime entries of every switch (names of p4src/README.md).
 
-Pure: plan + addressing in, per-switch entries out; control_plane/deploy/install.py writes them.
+Pure: plan + addressing in, per-switch entries out; control_plane/deploy/transaction.py writes
+them (all or nothing).
 
 Routes (``InaIngress.route_pair`` keyed on (src, dst), ``InaIngress.route_dst`` on dst /32):
 - every host is reachable from every switch through ``route_dst``: the next hop is the first
@@ -97,6 +98,15 @@ class Compiled:
 
     def total(self) -> int:
         return sum(len(s.entries) + len(s.groups) for s in self.switches.values())
+
+    def summary_table(self) -> str:
+        """Switch x table entry counts (and multicast groups) as aligned text."""
+        summary = {sw: s.summary() for sw, s in self.switches.items()}
+        cols = sorted({k for row in summary.values() for k in row})
+        lines = [f"{'switch':8s}" + "".join(f"{c:>18s}" for c in cols)]
+        for sw, row in summary.items():
+            lines.append(f"{sw:8s}" + "".join(f"{row.get(c, 0):18d}" for c in cols))
+        return "\n".join(lines)
 
 
 def ranks(topology: Topology) -> dict[str, int]:

@@ -120,6 +120,13 @@ def switch_addresses(specs: list[str], addressing: Addressing,
     return {sw: found[sw] for sw in addressing.device_id if sw in found}
 
 
+def addressed_switches(addressing: Addressing) -> dict[str, SwitchAddress]:
+    """Every switch where ``addressing`` put it (a network the testbed started itself, e.g.
+    an emulation: switch i on 127.0.0.1:grpc_base+i as device i)."""
+    return {sw: SwitchAddress(sw, addressing.grpc_address(sw), device)
+            for sw, device in addressing.device_id.items()}
+
+
 def parse_election_id(text: str) -> tuple[int, int]:
     """``HIGH,LOW`` or ``LOW`` -> (high, low); P4Runtime election ids are 128-bit, not 0."""
     try:
