@@ -35,6 +35,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from control_plane.cli_args import names_of
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.entries import Compiled, SwitchEntries, compile_plan
 from control_plane.deploy.pipeline import TARGET_CONFIG, Pipeline, pipeline_for
@@ -63,7 +64,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ps", type=int, default=4, help="number of PSs")
     parser.add_argument("--seed", type=int, default=0, help="PS choice and rounding")
     parser.add_argument("--scheme", default="inart", help="planning scheme")
-    parser.add_argument("--targets", default="embedded,bmv2",
+    parser.add_argument("--targets", default="embedded,bmv2", type=names_of(TARGET_CONFIG),
                         help="comma-separated; one that cannot run here is reported and skipped")
     parser.add_argument("--switches", type=int,
                         help="only the first N switches of the plan (default: all)")
@@ -220,12 +221,7 @@ def figure_lines(row: dict[str, Any]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
-    unknown = [t for t in targets if t not in TARGET_CONFIG]
-    if unknown or not targets:
-        print(f"inart bench controller: --targets {args.targets!r}: expected a comma-separated "
-              f"list of {', '.join(TARGET_CONFIG)}", file=sys.stderr)
-        return 2
+    targets = args.targets
     topo = build_topology(args.topology, ps=args.ps, seed=args.seed)
     plan = solve(topo, args.scheme, seed=args.seed)
     compiled = compile_plan(plan, assign(topo))

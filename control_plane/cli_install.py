@@ -25,6 +25,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from control_plane.cli_args import command
 from control_plane.cli_plan import add_topology_args
 from control_plane.deploy.addressing import Addressing, AddressingError, assign
 from control_plane.deploy.entries import Compiled, EntriesError, compile_plan
@@ -71,9 +72,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `inart install`."""
-    p = subparsers.add_parser("install", help="install a plan onto running P4 switches",
-                              description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command(subparsers, "install", "install a plan onto running P4 switches", __doc__)
     _add_common(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true",

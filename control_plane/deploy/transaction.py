@@ -438,6 +438,33 @@ def _want(compiled: Compiled, name: str, info: P4Info) -> dict[Key, Item]:
     return desired_items(info, compiled.switches[name])
 
 
+def _planned_runs(compiled: Compiled, switches: dict[str, SwitchAddress],
+                  loaded: LoadedPipeline, clients: dict[str, P4RuntimeClient],
+                  plan_switch: Callable[[SwitchAddress, P4RuntimeClient, str, dict[Key, Item]],
+                                        SwitchRun],
+                  progress: Progress | None) -> list[SwitchRun]:
+    """One run per switch: what ``plan_switch`` decides from its pipeline state and the
+    plan's items for it; nothing is written yet."""
+    runs = []
+    for name, client in clients.items():
+        want = _want(compiled, name, loaded.info)
+        client.use_p4info(loaded.info)
+        runs.append(plan_switch(switches[name], client, pipeline_state(client, loaded), want))
+        if progress is not None:
+            progress(name, "planned", len(runs[-1].changes))
+    return runs
+
+
+def _commit(runs: list[SwitchRun], loaded: LoadedPipeline, what: str,
+            conflicts_flag: str | None, progress: Progress | None) -> None:
+    """Refuse conflicts (unless ``conflicts_flag`` is None: the user overrode them), then
+    write every run all or nothing."""
+    conflict = _conflicts(runs, conflicts_flag) if conflicts_flag else None
+    if conflict is not None:
+        raise conflict
+    _execute(runs, loaded, what, progress)
+
+
 def install(compiled: Compiled, switches: dict[str, SwitchAddress], pipeline: Pipeline,
             election_id: tuple[int, int] = DEFAULT_ELECTION_ID, *, replace: bool = False,
             reset: bool = False, timeout: float = 15.0,
@@ -449,25 +476,20 @@ def install(compiled: Compiled, switches: dict[str, SwitchAddress], pipeline: Pi
     that have the plan's keys but other contents.
     """
     loaded = LoadedPipeline.load(pipeline)
+
+    def plan_switch(sw: SwitchAddress, client: P4RuntimeClient, state: str,
+                    want: dict[Key, Item]) -> SwitchRun:
+        push = reset or state != "ours"
+        have = {} if push else read_items(client, loaded.info)
+        run = SwitchRun(sw, client, state, diff(want, have), push=push)
+        run.changes = _ordered(
+            [Change(UPDATE.INSERT, item) for item in run.diff.missing]
+            + [Change(UPDATE.MODIFY, plan, there) for plan, there in run.diff.different])
+        return run
+
     with sessions(switches, election_id, timeout) as clients:
-        runs = []
-        for name, client in clients.items():
-            want = _want(compiled, name, loaded.info)
-            client.use_p4info(loaded.info)
-            state = pipeline_state(client, loaded)
-            push = reset or state != "ours"
-            have = {} if push else read_items(client, loaded.info)
-            run = SwitchRun(switches[name], client, state, diff(want, have), push=push)
-            run.changes = _ordered(
-                [Change(UPDATE.INSERT, item) for item in run.diff.missing]
-                + [Change(UPDATE.MODIFY, plan, there) for plan, there in run.diff.different])
-            runs.append(run)
-            if progress is not None:
-                progress(name, "planned", len(run.changes))
-        conflict = None if replace else _conflicts(runs, "--replace")
-        if conflict is not None:
-            raise conflict
-        _execute(runs, loaded, "install", progress)
+        runs = _planned_runs(compiled, switches, loaded, clients, plan_switch, progress)
+        _commit(runs, loaded, "install", "--replace" if not replace else None, progress)
         return [_report(run, len(run.diff.equal)) for run in runs]
 
 
@@ -477,26 +499,21 @@ def uninstall(compiled: Compiled, switches: dict[str, SwitchAddress], pipeline: 
     """Remove exactly the plan's entries and groups (those present and equal; with ``force``
     also those with the plan's keys but other contents); all or nothing."""
     loaded = LoadedPipeline.load(pipeline)
+
+    def plan_switch(sw: SwitchAddress, client: P4RuntimeClient, state: str,
+                    want: dict[Key, Item]) -> SwitchRun:
+        if state == "other":
+            raise DeployError(f"{sw.label()} runs another pipeline: the plan's entries cannot "
+                              f"be told apart there; nothing was removed")
+        have = {} if state == "none" else read_items(client, loaded.info)
+        run = SwitchRun(sw, client, state, diff(want, have))
+        gone = run.diff.equal + ([p for p, _ in run.diff.different] if force else [])
+        run.changes = _ordered([Change(UPDATE.DELETE, have[item.key]) for item in gone])
+        return run
+
     with sessions(switches, election_id, timeout) as clients:
-        runs = []
-        for name, client in clients.items():
-            want = _want(compiled, name, loaded.info)
-            client.use_p4info(loaded.info)
-            state = pipeline_state(client, loaded)
-            if state == "other":
-                raise DeployError(f"{switches[name].label()} runs another pipeline: the plan's "
-                                  f"entries cannot be told apart there; nothing was removed")
-            have = {} if state == "none" else read_items(client, loaded.info)
-            run = SwitchRun(switches[name], client, state, diff(want, have))
-            gone = run.diff.equal + ([p for p, _ in run.diff.different] if force else [])
-            run.changes = _ordered([Change(UPDATE.DELETE, have[item.key]) for item in gone])
-            runs.append(run)
-            if progress is not None:
-                progress(name, "planned", len(run.changes))
-        conflict = None if force else _conflicts(runs, "--force")
-        if conflict is not None:
-            raise conflict
-        _execute(runs, loaded, "uninstall", progress)
+        runs = _planned_runs(compiled, switches, loaded, clients, plan_switch, progress)
+        _commit(runs, loaded, "uninstall", "--force" if not force else None, progress)
         return [_report(run, len(run.diff.equal) + len(run.diff.different) - len(run.changes))
                 for run in runs]
 
