@@ -38,7 +38,15 @@ from p4.v1 import p4runtime_pb2
 from control_plane.deploy.addressing import Addressing
 from control_plane.deploy.entries import Compiled
 from control_plane.deploy.pipeline import Pipeline
-from control_plane.deploy.state import Diff, Item, Key, desired_items, diff, read_items
+from control_plane.deploy.state import (
+    Diff,
+    Item,
+    Key,
+    StateError,
+    desired_items,
+    diff,
+    read_items,
+)
 from control_plane.drivers.p4runtime import (
     P4Info,
     P4RuntimeClient,
@@ -435,7 +443,11 @@ def _report(run: SwitchRun, unchanged: int) -> SwitchReport:
 def _want(compiled: Compiled, name: str, info: P4Info) -> dict[Key, Item]:
     if name not in compiled.switches:
         raise DeployError(f"switch '{name}': the compiled plan has no such switch")
-    return desired_items(info, compiled.switches[name])
+    try:
+        return desired_items(info, compiled.switches[name])
+    except StateError as exc:  # checked before any switch is written
+        raise DeployError(f"{exc} (is the P4Info the program the plan was compiled for?); "
+                          f"nothing was written") from None
 
 
 def _planned_runs(compiled: Compiled, switches: dict[str, SwitchAddress],

@@ -36,4 +36,4 @@ def test_bench_controller_small(tmp_path) -> None:
 def test_bench_controller_refuses_an_unknown_target() -> None:
     proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "bench", "controller",
                            "--targets", "tofu"], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "--targets 'tofu'" in proc.stderr
+    assert proc.returncode == 2 and "argument --targets: 'tofu'" in proc.stderr
