@@ -24,12 +24,15 @@ class AuthConfigError(ValueError):
     """A listen address, token or certificate that cannot be used; the message says why."""
 
 
-def split_address(address: str) -> tuple[str, int]:
-    """``host:port`` (``[v6]:port`` for IPv6) -> (host, port); raises AuthConfigError."""
+def split_address(address: str, any_port: bool = False) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for IPv6) -> (host, port); port 0 ("any free") only with
+    ``any_port``; raises AuthConfigError."""
     host, sep, port = address.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise AuthConfigError(f"address {address!r}: expected HOST:PORT with a port 1..65535")
+    low = 0 if any_port else 1
+    if not sep or not host or not port.isdigit() or not low <= int(port) < 65536:
+        raise AuthConfigError(f"address {address!r}: expected HOST:PORT with a port "
+                              f"{low}..65535")
     return host, int(port)
 
 
@@ -55,7 +58,7 @@ def read_token(path: str | Path) -> str:
 
 def check_listen(address: str, token: str | None) -> None:
     """Refuse a non-loopback listen address without a token."""
-    host, _ = split_address(address)
+    host, _ = split_address(address, any_port=True)
     if token is None and not is_loopback(host):
         raise AuthConfigError(f"--listen {address}: not a loopback address; listening there "
                               f"needs --token-file (requests must carry a bearer token)")
