@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "collectives": ("host_stack.collectives.bench", "ring, RAT tree, RSGCM vs torch all_reduce"),
     "target": ("emulation.targets.embedded.bench", "embedded P4 target pkt/s and RSS, beside bmv2"),
     "transport": ("host_stack.ina.bench_transport", "INA transport vs a plain UDP sender"),
+    "controller": ("control_plane.service.bench", "inart serve: replan latency, event -> entries"),
 }
 
 

@@ -333,12 +333,15 @@ def host_routes(topology: Topology, addressing: Addressing,
 
 
 def compile_plan(plan: Plan, addressing: Addressing, slots: int = INA_SLOTS, slot_base: int = 0,
-                 group_base: int = 0, rid_base: int = 0) -> Compiled:
+                 group_base: int = 0, rid_base: int = 0, with_host_routes: bool = True
+                 ) -> Compiled:
     """Every switch's entries for ``plan``; raises EntriesError naming what cannot be expressed.
 
     ``slots`` aggregator slots from ``slot_base`` on, multicast groups after ``group_base`` and
     replica ids after ``rid_base`` are the plan's: plans installed side by side (several jobs,
     two versions of one job) get disjoint ranges; the defaults give a plan the whole switch.
+    Without ``with_host_routes`` the ``route_dst`` entries are left out (``host_routes``
+    makes them for a whole network).
     """
     topo = plan.topology
     missing = [n for n in topo.workers + topo.pss if n not in addressing.ip]
@@ -362,7 +365,8 @@ def compile_plan(plan: Plan, addressing: Addressing, slots: int = INA_SLOTS, slo
         raise EntriesError(f"replica ids after {rid_base}: expected a base >= 0")
     b = _Builder(plan, addressing, slots, slot_base, group_base, rid_base)
     rank = ranks(topo)
-    b.dst_routes()
+    if with_host_routes:
+        b.dst_routes()
     b.flow_routes()
     b.stream_routes()
     size = b.aggregation(rank)

@@ -108,9 +108,8 @@ def compile_version(plan: Plan, addressing: Addressing, lane: Lane) -> Compiled:
     versioned = replace(plan, job=lane.wire_job, meta=dict(plan.meta))
     compiled = compile_plan(versioned, bank_addressing(addressing, plan.topology.pss, lane.bank),
                             slots=LANE_SLOTS, slot_base=lane.slot_base, group_base=lane.id_base,
-                            rid_base=lane.id_base)
+                            rid_base=lane.id_base, with_host_routes=False)
     for swe in compiled.switches.values():
-        swe.entries = [e for e in swe.entries if e.table != ROUTE_DST]
         top = max((rid for g in swe.groups for _, rid in g.replicas), default=0)
         if top >= lane.id_base + LANE_IDS:
             raise EntriesError(f"switch '{swe.switch}': {top - lane.id_base} RESULT replicas "

@@ -37,7 +37,7 @@ from typing import Any
 
 import grpc
 
-from control_plane.deploy.entries import Compiled, EntriesError
+from control_plane.deploy.entries import Compiled, EntriesError, SwitchEntries
 from control_plane.deploy.versions import (
     BANKS,
     MAX_JOBS,
@@ -58,7 +58,7 @@ from control_plane.service.network import (
 from control_plane.service.planner import plan_job
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.store import Store
-from control_plane.service.switches import Installer, Item, Key, SyncResult, desired_items, sync
+from control_plane.service.switches import Installer, Item, ItemCache, Key, SyncResult, sync
 from control_plane.service.watch import Hub, Subscription
 from control_plane.topology import Topology
 
@@ -143,7 +143,9 @@ class Controller:
 
     def __init__(self, store: Store, installer: Installer, info: P4Info,
                  drain_seconds: float = 2.0, reconcile_interval: float = 10.0) -> None:
-        self.store, self.installer, self.info = store, installer, info
+        self.store, self.installer = store, installer
+        self.cache = ItemCache(info)
+        self._routes: tuple[tuple, dict[str, SwitchEntries]] | None = None
         self.drain_seconds, self.reconcile_interval = drain_seconds, reconcile_interval
         self.lock = threading.RLock()
         self.hub = Hub()
@@ -224,14 +226,17 @@ class Controller:
         net = self._net()
         version.compiled = compile_version(version.plan, net.addressing,
                                            Lane(job.slot, version.bank))
-        version.items = {sw: desired_items(self.info, [swe])
+        version.items = {sw: self.cache.items([swe])
                          for sw, swe in version.compiled.switches.items()}
 
     def _desired(self) -> dict[str, dict[Key, Item]]:
         """What every switch that is not lost should hold now."""
         net = self._net()
-        routes = network_routes(net.topology, net.addressing, net.up_graph())
-        want = {sw: desired_items(self.info, [swe]) for sw, swe in routes.items()}
+        up = net.up_graph()
+        key = (frozenset(map(frozenset, up.edges)), frozenset(up.nodes))
+        if self._routes is None or self._routes[0] != key:
+            self._routes = key, network_routes(net.topology, net.addressing, up)
+        want = {sw: self.cache.items([swe]) for sw, swe in self._routes[1].items()}
         for job in self.jobs.values():
             for version in job.versions.values():
                 if version.state == "retired":
@@ -299,7 +304,7 @@ class Controller:
                                    f"jobs {live} run on the registered topology: cancel them "
                                    f"before registering another")
             self.network = Network(topology, switches)
-            self.known, self.status = {}, {}
+            self.known, self.status, self._routes = {}, {}, None
             self.jobs.clear()
             self.store.save_network(topology.to_dict(), {k: vars(v) for k, v in switches.items()},
                                     self.network.mod.to_dict(), clear_jobs=True)
@@ -475,11 +480,14 @@ class Controller:
 
     def _same_entries(self, job: Job, current: Version, new: Version) -> bool:
         """Whether ``new`` compiled into ``current``'s bank gives exactly its entries."""
-        if current.plan.partition != new.plan.partition:
+        if current.plan.partition != new.plan.partition or current.compiled is None:
             return False
-        twin = Version(0, current.bank, new.plan, "", "", 0, {}, 0.0)
-        self._compile(job, twin)
-        return twin.items == current.items
+        twin = compile_version(new.plan, self._net().addressing, Lane(job.slot, current.bank))
+
+        def content(c: Compiled) -> dict[str, tuple[frozenset, frozenset]]:
+            return {sw: (frozenset(e.entries), frozenset(e.groups))
+                    for sw, e in c.switches.items() if e.entries or e.groups}
+        return content(twin) == content(current.compiled)
 
     def _unchanged(self, job: Job, out: pb.JobReplan, left_out: list[str],
                    why: str) -> pb.JobReplan:

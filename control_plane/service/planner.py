@@ -29,8 +29,11 @@ from control_plane.topology import Topology
 
 SPLIT_TOLERANCE = 1e-9
 PHASED_SCHEME = "inart"  # other schemes are re-solved whole on every change
-CUT_ROUNDS = 2  # LP re-solves with fan-in cuts while the rounded rate gains (solve: 3;
-# a re-plan trades the last one for latency: the LP dominates it, ~1 s on fattree:6)
+# LP re-solves with fan-in cuts while the rounded rate gains.  solve() does 3; a re-plan does
+# one, for latency: on fattree:6 with one fabric link down (a13-c1, e1-a1, a5-c3) the rates
+# with 0 / 1 / 2 cut rounds were 4.5 / 5.14 / 5.33, 5.0 / 5.71 / 6.0 and 4.5 / 5.71 / 5.71,
+# and each round costs about one LP solve (the largest part of a re-plan).
+CUT_ROUNDS = 1
 
 
 @dataclass
@@ -97,22 +100,40 @@ def plan_job(topo: Topology, scheme: str, seed: int, current: Plan | None = None
     """Plan a job on ``topo``: both phases for a new job or when L-InArt's split moved since
     ``phase1_split`` (or the job's PSs changed); phase 2 with ``current``'s split otherwise.
 
-    Phase 2 also considers ``current``'s own decisions and those of ``earlier`` plans with the
-    same split (a link that comes back brings back the plan from before it failed): the best
-    one that still fits wins, so a re-plan never moves to a worse plan than one it knows."""
+    Phase 2 first looks for an ``earlier`` plan (or ``current``) made for exactly this
+    network with this split: a failure that healed brings back the plan from before it, with
+    no solving.  Otherwise it routes afresh and also considers the decisions of ``current``
+    and the ``earlier`` plans with the same split: the best one that still fits wins, so a
+    re-plan never moves to a worse plan than one it knows."""
     t0 = time.perf_counter()
     split = l_inart(topo).split if scheme == PHASED_SCHEME else {}
     if (scheme != PHASED_SCHEME or current is None or phase1_split is None
             or set(current.partition) != set(topo.pss) or not _same_split(split, phase1_split)):
         plan, phase = solve(topo, scheme, seed), 1
     else:
-        fresh = route_fixed_split(topo, current.partition, seed)
-        fresh.scheme = scheme
-        known = [keep_on(p, topo) for p in (current, *earlier)
-                 if _same_split(p.partition, current.partition)]
-        # ties go to the plan running now, then to earlier ones: no churn for nothing
-        plan = max([p for p in known if p is not None] + [fresh],
-                   key=lambda p: round(p.rate, 9))
+        same_split = [p for p in (current, *earlier)
+                      if _same_split(p.partition, current.partition)]
+        plan = _replayed(topo, same_split) or _rerouted(topo, scheme, seed, current, same_split)
         phase = 2
     plan.meta["phase"] = phase
     return Planned(plan, phase, split, time.perf_counter() - t0)
+
+
+def _replayed(topo: Topology, known: list[Plan]) -> Plan | None:
+    """When a known plan was made for exactly this network (a failure healed), the best known
+    decisions that fit it, with no solving; None otherwise."""
+    same = topo.to_dict()
+    if not any(plan.topology.to_dict() == same for plan in known):
+        return None
+    kept = [k for k in (keep_on(p, topo) for p in known) if k is not None]
+    return max(kept, key=lambda p: round(p.rate, 9), default=None)
+
+
+def _rerouted(topo: Topology, scheme: str, seed: int, current: Plan,
+              known: list[Plan]) -> Plan:
+    """Phase 2 afresh, unless a known plan's decisions still fit and do at least as well
+    (ties go to the plan running now, then to earlier ones: no churn for nothing)."""
+    fresh = route_fixed_split(topo, current.partition, seed)
+    fresh.scheme = scheme
+    kept = [k for k in (keep_on(p, topo) for p in known) if k is not None]
+    return max(kept + [fresh], key=lambda p: round(p.rate, 9))

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import grpc
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from control_plane.deploy.entries import SwitchEntries
+from control_plane.deploy.entries import Entry, Group, SwitchEntries
 from control_plane.deploy.pipeline import Pipeline
 from control_plane.drivers.p4runtime import (
     P4Info,
@@ -33,6 +34,7 @@ from control_plane.drivers.p4runtime import (
     P4RuntimeError,
     build_table_entry,
     decode_value,
+    encode_value,
     multicast_group_update,
 )
 from control_plane.service.network import SwitchInfo
@@ -59,11 +61,44 @@ class SwitchError(RuntimeError):
 @dataclass(frozen=True)
 class Item:
     """One table entry or multicast group: identity (key) and contents (value), as integers so
-    a server that pads its bytestrings compares equal to one that sends canonical ones."""
+    a server that pads its bytestrings compares equal to one that sends canonical ones.
+    ``source`` is what it was made from: a plan's Entry or Group, or the TableEntry or
+    multicast group read from a switch; its P4Runtime message is only built to be written."""
 
     key: Key
     value: tuple
-    entity: p4runtime_pb2.Entity = field(compare=False)
+    source: Entry | Group | p4runtime_pb2.TableEntry = field(compare=False)
+
+    def entity(self, info: P4Info) -> p4runtime_pb2.Entity:
+        """The P4Runtime message: from the key and value for a plan's entry (they hold every
+        id and value, so no name lookups), as read for a read-back one."""
+        src = self.source
+        if isinstance(src, Group):
+            return multicast_group_update(src.group_id, list(src.replicas)).entity
+        entity = p4runtime_pb2.Entity()
+        te = entity.table_entry
+        if isinstance(src, Entry):
+            _, te.table_id, match, te.priority = self.key
+            for fid, kind, value, *prefix in match:
+                fm = te.match.add(field_id=fid)
+                if kind == "lpm":
+                    fm.lpm.value, fm.lpm.prefix_len = _canonical(value), prefix[0]
+                else:
+                    fm.exact.value = _canonical(value)
+            action_id, params = self.value
+            te.action.action.action_id = action_id
+            for pid, value in params:
+                te.action.action.params.add(param_id=pid, value=_canonical(value))
+        else:  # read back: its key and action only (no counters)
+            te.table_id, te.priority = src.table_id, src.priority
+            te.match.extend(src.match)
+            te.action.CopyFrom(src.action)
+        return entity
+
+
+def _canonical(number: int) -> bytes:
+    """P4Runtime's canonical bytestring of a value (widths were checked building the Item)."""
+    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
 
 
 def _match_key(fm: p4runtime_pb2.FieldMatch) -> tuple:
@@ -77,37 +112,85 @@ def _match_key(fm: p4runtime_pb2.FieldMatch) -> tuple:
 
 
 def table_item(te: p4runtime_pb2.TableEntry) -> Item:
-    entity = p4runtime_pb2.Entity()
-    clean = entity.table_entry
-    clean.table_id, clean.priority = te.table_id, te.priority
-    clean.match.extend(te.match)
-    clean.action.CopyFrom(te.action)
+    """The Item of a table entry read from a switch."""
     act = te.action.action
     value = (act.action_id, tuple(sorted((p.param_id, decode_value(p.value))
                                          for p in act.params)))
     return Item(("table", te.table_id, tuple(sorted(_match_key(fm) for fm in te.match)),
-                 te.priority), value, entity)
+                 te.priority), value, te)
 
 
-def group_item(group_id: int, replicas: Iterable[tuple[int, int]]) -> Item:
-    replicas = sorted(replicas)
-    return Item(("group", group_id), tuple(replicas),
-                multicast_group_update(group_id, replicas).entity)
+def group_item(group: Group) -> Item:
+    return Item(("group", group.group_id), tuple(sorted(group.replicas)), group)
 
 
-def desired_items(info: P4Info, parts: Iterable[SwitchEntries]) -> dict[Key, Item]:
-    """What a switch should hold: the entries and groups of every part, by key."""
-    out: dict[Key, Item] = {}
-    for part in parts:
-        for group in part.groups:
-            item = group_item(group.group_id, group.replicas)
-            out[item.key] = item
-        for entry in part.entries:
-            te = build_table_entry(info, entry.table, dict(entry.match), entry.action,
-                                   dict(entry.params))
-            item = table_item(te)
-            out[item.key] = item
-    return out
+class ItemCache:
+    """What a switch should hold, as Items, computed from P4Info ids and integer values
+    without building P4Runtime messages (pure-Python protobuf makes those the slowest part
+    of a re-plan), and remembered per entry: successive versions and the network's routes
+    share most entries."""
+
+    LIMIT = 1 << 20  # items remembered before the cache starts over
+
+    def __init__(self, info: P4Info) -> None:
+        self.info = info
+        self.memo: dict[Entry | Group, Item] = {}
+        self.fields: dict[str, tuple[int, dict[str, tuple[int, int, int]]]] = {}
+        self.params: dict[str, tuple[int, dict[str, tuple[int, int]]]] = {}
+
+    def _table(self, name: str) -> tuple[int, dict[str, tuple[int, int, int]]]:
+        if name not in self.fields:
+            t = self.info.table(name)
+            self.fields[name] = (t.preamble.id, {f.name: (f.id, f.match_type, f.bitwidth)
+                                                 for f in t.match_fields})
+        return self.fields[name]
+
+    def _action(self, name: str) -> tuple[int, dict[str, tuple[int, int]]]:
+        if name not in self.params:
+            a = self.info.action(name)
+            self.params[name] = (a.preamble.id, {p.name: (p.id, p.bitwidth) for p in a.params})
+        return self.params[name]
+
+    def _entry_item(self, e: Entry) -> Item:
+        table_id, fields = self._table(e.table)
+        match = []
+        for name, raw in e.match:
+            fid, kind, width = fields[name]
+            what = f"{e.table} field '{name}'"
+            if kind == p4info_pb2.MatchField.LPM:
+                addr, _, plen = str(raw).partition("/")
+                prefix = int(plen) if plen else width
+                number = decode_value(encode_value(addr, width, what))
+                mask = ((1 << prefix) - 1) << (width - prefix)
+                match.append((fid, "lpm", number & mask, prefix))
+            elif kind == p4info_pb2.MatchField.EXACT:
+                match.append((fid, "exact", decode_value(encode_value(raw, width, what))))
+            else:
+                return table_item(build_table_entry(self.info, e.table, dict(e.match),
+                                                    e.action, dict(e.params)))
+        action_id, params = self._action(e.action)
+        value = (action_id, tuple(sorted(
+            (params[n][0], decode_value(encode_value(v, params[n][1], f"{e.action}.{n}")))
+            for n, v in e.params)))
+        return Item(("table", table_id, tuple(sorted(match)), 0), value, e)
+
+    def item(self, thing: Entry | Group) -> Item:
+        item = self.memo.get(thing)
+        if item is None:
+            item = group_item(thing) if isinstance(thing, Group) else self._entry_item(thing)
+            if len(self.memo) >= self.LIMIT:
+                self.memo.clear()
+            self.memo[thing] = item
+        return item
+
+    def items(self, parts: Iterable[SwitchEntries]) -> dict[Key, Item]:
+        """The entries and groups of every part, by key."""
+        out: dict[Key, Item] = {}
+        for part in parts:
+            for thing in (*part.groups, *part.entries):
+                item = self.item(thing)
+                out[item.key] = item
+        return out
 
 
 @dataclass
@@ -115,9 +198,9 @@ class Change:
     kind: int  # INSERT, MODIFY or DELETE
     item: Item
 
-    def update(self) -> p4runtime_pb2.Update:
+    def update(self, info: P4Info) -> p4runtime_pb2.Update:
         update = p4runtime_pb2.Update(type=self.kind)
-        update.entity.CopyFrom(self.item.entity)
+        update.entity.CopyFrom(self.item.entity(info))
         return update
 
 
@@ -268,8 +351,8 @@ class P4RuntimeInstaller:
                 item = table_item(te)
             else:
                 g = entity.packet_replication_engine_entry.multicast_group_entry
-                item = group_item(g.multicast_group_id,
-                                  [(r.egress_port, r.instance) for r in g.replicas])
+                item = group_item(Group(g.multicast_group_id, tuple(
+                    (r.egress_port, r.instance) for r in g.replicas), "read back"))
             out[item.key] = item
         return out
 
@@ -287,7 +370,8 @@ class P4RuntimeInstaller:
         for i in range(0, len(changes), BATCH):
             batch = changes[i:i + BATCH]
             try:
-                client.write([c.update() for c in batch], f"write of {len(batch)} updates")
+                client.write([c.update(self.info) for c in batch],
+                             f"write of {len(batch)} updates")
             except P4RuntimeError as exc:
                 raise self._fail(switch, "write", exc) from None
 

@@ -7,10 +7,10 @@ import json
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.deploy.versions import BANKS, Lane, compile_version
-from control_plane.drivers.p4runtime import P4Info, decode_value
+from control_plane.drivers.p4runtime import P4Info
 from control_plane.plan import Plan
 from control_plane.service.proto import inart_controller_pb2 as pb
-from control_plane.service.switches import Item, Key, desired_items
+from control_plane.service.switches import Item, ItemCache, Key
 from control_plane.topology import Topology
 
 INFO = P4Info.load(pipeline_for("embedded").p4info)
@@ -20,7 +20,7 @@ JOB_TABLES = {INFO.table(t).preamble.id for t in ("InaIngress.ina_aggregate",
 
 def wire_jobs(items: dict[Key, Item]) -> set[int]:
     """Wire job ids of the aggregation and multicast entries a switch holds."""
-    return {decode_value(i.entity.table_entry.match[0].exact.value) for i in items.values()
+    return {i.key[2][0][2] for i in items.values()  # job is both tables' first field
             if i.key[0] == "table" and i.key[1] in JOB_TABLES}
 
 
@@ -29,7 +29,8 @@ def version_items(version: pb.PlanVersion, topology: Topology,
     """The entries a plan version (as GetPlan returns it) puts on every switch."""
     plan = Plan.from_dict(json.loads(version.plan_json))
     compiled = compile_version(plan, assign(topology), Lane(job_slot, BANKS.index(version.bank)))
-    return {sw: desired_items(INFO, [swe]) for sw, swe in compiled.switches.items()}
+    cache = ItemCache(INFO)
+    return {sw: cache.items([swe]) for sw, swe in compiled.switches.items()}
 
 
 def holds(have: dict[Key, Item] | None, want: dict[Key, Item]) -> bool:
