@@ -192,17 +192,35 @@ def line(r: dict) -> str:
             f"{r['cores']} cores)")
 
 
+@contextmanager
+def _stdout_to_stderr(active: bool) -> Iterator[None]:
+    """Send everything written to file descriptor 1 to 2 meanwhile (JSON alone on stdout)."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def run(args: argparse.Namespace) -> int:
     if not args.replan:
         print("inart bench controller: nothing to measure (give --replan)")
         return 2
     results = []
-    for spec in args.topologies.split(","):
-        kind = args.switches
-        if kind == "auto":
-            kind = ("embedded" if len(build_topology(spec).switches) <= args.max_embedded
-                    else "memory")
-        results.append(measure(spec, kind, args.events, args.quiet or args.json == "-"))
+    with _stdout_to_stderr(args.json == "-"):  # HiGHS prints its banner on fd 1
+        for spec in args.topologies.split(","):
+            kind = args.switches
+            if kind == "auto":
+                kind = ("embedded" if len(build_topology(spec).switches) <= args.max_embedded
+                        else "memory")
+            results.append(measure(spec, kind, args.events, args.quiet or args.json == "-"))
     if args.json == "-":
         print(json.dumps(results, indent=1))
     else:
