@@ -259,13 +259,14 @@ class Controller:
                         None if read else self.known.get(sw))
         with ThreadPoolExecutor(max(1, min(SYNC_THREADS, len(names)))) as pool:
             for sw, (result, known) in zip(names, pool.map(one, names), strict=True):
+                before = self.status.get(sw)
                 self.known[sw], self.status[sw], results[sw] = known, result, result
                 writes += result.writes
                 if job_id:
                     self.hub.publish(job_id, install=pb.InstallProgress(
                         job_id=job_id, version=version, step=step, done=len(results),
                         total=len(names), updates=writes))
-                if result.error:
+                if result.error and (job_id or before is None or before.error != result.error):
                     self.hub.publish(job_id, error=pb.ErrorReport(job_id=job_id,
                                                                   message=result.error))
         return results
@@ -587,13 +588,13 @@ class Controller:
             if round_ > job.progress.get(participant, -1):
                 job.progress[participant] = round_
                 self.store.save_progress(job_id, participant, round_)
+            self._check_drains()  # this report may be the last one a drain waited for
             live = [v for v in job.versions.values()
                     if v.state in ("active", "draining") and v.switch_round <= round_]
             if not live:
                 raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
                                    f"round: job {job_id} has no installed version for round "
                                    f"{round_} ({job.message or 'its old versions are retired'})")
-            self._check_drains()
             chosen = max(live, key=lambda v: v.switch_round)
             return self.version_msg(job, chosen)
 
