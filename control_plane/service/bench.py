@@ -2,7 +2,7 @@
 
 Per topology: an `inart serve` controller (in this process, gRPC on loopback) with the
 topology's switches, one job over all workers and PSs, then events on links the job's plan
-uses (links between switches first, most used first), each going down and then up again.
+uses now (links between switches first, most used first), each going down and then up.
 Each event re-plans (phase 2) and installs the new version beside the old one; the figure
 is the median time of the link-down events from sending ReportEvent to its reply, which the
 service sends once the new version's entries are written on every switch (make-before-
@@ -96,9 +96,9 @@ def embedded_switches(topo: Topology) -> Iterator[dict[str, tuple[str, int]]]:
                 proc.wait()
 
 
-def used_links(plan: Plan, count: int) -> list[tuple[str, str]]:
-    """Up to ``count`` physical links the plan's flows use: links between switches first,
-    then hosts' links, each kind most used first."""
+def used_links(plan: Plan) -> list[tuple[str, str]]:
+    """The physical links the plan's flows use: links between switches first, then hosts'
+    links, each kind most used first."""
     flows: dict[tuple[str, str], int] = {}
     for f in plan.flows:
         for a, b in zip(f.path, f.path[1:], strict=False):
@@ -107,7 +107,7 @@ def used_links(plan: Plan, count: int) -> list[tuple[str, str]]:
 
     def fabric(link: tuple[str, str]) -> bool:
         return all(plan.topology.nodes[n].kind == "switch" for n in link)
-    return sorted(flows, key=lambda k: (not fabric(k), -flows[k], k))[:count]
+    return sorted(flows, key=lambda k: (not fabric(k), -flows[k], k))
 
 
 def measure(spec: str, switches: str, events: int, quiet: bool) -> dict:
@@ -123,9 +123,12 @@ def measure(spec: str, switches: str, events: int, quiet: bool) -> dict:
         try:
             client.register_topology(topo, where)
             job = client.submit(model_size=1e6)
-            plan = Plan.from_dict(json.loads(client.plan(job.id).plan_json))
-            samples = []
-            for link in used_links(plan, events):
+            samples: list[dict] = []
+            tried: set[tuple[str, str]] = set()
+            for _ in range(events):  # a link the plan running now uses, one not tried yet
+                plan = Plan.from_dict(json.loads(client.plan(job.id).plan_json))
+                link = next(k for k in used_links(plan) if k not in tried)
+                tried.add(link)
                 for kind in ("link-down", "link-up"):
                     samples.append(_event(client, job.id, spec, kind, link, quiet))
         finally:
