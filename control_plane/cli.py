@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),
     "shell": ("emulation.cli_shell", "p4runtime-shell on a switch of a running emulation"),
     "switch": ("emulation.cli_switch", "run one P4 switch (embedded target or bmv2) alone"),
+    "serve": ("control_plane.cli_serve", "run the controller service (gRPC API, re-planning)"),
+    "ctl": ("control_plane.cli_ctl", "talk to a running `inart serve`"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
@@ -37,6 +39,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "transport": ("host_stack.ina.bench_transport", "INA transport vs a plain UDP sender"),
     "controller": ("control_plane.bench_controller",
                    "inart install entries/s vs p4runtime-shell one by one (embedded, bmv2)"),
+    "replan": ("control_plane.service.bench", "inart serve: replan latency, event -> entries"),
 }
 
 
