@@ -112,6 +112,7 @@ class Program:
                                            f"{where} tables[{j}] {tj.get('name')!r}")
             self.tables.update(tables)
             self.controls[pj["name"]] = compile_control(self.pc, pj, tables, where)
+        self.empty = {pj["name"] for pj in doc["pipelines"] if pj.get("init_table") is None}
         for needed in ("ingress", "egress"):
             if needed not in self.controls:
                 raise PipelineError("pipelines", f"v1model needs a pipeline named {needed!r}")
@@ -184,7 +185,7 @@ class Program:
             *self.verify_src,
             f"    S[{std['checksum_error']}] = bad",
             "    if bad or err != NOERR: count_errors(S)",
-            "    ingress(S)",
+            *([] if "ingress" in self.empty else ["    ingress(S)"]),
             f"    if {' or '.join(rare_ingress)}:",
             "        return resume_ingress(S, port, buf, off)",
             f"    es = S[{std['egress_spec']}]",
@@ -195,7 +196,7 @@ class Program:
             f"    S[{std['egress_port']}] = es",
             f"    S[{std['egress_spec']}] = 0",
             f"    S[{std['packet_length']}] = n",
-            "    egress(S)",
+            *([] if "egress" in self.empty else ["    egress(S)"]),
             f"    if S[{j.CLONE_SID}] or S[{std['egress_spec']}] == {DROP_PORT} "
             f"or S[{j.RECIRC_FL}] or S[{j.TRUNCATE}]:",
             "        return resume_egress(S, es, buf, off)",

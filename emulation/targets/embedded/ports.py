@@ -52,6 +52,14 @@ def open_port(iface: str) -> socket.socket:
     return s
 
 
+def ignores_outgoing(s: socket.socket) -> bool:
+    """Whether the kernel keeps our own transmissions off this socket (Linux >= 4.20)."""
+    try:
+        return bool(s.getsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING))
+    except OSError:
+        return False
+
+
 class PortLoop:
     """Receive/process/transmit loop over a set of ``port number -> interface`` bindings."""
 
@@ -65,7 +73,7 @@ class PortLoop:
         self.senders = {num: Sender(s) for num, s in self.socks.items()}
         self.sel = selectors.DefaultSelector()
         for num, s in self.socks.items():
-            self.sel.register(s, selectors.EVENT_READ, num)
+            self.sel.register(s, selectors.EVENT_READ, (num, ignores_outgoing(s)))
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True, name="embedded-ports")
 
@@ -117,17 +125,21 @@ class PortLoop:
         while not self.stop_event.is_set():
             batch: Frames = []
             for key, _ in self.sel.select(timeout=0.2):
-                port, s = key.data, key.fileobj
-                for _ in range(BURST):
-                    try:
-                        frame, addr = s.recvfrom(MAX_FRAME)
-                    except (BlockingIOError, InterruptedError):
-                        break
-                    except OSError as exc:
-                        self.drops["rx_error"] += 1
-                        log.warning("receive on port %d failed: %s", port, exc)
-                        break
-                    if addr[2] != PACKET_OUTGOING:
-                        batch.append((port, frame))
+                (port, clean), s = key.data, key.fileobj
+                try:
+                    if clean:  # recv: no address to build, a third of recvfrom's cost
+                        recv = s.recv
+                        for _ in range(BURST):
+                            batch.append((port, recv(MAX_FRAME)))
+                    else:
+                        for _ in range(BURST):
+                            frame, addr = s.recvfrom(MAX_FRAME)
+                            if addr[2] != PACKET_OUTGOING:
+                                batch.append((port, frame))
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError as exc:
+                    self.drops["rx_error"] += 1
+                    log.warning("receive on port %d failed: %s", port, exc)
             if batch:
                 self.handle_batch(batch)
