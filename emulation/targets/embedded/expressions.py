@@ -229,6 +229,8 @@ class ExprCompiler:
             return self.field_ref(HRef(h.htype, self.last_base(st), sname), fname, where)
         if isinstance(tv, dict) and tv.get("type") == "expression":
             v = tv.get("value")
+            while isinstance(v, dict) and v.get("type") == "expression":  # p4c wraps twice
+                v = v.get("value")
             if isinstance(v, dict) and v.get("op") == "access_field":
                 href = self.header(v.get("left"), where, lw)
                 j = int(v.get("right"))
