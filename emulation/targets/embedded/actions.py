@@ -19,6 +19,7 @@ from emulation.targets.embedded.calculations import Calculation, compile_calcula
 from emulation.targets.embedded.expressions import Expr, ExprCompiler, Namespace, assign_code
 from emulation.targets.embedded.externs import CounterArray, RegisterArray
 from emulation.targets.embedded.json_loader import Layout, PipelineError
+from emulation.targets.embedded.optimize import optimize
 
 log = logging.getLogger("inart.embedded")
 
@@ -157,22 +158,20 @@ class PrimitiveCompiler:
             slot, width, signed = self.lvalue(p[0], where, lw)
             reg = self.named(p[1], "register_array", self.res.registers, where)
             r = self.ns.bind("reg", reg.values)
-            return [ind + f"i = {v(2).src}",
-                    ind + f"if i < {reg.size}:",
-                    ind + "    " + assign_code(slot, width, signed, Expr(f"{r}[i]", "data",
-                                                                        reg.bitwidth))]
+            return self.indexed(v(2), reg.size, ind, lambda i: [assign_code(
+                slot, width, signed, Expr(f"{r}[{i}]", "data", reg.bitwidth))])
         if op == "register_write":
             reg = self.named(p[0], "register_array", self.res.registers, where)
             r = self.ns.bind("reg", reg.values)
-            return [ind + f"i = {v(1).src}",
-                    ind + f"if i < {reg.size}: {r}[i] = {v(2).src} & {reg.mask}"]
+            value = v(2)
+            fits = value.width is not None and value.width <= reg.bitwidth
+            src = value.src if fits else f"{value.src} & {reg.mask}"
+            return self.indexed(v(1), reg.size, ind, lambda i: [f"{r}[{i}] = {src}"])
         if op == "count":
             ctr = self.named(p[0], "counter_array", self.res.counters, where)
             cp, cb = self.ns.bind("cpk", ctr.packets), self.ns.bind("cby", ctr.bytes)
-            return [ind + f"i = {v(1).src}",
-                    ind + f"if i < {ctr.size}:",
-                    ind + f"    {cp}[i] += 1",
-                    ind + f"    {cb}[i] += S[{jl.INGRESS_LEN}]"]
+            return self.indexed(v(1), ctr.size, ind, lambda i: [
+                f"{cp}[{i}] += 1", f"{cb}[{i}] += S[{jl.INGRESS_LEN}]"])
         if op == "modify_field_with_hash_based_offset":
             slot, width, signed = self.lvalue(p[0], where, lw)
             calc = self.named(p[2], "calculation", self.res.calculations, where)
@@ -211,6 +210,16 @@ class PrimitiveCompiler:
             exc = self.ns.bind("AssertionFailed", AssertionFailed)
             return [ind + f"if not {v(0).src}: raise {exc}({where!r})"]
         raise PipelineError(where, f"primitive {op!r} is not supported")
+
+    @staticmethod
+    def indexed(index: Expr, size: int, ind: str, body: Callable[[str], list[str]]
+                ) -> list[str]:
+        """``body`` on array cell ``index`` if it is inside the array (else nothing, as bmv2
+        built with NDEBUG skips it); a constant index is checked here, once."""
+        if index.src.isdigit():
+            return [ind + ln for ln in body(index.src)] if int(index.src) < size else []
+        return ([ind + f"i = {index.src}", ind + f"if i < {size}:"]
+                + [ind + "    " + ln for ln in body("i")])
 
     def varbit(self, tv: Any, where: str) -> tuple[int | str, int | str]:
         """(value slot, length slot) of a varbit field reference."""
@@ -282,7 +291,7 @@ def exec_function(source: str, ns: Namespace, name: str, where: str) -> Any:
     """Compile generated source in the pipeline's namespace and return function ``name``."""
     env = ns.values
     try:
-        code = compile(source, f"<embedded {where}>", "exec")
+        code = compile(optimize(source), f"<embedded {where}>", "exec")
     except SyntaxError as exc:  # a bug in our generator, reported with its location
         raise PipelineError(where, f"internal code generation error: {exc}") from exc
     local: dict[str, Any] = {}

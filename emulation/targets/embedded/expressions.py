@@ -295,10 +295,11 @@ class ExprCompiler:
         if op in BINARY:
             a, b = sub(left), sub(right)
             width = None
-            if a.width is not None and b.width is not None:
-                if op in ("&",):
-                    width = min(a.width, b.width)
-                elif op in ("|", "^"):
+            if op == "&" and (a.width is not None or b.width is not None):
+                # a non-negative operand of known width bounds the result, whatever the other
+                width = min(w for w in (a.width, b.width) if w is not None)
+            elif a.width is not None and b.width is not None:
+                if op in ("|", "^"):
                     width = max(a.width, b.width)
                 elif op == "+":
                     width = max(a.width, b.width) + 1
