@@ -59,21 +59,12 @@ class HRef:
         return HRef(h.htype, h.valid_slot, h.name, h.metadata, tuple(h.union_peers))
 
     @property
-    def static(self) -> bool:
-        return isinstance(self.base, int)
-
-    @property
     def first(self) -> int | str:
         """Slot of field 0."""
         return slot_add(self.base, 1)
 
     def slot(self, j: int) -> int | str:
         return slot_add(self.base, 1 + j)
-
-    @property
-    def vl_slot(self) -> int | str | None:
-        t = self.htype
-        return None if t.vl_index is None else slot_add(self.base, 1 + t.nfields)
 
 
 @dataclass(frozen=True)
