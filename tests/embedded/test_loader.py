@@ -119,3 +119,14 @@ def test_not_json_is_refused() -> None:
         doc = minimal()
         del doc["actions"][0]["id"]
         load(doc)
+
+
+def test_a_default_action_installed_later_runs_on_a_miss() -> None:
+    doc = minimal()
+    del doc["pipelines"][0]["tables"][0]["default_entry"]  # no default: a miss runs nothing
+    sw = Switch(load(doc))
+    frame = bytes(range(14))
+    assert sw.process(3, frame) == [(0, frame)]  # egress_spec stays 0
+    table = sw.program.tables["t"]
+    table.set_default(table.actions["reflect"], ())
+    assert sw.process(3, frame) == [(3, frame)]

@@ -159,9 +159,7 @@ class ControlCompiler:
     def run_miss(self, t: Table, ind: str) -> list[str]:
         """Lines running the default entry: inlined when it is const straight-line code."""
         act = t.default_action
-        if act is None:
-            return []
-        if t.default_const and act.body is not None:
+        if t.default_const and act is not None and act.body is not None:
             return ([ind + f"D = {t.default_data!r}"] if act.param_widths else []) + \
                 [ind + ln for ln in act.body]
         return self.call(t, self.ns.bind("miss", t.miss), ind)
