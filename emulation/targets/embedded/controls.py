@@ -100,21 +100,24 @@ class ControlCompiler:
     def post_dominators(self) -> dict[str, str | None]:
         """Immediate post-dominator of every node (None: only the end joins its paths)."""
         pdom: dict[str | None, frozenset[str | None]] = {None: frozenset([None])}
-        state: dict[str, int] = {}
-
-        def visit(name: str) -> frozenset[str | None]:
-            if name in pdom:
-                return pdom[name]
-            if state.get(name) == 1:
-                raise PipelineError(self.where, f"control graph has a cycle through {name!r}")
-            state[name] = 1
-            sets = [visit(n) if n is not None else pdom[None] for n in set(self.successors(name))]
-            pdom[name] = frozenset.intersection(*sets) | {name}
-            state[name] = 2
-            return pdom[name]
-
-        for name in [*self.tables, *self.conds]:
-            visit(name)
+        on_path: set[str] = set()
+        for root in [*self.tables, *self.conds]:
+            todo: list[tuple[str, bool]] = [(root, False)]
+            while todo:  # depth first, a node after all its successors (no recursion limit)
+                name, done = todo.pop()
+                if name in pdom:
+                    continue
+                succ = set(self.successors(name))
+                if done:
+                    on_path.discard(name)
+                    pdom[name] = frozenset.intersection(*(pdom[n] for n in succ)) | {name}
+                    continue
+                if name in on_path:
+                    raise PipelineError(self.where, f"control graph has a cycle through "
+                                                    f"{name!r}")
+                on_path.add(name)
+                todo.append((name, True))
+                todo += [(n, False) for n in succ if n is not None and n not in pdom]
         return {name: max((d for d in dom if d != name), key=lambda d: len(pdom[d]))
                 for name, dom in pdom.items() if name is not None}
 
@@ -153,7 +156,7 @@ class ControlCompiler:
     def call(self, t: Table, entry: str, ind: str) -> list[str]:
         """Run an entry's action, returning from the control if it executed ``exit``."""
         if any(a.exits for a in t.actions.values()):
-            return [ind + f"if {entry}.fn(S, {entry}.data): return"]
+            return [ind + f"if {entry}.fn(S, {entry}.data): return True"]
         return [ind + f"{entry}.fn(S, {entry}.data)"]
 
     def run_miss(self, t: Table, ind: str) -> list[str]:
