@@ -287,13 +287,17 @@ def compile_actions(doc: dict[str, Any], pc: PrimitiveCompiler) -> dict[int, Act
     return out
 
 
+def compile_source(source: str, where: str) -> Any:
+    """Optimize and compile generated source (optimize.py); a SyntaxError is a bug in our
+    generator, reported with its location."""
+    try:
+        return compile(optimize(source), f"<embedded {where}>", "exec")
+    except SyntaxError as exc:
+        raise PipelineError(where, f"internal code generation error: {exc}") from exc
+
+
 def exec_function(source: str, ns: Namespace, name: str, where: str) -> Any:
     """Compile generated source in the pipeline's namespace and return function ``name``."""
-    env = ns.values
-    try:
-        code = compile(optimize(source), f"<embedded {where}>", "exec")
-    except SyntaxError as exc:  # a bug in our generator, reported with its location
-        raise PipelineError(where, f"internal code generation error: {exc}") from exc
     local: dict[str, Any] = {}
-    exec(code, env, local)  # noqa: S102 - generated from validated JSON
+    exec(compile_source(source, where), ns.values, local)  # noqa: S102 - from validated JSON
     return local[name]

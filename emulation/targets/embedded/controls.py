@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from emulation.targets.embedded import json_loader as jl
-from emulation.targets.embedded.actions import Action, PrimitiveCompiler
+from emulation.targets.embedded.actions import Action, PrimitiveCompiler, compile_source
 from emulation.targets.embedded.expressions import Namespace
 from emulation.targets.embedded.json_loader import PipelineError
-from emulation.targets.embedded.optimize import optimize
 from emulation.targets.embedded.tables import Table
 
 MAX_DEPTH = 24  # indentation levels before a node becomes its own function
@@ -34,11 +33,7 @@ _ids = itertools.count()
 
 def exec_source(source: str, ns: Namespace, where: str) -> dict[str, Any]:
     """Run generated definitions in the pipeline's namespace and return that namespace."""
-    try:
-        code = compile(optimize(source), f"<embedded {where}>", "exec")
-    except SyntaxError as exc:  # a bug in our generator, reported with its location
-        raise PipelineError(where, f"internal code generation error: {exc}") from exc
-    exec(code, ns.values)  # noqa: S102 - generated from validated JSON
+    exec(compile_source(source, where), ns.values)  # noqa: S102 - from validated JSON
     return ns.values
 
 

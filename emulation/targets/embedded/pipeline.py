@@ -26,12 +26,12 @@ from emulation.targets.embedded.actions import (
     PrimitiveCompiler,
     build_resources,
     compile_actions,
+    compile_source,
 )
 from emulation.targets.embedded.codec import emit_expr, vl_emit_expr
 from emulation.targets.embedded.controls import compile_control, exec_source
 from emulation.targets.embedded.expressions import HRef, Namespace
 from emulation.targets.embedded.json_loader import PipelineError
-from emulation.targets.embedded.optimize import optimize
 from emulation.targets.embedded.parser import compile_parser, error_names
 from emulation.targets.embedded.pre import ReplicationEngine
 from emulation.targets.embedded.tables import Table
@@ -256,8 +256,7 @@ class Switch:
                    ingress=program.controls["ingress"], egress=program.controls["egress"],
                    count_errors=self.count_errors, drops=self.drops, NOTHING=(),
                    resume_ingress=self.resume_ingress, resume_egress=self.resume_egress)
-        exec(compile(optimize(program.fast_source()), "<embedded fast path>", "exec"),  # noqa: S102
-             env)
+        exec(compile_source(program.fast_source(), "fast path"), env)  # noqa: S102
         self.fast = env["fast"]
 
     def snapshot(self) -> dict[str, Any]:
