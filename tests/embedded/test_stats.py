@@ -37,7 +37,7 @@ class Running:
     def __init__(self) -> None:
         self.switch = Switch()
         lock = threading.Lock()
-        self.loop = PortLoop({}, self.switch.process, lock, self.switch.drops)
+        self.loop = PortLoop({}, self.switch.process_batch, lock, self.switch.drops)
         self.address = f"127.0.0.1:{free_port()}"
         self.server, _ = serve(self.switch, 1, self.address, lock, ports=self.loop)
 

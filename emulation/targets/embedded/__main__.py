@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     lock = threading.Lock()
     try:
-        loop = PortLoop(ports, switch.process, lock, switch.drops)
+        loop = PortLoop(ports, switch.process_batch, lock, switch.drops)
     except OSError as exc:
         log.error("cannot open interfaces %s: %s", ports, exc)
         return 2

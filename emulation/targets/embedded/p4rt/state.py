@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -27,7 +28,8 @@ class ServerState:
         self.map: P4InfoMap | None = None
         self.config: p4runtime_pb2.ForwardingPipelineConfig | None = None
         self.saved: tuple[Program, P4InfoMap, Any] | None = None
-        self.streams: dict[int, tuple[int, queue.Queue]] = {}  # stream key -> (election, q)
+        # stream key -> (election id, its message queue, whether its RPC is still active)
+        self.streams: dict[int, tuple[int, queue.Queue, Callable[[], bool]]] = {}
         self.arb_lock = threading.Lock()
 
     # ---- request guards ---------------------------------------------------------------------
@@ -57,11 +59,19 @@ class ServerState:
 
     # ---- arbitration ------------------------------------------------------------------------
     def primary_election(self) -> int | None:
-        return max((e for e, _ in self.streams.values()), default=None)
+        return max((e for e, _, _ in self.streams.values()), default=None)
+
+    def forget_closed(self) -> bool:
+        """Drop streams whose RPC has ended but whose handler has not cleaned up yet (a
+        client that reconnects at once races that cleanup); whether any was dropped."""
+        closed = [k for k, (_, _, active) in self.streams.items() if not active()]
+        for k in closed:
+            del self.streams[k]
+        return bool(closed)
 
     def notify_all(self) -> None:
         primary = self.primary_election()
-        for election, q in self.streams.values():
+        for election, q, _ in self.streams.values():
             q.put(self.arbitration_msg(election, primary))
 
     def arbitration_msg(self, election: int, primary: int | None) -> Any:

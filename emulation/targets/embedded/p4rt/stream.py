@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -15,6 +16,7 @@ from p4.v1 import p4runtime_pb2
 from emulation.targets.embedded.p4rt.state import ServerState
 
 log = logging.getLogger("inart.embedded.p4rt")
+CLOSE_GRACE_S = 1.0  # how long a duplicate election id waits for its holder's stream to end
 
 
 def stream_channel(state: ServerState, request_iterator: Iterator[Any],
@@ -28,7 +30,7 @@ def stream_channel(state: ServerState, request_iterator: Iterator[Any],
         try:
             for msg in request_iterator:
                 if msg.HasField("arbitration"):
-                    arbitrate(state, msg.arbitration, key, out)
+                    arbitrate(state, msg.arbitration, key, out, context.is_active)
                 elif msg.HasField("packet"):
                     out.put(stream_error(msg, code_pb2.UNIMPLEMENTED,
                                          "packet-out needs a CPU port; not supported"))
@@ -67,7 +69,8 @@ def stream_error(msg: Any, code: int, text: str) -> Any:
     return resp
 
 
-def arbitrate(state: ServerState, arb: Any, key: int, out: queue.Queue) -> None:
+def arbitrate(state: ServerState, arb: Any, key: int, out: queue.Queue,
+              active: Callable[[], bool]) -> None:
     """Record this stream's election id and tell every stream who is primary now."""
     if arb.device_id != state.device_id:
         out.put(grpc.StatusCode.NOT_FOUND)
@@ -76,10 +79,16 @@ def arbitrate(state: ServerState, arb: Any, key: int, out: queue.Queue) -> None:
         out.put(grpc.StatusCode.UNIMPLEMENTED)
         return
     eid = (arb.election_id.high << 64) | arb.election_id.low
-    with state.arb_lock:
-        others = [e for k, (e, _) in state.streams.items() if k != key]
-        if eid in others:
+    deadline = time.monotonic() + CLOSE_GRACE_S
+    while True:
+        with state.arb_lock:
+            state.forget_closed()
+            others = [e for k, (e, _, _) in state.streams.items() if k != key]
+            if eid not in others:
+                state.streams[key] = (eid, out, active)
+                state.notify_all()
+                return
+        if time.monotonic() >= deadline:
             out.put(grpc.StatusCode.INVALID_ARGUMENT)
             return
-        state.streams[key] = (eid, out)
-        state.notify_all()
+        time.sleep(0.02)  # the same id's previous stream may be closing: wait for it

@@ -29,6 +29,25 @@ def to_bytes(value: int) -> bytes:
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
 
+def key_value(b: TableBinding, pos: int, data: bytes, bits: int, what: str) -> int:
+    """A match field's value: a bytestring, or for a field of type error the error's name."""
+    if pos not in b.error_fields:
+        return to_int(data, bits, what)
+    name = data.decode("utf-8", "replace")
+    if name not in b.errors:
+        raise EntryError("INVALID_ARGUMENT", f"{what}: {name!r} is not an error of the program "
+                                             f"(known: {sorted(b.errors)})")
+    return b.errors[name]
+
+
+def key_bytes(b: TableBinding, pos: int, value: int) -> bytes:
+    """Inverse of key_value."""
+    if pos not in b.error_fields:
+        return to_bytes(value)
+    names = {code: name for name, code in b.errors.items()}
+    return names.get(value, str(value)).encode()
+
+
 def binding(pmap: P4InfoMap, table_id: int) -> TableBinding:
     b = pmap.tables.get(table_id)
     if b is None:
@@ -47,7 +66,8 @@ def decode_match(b: TableBinding, te: Any) -> tuple[Any, ...]:
             raise EntryError("INVALID_ARGUMENT", f"match field id {fm.field_id} repeated")
         given[fm.field_id] = fm
     match: list[Any] = []
-    for fid, kind, kf in zip(b.field_ids, b.field_types, b.table.keys, strict=True):
+    for pos, (fid, kind, kf) in enumerate(zip(b.field_ids, b.field_types, b.table.keys,
+                                              strict=True)):
         fm = given.get(fid)
         what = f"table {b.table.name!r} field {kf.name!r}"
         full = (1 << kf.width) - 1
@@ -62,14 +82,14 @@ def decode_match(b: TableBinding, te: Any) -> tuple[Any, ...]:
             raise EntryError("INVALID_ARGUMENT", f"{what}: expected {kind} match, got {got}")
         w = kf.width
         if kind == "exact":
-            match.append(to_int(fm.exact.value, w, what))
+            match.append(key_value(b, pos, fm.exact.value, w, what))
         elif kind == "lpm":
             match.append((to_int(fm.lpm.value, w, what), fm.lpm.prefix_len))
         elif kind == "ternary":
-            match.append((to_int(fm.ternary.value, w, what),
+            match.append((key_value(b, pos, fm.ternary.value, w, what),
                           to_int(fm.ternary.mask, w, what)))
         elif kind == "optional":
-            match.append((to_int(fm.optional.value, w, what), full))
+            match.append((key_value(b, pos, fm.optional.value, w, what), full))
         else:
             match.append((to_int(fm.range.low, w, what), to_int(fm.range.high, w, what)))
     return b.table.normalize(tuple(match))
@@ -77,11 +97,11 @@ def decode_match(b: TableBinding, te: Any) -> tuple[Any, ...]:
 
 def encode_match(b: TableBinding, entry: Entry, t: Any) -> None:
     """Fill TableEntry ``t``'s match fields; wildcards are omitted, as the spec requires."""
-    for fid, kind, kf, m in zip(b.field_ids, b.field_types, b.table.keys, entry.match,
-                                strict=True):
+    for pos, (fid, kind, kf, m) in enumerate(zip(b.field_ids, b.field_types, b.table.keys,
+                                                 entry.match, strict=True)):
         full = (1 << kf.width) - 1
         if kind == "exact":
-            t.match.add(field_id=fid).exact.value = to_bytes(m)
+            t.match.add(field_id=fid).exact.value = key_bytes(b, pos, m)
         elif kind == "lpm":
             if m[1]:
                 fm = t.match.add(field_id=fid)
@@ -89,10 +109,10 @@ def encode_match(b: TableBinding, entry: Entry, t: Any) -> None:
         elif kind == "ternary":
             if m[1]:
                 fm = t.match.add(field_id=fid)
-                fm.ternary.value, fm.ternary.mask = to_bytes(m[0]), to_bytes(m[1])
+                fm.ternary.value, fm.ternary.mask = key_bytes(b, pos, m[0]), to_bytes(m[1])
         elif kind == "optional":
             if m[1]:
-                t.match.add(field_id=fid).optional.value = to_bytes(m[0])
+                t.match.add(field_id=fid).optional.value = key_bytes(b, pos, m[0])
         elif m != (0, full):
             fm = t.match.add(field_id=fid)
             fm.range.low, fm.range.high = to_bytes(m[0]), to_bytes(m[1])
@@ -105,6 +125,10 @@ def decode_action(pmap: P4InfoMap, b: TableBinding, te: Any) -> tuple[Action, tu
         raise EntryError("UNIMPLEMENTED" if which else "INVALID_ARGUMENT",
                          f"table {b.table.name!r}: a direct action is required")
     a = te.action.action
+    if a.action_id in pmap.absent_actions:
+        raise EntryError("INVALID_ARGUMENT", f"action {pmap.absent_actions[a.action_id]!r} is in "
+                                             "the P4Info but p4c left it out of the JSON: no "
+                                             "entry can use it (bmv2 refuses it too)")
     act = pmap.actions.get(a.action_id)
     if act is None:
         raise EntryError("NOT_FOUND", f"unknown action id {a.action_id}")
