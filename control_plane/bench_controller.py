@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,7 @@ from control_plane.deploy.transaction import (
     verify_clean,
 )
 from control_plane.drivers.p4runtime import P4RuntimeClient
+from control_plane.localhost import free_port
 from control_plane.repo import REPO, child_env
 from control_plane.solve import solve
 from control_plane.topologies import build_topology
@@ -72,18 +72,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class StandaloneSwitch:
     """`inart switch --target T` as a child process (its output in a log file)."""
 
     def __init__(self, target: str, log: Path) -> None:
         self.target, self.log = target, log
-        self.address = f"127.0.0.1:{_free_port()}"
+        self.address = f"127.0.0.1:{free_port()}"
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> str | None:

@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from pathlib import Path
 
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4Info
+from control_plane.localhost import free_ports
 from control_plane.plan import Plan
 from control_plane.repo import REPO, child_env
 from control_plane.service.client import Client
@@ -53,17 +53,6 @@ GOALS = {"fig1": 1.0, "fattree:6": 5.0}  # seconds, issue 14
 READY_S = 120.0
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 @contextmanager
 def embedded_switches(topo: Topology) -> Iterator[dict[str, tuple[str, int]]]:
     """One `inart switch` process per switch of ``topo``: name -> (address, device id)."""
@@ -71,7 +60,7 @@ def embedded_switches(topo: Topology) -> Iterator[dict[str, tuple[str, int]]]:
     where: dict[str, tuple[str, int]] = {}
     try:
         for (i, sw), port in zip(enumerate(topo.switches, start=1),
-                                 _free_ports(len(topo.switches)), strict=True):
+                                 free_ports(len(topo.switches)), strict=True):
             address = f"127.0.0.1:{port}"
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "control_plane.cli", "switch", "--target", "embedded",

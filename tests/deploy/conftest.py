@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,16 +10,11 @@ import pytest
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.entries import Compiled, compile_plan
 from control_plane.deploy.transaction import SwitchAddress
+from control_plane.localhost import free_port
 from control_plane.plan import Plan
 from control_plane.solve import solve
 from control_plane.topologies import fig1
 from emulation.targets import SwitchProcess, SwitchSpec, get_target
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -90,38 +90,34 @@ class Program:
         self.states: list[dict[str, Any]] = []
         self.nodes: dict[str, list[Any]] = {"ingress": [], "egress": []}
 
+    def _add(self, section: str, name: str, **fields: Any) -> int:
+        """Append an object with the next id of ``section`` (p4c numbers them in order)."""
+        items = self.doc[section]
+        items.append({"name": name, "id": len(items), **fields})
+        return len(items) - 1
+
     def htype(self, name: str, fields: list[list[Any]], **extra: Any) -> None:
-        types = self.doc["header_types"]
-        types.append({"name": name, "id": len(types), "fields": fields, **extra})
+        self._add("header_types", name, fields=fields, **extra)
 
     def header(self, name: str, htype: str, metadata: bool = False) -> int:
-        headers = self.doc["headers"]
-        headers.append({"name": name, "id": len(headers), "header_type": htype,
-                        "metadata": metadata, "pi_omit": True})
-        return len(headers) - 1
+        return self._add("headers", name, header_type=htype, metadata=metadata, pi_omit=True)
 
     def stack(self, name: str, htype: str, size: int) -> None:
         ids = [self.header(f"{name}[{i}]", htype) for i in range(size)]
-        stacks = self.doc["header_stacks"]
-        stacks.append({"name": name, "id": len(stacks), "size": size, "header_type": htype,
-                       "header_ids": ids})
+        self._add("header_stacks", name, size=size, header_type=htype, header_ids=ids)
 
     def union_type(self, name: str, members: list[tuple[str, str]]) -> None:
-        types = self.doc["header_union_types"]
-        types.append({"name": name, "id": len(types), "headers": [list(m) for m in members]})
+        self._add("header_union_types", name, headers=[list(m) for m in members])
 
     def union(self, name: str, utype: str) -> int:
         ut = next(t for t in self.doc["header_union_types"] if t["name"] == utype)
         ids = [self.header(f"{name}.{member}", htype) for member, htype in ut["headers"]]
-        unions = self.doc["header_unions"]
-        unions.append({"name": name, "id": len(unions), "union_type": utype, "header_ids": ids})
-        return len(unions) - 1
+        return self._add("header_unions", name, union_type=utype, header_ids=ids)
 
     def union_stack(self, name: str, utype: str, size: int) -> None:
         ids = [self.union(f"{name}[{i}]", utype) for i in range(size)]
-        stacks = self.doc["header_union_stacks"]
-        stacks.append({"name": name, "id": len(stacks), "size": size, "union_type": utype,
-                       "header_union_ids": ids})
+        self._add("header_union_stacks", name, size=size, union_type=utype,
+                  header_union_ids=ids)
 
     def action(self, name: str, prims: list[dict[str, Any]],
                params: list[tuple[str, int]] = ()) -> int:

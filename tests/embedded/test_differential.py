@@ -142,31 +142,36 @@ def collect(socks: dict[int, socket.socket], quiet: float = 0.25) -> list[tuple[
             out.append((port, s.recv(65535)))
 
 
+def exchange(pairs: list[tuple[str, str]], frames: list[tuple[int, bytes]]
+             ) -> list[list[tuple[int, bytes]]]:
+    """Send each frame into its port's veth and collect what every port puts out for it."""
+    socks = {i + 1: raw_socket(a) for i, (a, _) in enumerate(pairs)}
+    try:
+        time.sleep(0.3)
+        collect(socks, 0.2)
+        results = []
+        for in_port, frame in frames:
+            socks[in_port].send(frame)
+            results.append(collect(socks))
+        return results
+    finally:
+        for s in socks.values():
+            s.close()
+
+
 def bmv2_outputs(name: str, updates: list[Any], frames: list[tuple[int, bytes]],
                  tag: str) -> list[list[tuple[int, bytes]]]:
     config, p4info = program(name)
-    results = []
     with veth_pairs(f"id{tag}", NPORTS) as pairs:
         port = free_port()
         switch = start_switch("bmv2", [b for _, b in pairs], port)
-        socks = {}
         try:
-            client = P4RuntimeClient(f"127.0.0.1:{port}", timeout=30).connect()
-            client.set_pipeline(p4info, config)
-            client.write(updates)
-            for i, (a, _) in enumerate(pairs):
-                socks[i + 1] = raw_socket(a)
-            time.sleep(0.3)
-            collect(socks, 0.2)
-            for in_port, frame in frames:
-                socks[in_port].send(frame)
-                results.append(collect(socks))
-            client.close()
+            with P4RuntimeClient(f"127.0.0.1:{port}", timeout=30) as client:
+                client.set_pipeline(p4info, config)
+                client.write(updates)
+            return exchange(pairs, frames)
         finally:
             switch.stop()
-            for s in socks.values():
-                s.close()
-    return results
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -200,24 +205,11 @@ def bmv2_outputs_of(doc: dict[str, Any], frames: list[tuple[int, bytes]], tag: s
                     tmp: Path) -> list[list[tuple[int, bytes]]]:
     config = tmp / "program.json"
     config.write_text(json.dumps(doc))
-    results = []
     with veth_pairs(f"ih{tag}", NPORTS) as pairs:
         spec = SwitchSpec(0, {i + 1: b for i, (_, b) in enumerate(pairs)},
                           f"127.0.0.1:{free_port()}", log_level="error")
-        socks: dict[int, socket.socket] = {}
         with SwitchProcess(Bmv2WithConfig(config), spec):
-            try:
-                for i, (a, _) in enumerate(pairs):
-                    socks[i + 1] = raw_socket(a)
-                time.sleep(0.3)
-                collect(socks, 0.2)
-                for in_port, frame in frames:
-                    socks[in_port].send(frame)
-                    results.append(collect(socks))
-            finally:
-                for s in socks.values():
-                    s.close()
-    return results
+            return exchange(pairs, frames)
 
 
 @pytest.mark.parametrize("name", sorted(handwritten.PROGRAMS))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from emulation.targets.embedded.optimize import optimize
 
 
@@ -20,23 +22,19 @@ def run(source: str, S: list[int], D: tuple[int, ...] = ()) -> tuple[list[int], 
     return results[1], optimize(source)
 
 
-def test_repeated_expression_is_computed_once() -> None:
-    src = ("def f(S, D):\n"
-           "    S[0] = ((S[1] + S[2]) * 3 & 255) + 1\n"
-           "    S[3] = ((S[1] + S[2]) * 3 & 255) + 2\n")
-    state, out = run(src, [0, 4, 5, 0])
-    assert state == [28, 4, 5, 29]
-    assert out.count("* 3") == 1
-
-
-def test_a_write_to_a_read_slot_ends_the_reuse() -> None:
-    src = ("def f(S, D):\n"
-           "    S[0] = (S[1] + S[2]) * 3 + 1\n"
-           "    S[1] = 7\n"
-           "    S[3] = (S[1] + S[2]) * 3 + 1\n")
-    state, out = run(src, [0, 4, 5, 0])
-    assert state == [28, 7, 5, 37]
-    assert out.count("* 3") == 2
+@pytest.mark.parametrize("body, state, computed", [
+    # a repeated expression is computed once
+    (["S[0] = ((S[1] + S[2]) * 3 & 255) + 1", "S[3] = ((S[1] + S[2]) * 3 & 255) + 2"],
+     [28, 4, 5, 29], 1),
+    # a write to a slot the expression reads ends the reuse
+    (["S[0] = (S[1] + S[2]) * 3 + 1", "S[1] = 7", "S[3] = (S[1] + S[2]) * 3 + 1"],
+     [28, 7, 5, 37], 2),
+])
+def test_common_subexpressions(body: list[str], state: list[int], computed: int) -> None:
+    src = "def f(S, D):\n" + "".join(f"    {line}\n" for line in body)
+    got, out = run(src, [0, 4, 5, 0])
+    assert got == state
+    assert out.count("* 3") == computed
 
 
 def test_writes_at_computed_slots_and_new_action_data_end_all_reuse() -> None:

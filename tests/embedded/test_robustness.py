@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +17,18 @@ from tests.embedded.test_stateful import s_frame
 from tests.embedded.test_tables import t_frame
 
 
+def mutated(good: list[bytes], count: int, flips: int, rng: random.Random) -> Iterator[bytes]:
+    """``count`` frames: a good one with up to ``flips`` random bytes changed, cut short 30%
+    of the time."""
+    for _ in range(count):
+        frame = bytearray(rng.choice(good))
+        for _ in range(rng.randint(0, flips)):
+            frame[rng.randrange(len(frame))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            frame = frame[:rng.randrange(len(frame) + 1)]
+        yield bytes(frame)
+
+
 @pytest.mark.parametrize("name", ["forward", "aggregate", "stateful", "tables"])
 def test_fuzzed_frames_are_handled(device: Any, name: str) -> None:
     dev = device(name)
@@ -25,13 +38,8 @@ def test_fuzzed_frames_are_handled(device: Any, name: str) -> None:
             "stateful": [s_frame(op, idx=op, val=op * 1000) for op in range(1, 9)],
             "tables": [t_frame(a=a, b=a * 7) for a in range(8)]}[name]
     rng = random.Random(7)
-    for _ in range(1500):
-        frame = bytearray(rng.choice(good))
-        for _ in range(rng.randint(0, 5)):
-            frame[rng.randrange(len(frame))] = rng.randrange(256)
-        if rng.random() < 0.3:
-            frame = frame[:rng.randrange(len(frame) + 1)]
-        dev.send(rng.randrange(1, 5), bytes(frame))
+    for frame in mutated(good, 1500, 5, rng):
+        dev.send(rng.randrange(1, 5), frame)
     assert dev.switch.drops["engine_error"] == 0
     assert dev.switch.stats["rx"] == 1500
     if name == "forward":
@@ -44,14 +52,8 @@ def test_fuzzed_frames_never_escape_the_handwritten_programs(name: str) -> None:
     a run-time stack index outside the stack (bmv2 aborts there) may count engine_error."""
     sw = Switch(load_program(json.dumps(hw.PROGRAMS[name]())))
     good = hw.frames(name)
-    rng = random.Random(11)
-    for _ in range(1000):
-        frame = bytearray(rng.choice(good))
-        for _ in range(rng.randint(0, 6)):
-            frame[rng.randrange(len(frame))] = rng.randrange(256)
-        if rng.random() < 0.3:
-            frame = frame[:rng.randrange(len(frame) + 1)]
-        sw.process(1, bytes(frame))
+    for frame in mutated(good, 1000, 6, random.Random(11)):
+        sw.process(1, frame)
     assert sw.stats["rx"] == 1000
     if name != "stacks":
         assert sw.drops["engine_error"] == 0

@@ -4,9 +4,7 @@ bench's output format."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from control_plane.repo import REPO, child_env
+from tests.foreground import inart_foreground
 
 
 def inart(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -24,21 +23,11 @@ def inart(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def server(tmp_path) -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "control_plane.cli", "serve", "--switches",
-                             "memory", "--listen", "127.0.0.1:0", "--state", str(tmp_path),
-                             "--drain-seconds", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=REPO, env=child_env())
-    try:
-        line = proc.stdout.readline()
+    with inart_foreground("serve", "--switches", "memory", "--listen", "127.0.0.1:0",
+                          "--state", str(tmp_path), "--drain-seconds", "0") as line:
         found = re.search(r"listening on (127\.0\.0\.1:\d+)", line)
         assert found, line
         yield found.group(1)
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def ctl(server: str, *args: str) -> dict:

@@ -4,7 +4,6 @@ restarted service, all checked by reading the switches back over P4Runtime."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4RuntimeClient, P4RuntimeError, decode_value
+from control_plane.localhost import free_port
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.switches import P4RuntimeInstaller
 from control_plane.topologies import fig1
@@ -21,12 +21,6 @@ from tests.service.conftest import Service, start_service
 
 WORKERS = [f"w{i}" for i in range(1, 7)]
 PIPELINE = pipeline_for("embedded")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Switch:

@@ -39,6 +39,7 @@ from control_plane.drivers.p4runtime import (
     build_table_entry,
     table_update,
 )
+from control_plane.localhost import free_port
 from control_plane.repo import P4_BUILD, REPO
 from emulation.targets import SwitchProcess, SwitchSpec, get_target
 from emulation.targets.embedded.p4runtime_server import apply_updates, local_device
@@ -143,12 +144,6 @@ def rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_switch(kind: str, ifaces: list[str], grpc_port: int) -> SwitchProcess:
