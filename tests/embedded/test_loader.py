@@ -89,7 +89,7 @@ def test_exception_in_processing_is_dropped_and_counted() -> None:
 @pytest.mark.parametrize("mutate, where, what", [
     (lambda d: d.__setitem__("meter_arrays", [{"name": "m", "id": 0}]), "meter_arrays[0] 'm'",
      "not supported"),
-    (lambda d: d.__setitem__("parse_vsets", [{"name": "pv", "id": 0}]), "parse_vsets[0] 'pv'",
+    (lambda d: d.__setitem__("learn_lists", [{"name": "dg", "id": 0}]), "learn_lists[0] 'dg'",
      "not supported"),
     (lambda d: d["actions"][0]["primitives"].append({"op": "execute_meter", "parameters": []}),
      "actions[0] 'reflect' primitives[1] op 'execute_meter'", "not supported"),

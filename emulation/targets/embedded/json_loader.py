@@ -257,7 +257,7 @@ def header_type(ht: dict[str, Any], where: str) -> HeaderType:
 def build_layout(doc: dict[str, Any]) -> Layout:
     """Assign slots: intrinsic slots first, then per header its validity bit and fields,
     stack elements and union-stack elements back to back."""
-    reject_nonempty(doc, ("meter_arrays", "parse_vsets"))
+    reject_nonempty(doc, ("meter_arrays",))
     types: dict[str, HeaderType] = {}
     for i, ht in enumerate(doc["header_types"]):
         types[ht["name"]] = header_type(ht, f"header_types[{i}] {ht.get('name')!r}")
