@@ -6,7 +6,7 @@ object with no counterpart in the JSON makes SetForwardingPipelineConfig fail, e
 action p4c left out of the JSON (e.g. a ``NoAction`` no table can run): bmv2 accepts such a
 pipeline and refuses entries that use the action, and so do we.  A match field of type
 ``error`` has bitwidth 0 in the P4Info (p4c treats the type as a string): its values are the
-errors' names.
+errors' names.  Parser value sets are bound by name; the P4Info gives their size.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Read: table entries (default entries and direct counters too), PRE entries, counters and
-registers (bmv2 cannot read registers over P4Runtime; this target can)."""
+"""Read: table entries (default entries and direct counters too), PRE entries, counters,
+registers (bmv2 cannot read registers over P4Runtime; this target can) and parser value sets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Write: table entries (default action included), PRE entries, counters, registers.
+"""Write: table entries (default action included), PRE entries, counters, registers, parser
+value sets.
 
 Only CONTINUE_ON_ERROR atomicity: every update is tried and answered on its own.
 """
