@@ -498,3 +498,16 @@ def frames(name: str) -> list[bytes]:
          (0x12FF, 0x0B0DFFFF)]
     return [eth(0, 0x88B5) + a.to_bytes(2, "big") + b.to_bytes(4, "big") + b"\x00\x00tail"
             for a, b in h] + [eth(0, 0x88B5) + b"\x12", eth(0, 0x0800) + b"plain"]
+
+
+def compiled_frames(name: str) -> list[bytes]:
+    """Frames for the p4c-compiled counterparts in tests/embedded/p4/ (reach_*.p4).  None
+    reads a field of an invalid header: bmv2 returns whatever an earlier packet left there."""
+    if name == "reach_stacks":
+        out = [eth(op, 0x9000, 0x0A0B0C0D0E00 + (op % 3 if op != 4 or len(vs) > 1 else 0))
+               + tags(*vs) + b"tail" for op in range(8) for vs in ((), (1,), (1, 2), (1, 2, 3))]
+        return out + [eth(0, 0x9000) + tags(1, 2, 3, 4), eth(0, 0x9000) + b"\x07"]
+    if name == "reach_unions":
+        return [eth(op, t) + body + b"tail" for op in range(5)
+                for t, body in ((0xA, b"\x12\x34"), (0xB, b"\x56\x78"), (0x1, b""))]
+    return frames("varbit" if name == "reach_varbit" else "const_tables")

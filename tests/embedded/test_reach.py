@@ -33,6 +33,15 @@ MATCHED_BMV2 = {
 }
 
 
+# the same for the p4c-compiled programs (tests/embedded/p4/reach_*.p4) and compiled_frames
+COMPILED_MATCHED_BMV2 = {
+    "reach_stacks": "ea746ce80d51a72453f64d7d2b4e0d134e18e593722ed913dd9566ccab4f0e09",
+    "reach_unions": "300018d7299988fce45b6a2edb77fae9dae71835c866561045366b6c4ac12ab8",
+    "reach_varbit": "a555eac7ee3621d9cdd6124b752e461719fa7133a7de44bd79bc613acacbd7f4",
+    "reach_tables": "7c83fc73498b293523f9b091c5bd87b5ca4d984c970f10595250135196ac5811",
+}
+
+
 def switch(name: str) -> Switch:
     return Switch(load_program(json.dumps(hw.PROGRAMS[name]())))
 
@@ -165,3 +174,31 @@ def test_value_set_members_written_over_p4runtime_steer_the_parser() -> None:
     assert out(sw, hw.eth(0, 0x0800) + b"\x56\x78")[6:12] == hw.eth(0, 0)[6:12]
     with pytest.raises(EntryError, match="holds 4 members"):
         apply_updates(servicer, value_set_update(1, 2, 3, 4, 5))
+
+
+@pytest.mark.parametrize("name", sorted(COMPILED_MATCHED_BMV2))
+def test_p4c_compiled_reach_programs_give_bmv2_outputs(device: Any, name: str) -> None:
+    dev = device(name)
+    h = hashlib.sha256()
+    for f in hw.compiled_frames(name):
+        for port, data in dev.send(1, f):
+            h.update(port.to_bytes(2, "big") + len(data).to_bytes(4, "big") + data)
+        h.update(b"|")
+    assert dev.switch.drops["engine_error"] == 0
+    assert h.hexdigest() == COMPILED_MATCHED_BMV2[name]
+
+
+def test_p4c_error_key_takes_entries_by_name(device: Any) -> None:
+    """p4c gives the key of type error bitwidth 0 in the P4Info: bmv2 then refuses every
+    entry ("does not fit within 0 bits"); this target takes the error's name."""
+    dev = device("reach_tables")
+    update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
+    te = update.entity.table_entry
+    te.table_id = dev.p4info.table("MyIngress.t_err_rt").preamble.id
+    te.match.add(field_id=1).exact.value = b"PacketTooShort"
+    te.action.action.action_id = next(a.preamble.id for a in dev.p4info.proto.actions
+                                      if a.preamble.name == "MyIngress.set_d")
+    te.action.action.params.add(param_id=1, value=b"\x2a")
+    dev.write(update)
+    (match, _), = dev.program.tables["MyIngress.t_err_rt"].entries
+    assert match == (1,)  # error.PacketTooShort
