@@ -278,8 +278,6 @@ def build_layout(doc: dict[str, Any]) -> Layout:
         htype = types[h["header_type"]]
         metadata = bool(h.get("metadata"))
         where = f"header {h['name']!r}"
-        if htype.vl_index is not None and metadata:
-            raise PipelineError(where, "a metadata header cannot have a varbit field")
         if not metadata and htype.fixed_bits % 8:
             raise PipelineError(where, f"header is {htype.fixed_bits} bits, not a whole "
                                        "number of bytes")

@@ -445,8 +445,8 @@ class Switch:
         assert prog is not None
         C = S[:]
         for hdr in prog.layout.headers.values():
-            if hdr.metadata:
-                n = hdr.htype.nfields
+            if hdr.metadata:  # fields, and the length of a varbit one
+                n = hdr.htype.span - 1
                 C[hdr.first_slot:hdr.first_slot + n] = [0] * n
         C[jl.CLONE_SID] = C[jl.CLONE_FL] = C[jl.RESUBMIT_FL] = C[jl.RECIRC_FL] = 0
         return C
