@@ -401,8 +401,38 @@ def const_tables_p4info(doc: dict[str, Any]) -> p4info_pb2.P4Info:
     return info
 
 
+def value_set() -> dict[str, Any]:
+    """A parser value set on the EtherType: a member's frames get their 16-bit tag parsed,
+    which ingress shows in the source address."""
+    p = Program("value_set")
+    p.htype("tag_t", [["x", 16, False]])
+    p.header("tag", "tag_t")
+    p.doc["parse_vsets"] = [{"name": "pvs", "id": 0, "compressed_bitwidth": 16}]
+    p.state("start", [P("extract", {"type": "regular", "value": "eth"})], [F("eth", "type")])
+    p.states[-1]["transitions"] = [
+        {"type": "parse_vset", "value": "pvs", "mask": None, "next_state": "tag"},
+        {"type": "parse_vset", "value": "pvs", "mask": "0x0fff", "next_state": "masked"},
+        {"type": "default", "value": None, "mask": None, "next_state": None}]
+    p.state("tag", [P("extract", {"type": "regular", "value": "tag"})])
+    p.state("masked", [])
+    p.cond("ingress", "tag?", {"type": "expression", "value": {
+        "op": "d2b", "left": None, "right": F("tag", "$valid$")}}, "show", "port")
+    p.run("ingress", "show", [SET(F("eth", "src"), F("tag", "x"))], "port")
+    p.run("ingress", "port", [SET(F("standard_metadata", "egress_spec"), C(2))], None)
+    return p.build(["eth", "tag"], "tag?")
+
+
+def value_set_p4info() -> p4info_pb2.P4Info:
+    """P4Info of value_set: the set, four members of one 16-bit field."""
+    info = p4info_pb2.P4Info()
+    vs = info.value_sets.add()
+    vs.preamble.id, vs.preamble.name, vs.size = 56000000, "pvs", 4
+    vs.match.add(id=1, name="eth.type", bitwidth=16, match_type=p4info_pb2.MatchField.EXACT)
+    return info
+
+
 PROGRAMS = {"stacks": stacks, "unions": unions, "varbit": varbit,
-            "const_tables": const_tables}
+            "const_tables": const_tables, "value_set": value_set}
 
 
 def eth(op: int, etype: int, src: int = 0x020000000001) -> bytes:
@@ -458,7 +488,22 @@ def frames(name: str) -> list[bytes]:
             bytes(4), good=False), eth(0, 0x0800) + ipv4(ihl=4) + bytes(60),
                 eth(0, 0x0800) + ipv4(ihl=15)[:30], eth(0, 0x0800) + ipv4(bytes(12))[:20]]
         return out
+    if name == "value_set":  # empty set: no tag parsed; test_reach fills it over P4Runtime
+        return [eth(0, t) + b"\x12\x34tail" for t in (0x0800, 0x1234, 0xF234, 0x88B5)]
     h = [(0x12AB, 0x0A000001), (0x1234, 0x0B0C0000), (0x0034, 0x0A0B0C0D), (0x0044, 7),
          (0x12FF, 0x0B0DFFFF)]
     return [eth(0, 0x88B5) + a.to_bytes(2, "big") + b.to_bytes(4, "big") + b"\x00\x00tail"
             for a, b in h] + [eth(0, 0x88B5) + b"\x12", eth(0, 0x0800) + b"plain"]
+
+
+def compiled_frames(name: str) -> list[bytes]:
+    """Frames for the p4c-compiled counterparts in tests/embedded/p4/ (reach_*.p4).  None
+    reads a field of an invalid header: bmv2 returns whatever an earlier packet left there."""
+    if name == "reach_stacks":
+        out = [eth(op, 0x9000, 0x0A0B0C0D0E00 + (op % 3 if op != 4 or len(vs) > 1 else 0))
+               + tags(*vs) + b"tail" for op in range(8) for vs in ((), (1,), (1, 2), (1, 2, 3))]
+        return out + [eth(0, 0x9000) + tags(1, 2, 3, 4), eth(0, 0x9000) + b"\x07"]
+    if name == "reach_unions":
+        return [eth(op, t) + body + b"tail" for op in range(5)
+                for t, body in ((0xA, b"\x12\x34"), (0xB, b"\x56\x78"), (0x1, b""))]
+    return frames("varbit" if name == "reach_varbit" else "const_tables")

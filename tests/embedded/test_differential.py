@@ -1,9 +1,10 @@
 """Differential test: the same P4Runtime writes and frames through bmv2's simple_switch_grpc
 (on veths) and through the embedded target; every output frame must be identical, byte for
-byte, on the same port.  Our compiled test programs and the testbed's program go through
-P4Runtime; the hand-written programs of the target's reach (handwritten.py: stacks, unions,
-varbit, const entries, error keys) need no entries and are given to bmv2 on its command
-line.  Skipped where bmv2 or root is missing."""
+byte, on the same port.  Our compiled test programs (the reach_*.p4 ones too: stacks,
+unions, varbit, const entries) and the testbed's program go through P4Runtime; the
+hand-written programs of the target's reach (handwritten.py: stacks, unions, varbit, const
+entries, error keys, value sets) need no entries and are given to bmv2 on its command line.
+Skipped where bmv2 or root is missing."""
 
 from __future__ import annotations
 
@@ -116,9 +117,16 @@ def ina_case(p4info: Any) -> tuple[list[Any], list[tuple[int, bytes]]]:
     return program_updates("ina", p4info, 4), frames
 
 
+def reach_case(name: str) -> Callable[[Any], tuple[list[Any], list[tuple[int, bytes]]]]:
+    """A p4c-compiled reach program (tests/embedded/p4/reach_*.p4): const entries only."""
+    return lambda p4info: ([], [(1, f) for f in handwritten.compiled_frames(name)])
+
+
 CASES: dict[str, Callable[[Any], tuple[list[Any], list[tuple[int, bytes]]]]] = {
     "forward": forward_case, "tables": tables_case, "stateful": stateful_case,
     "aggregate": aggregate_case, "ina": ina_case,
+    **{n: reach_case(n) for n in ("reach_stacks", "reach_unions", "reach_varbit",
+                                  "reach_tables")},
 }
 
 

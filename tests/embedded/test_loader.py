@@ -89,7 +89,7 @@ def test_exception_in_processing_is_dropped_and_counted() -> None:
 @pytest.mark.parametrize("mutate, where, what", [
     (lambda d: d.__setitem__("meter_arrays", [{"name": "m", "id": 0}]), "meter_arrays[0] 'm'",
      "not supported"),
-    (lambda d: d.__setitem__("parse_vsets", [{"name": "pv", "id": 0}]), "parse_vsets[0] 'pv'",
+    (lambda d: d.__setitem__("learn_lists", [{"name": "dg", "id": 0}]), "learn_lists[0] 'dg'",
      "not supported"),
     (lambda d: d["actions"][0]["primitives"].append({"op": "execute_meter", "parameters": []}),
      "actions[0] 'reflect' primitives[1] op 'execute_meter'", "not supported"),
@@ -153,3 +153,13 @@ def test_exit_deep_in_a_control_stops_it() -> None:
          "default_entry": {"action_id": 1, "action_const": False, "action_data": []}})
     sw = Switch(load(doc))
     assert sw.process(3, bytes(14)) == [(0, bytes(14))]  # reflect (egress_spec = 3) skipped
+
+
+def test_a_metadata_struct_may_hold_a_varbit_field() -> None:
+    """p4c makes a struct with a varbit member a metadata header with a "*" field."""
+    doc = minimal()
+    doc["header_types"].append({"name": "m_t", "id": 2, "fields": [["opts", "*"]],
+                                "max_length": 4})
+    doc["headers"].append({"name": "m", "id": 2, "header_type": "m_t", "metadata": True})
+    sw = Switch(load(doc))
+    assert sw.process(1, bytes(14)) == [(1, bytes(14))]

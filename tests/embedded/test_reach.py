@@ -2,7 +2,8 @@
 header stacks (next/last in the parser, push/pop, run-time indices, StackOutOfBounds), header
 unions and union stacks, varbit fields (extract with a length, emit, checksum over them,
 HeaderTooShort), const entries with bits outside their mask or prefix, error-typed keys
-(const and over P4Runtime by name), an action the P4Info lists but the JSON omits.
+(const and over P4Runtime by name), an action the P4Info lists but the JSON omits, parser
+value sets filled over P4Runtime (which bmv2's P4Runtime server does not implement).
 
 The output digests were taken from runs that matched bmv2 byte for byte
 (test_differential.py::test_handwritten_program_matches_bmv2); a change of behaviour shows
@@ -28,6 +29,16 @@ MATCHED_BMV2 = {
     "unions": "31d59ccfa4a6cbedfe830b9936826bb9aadec523ceac87e5144cec899bea966b",
     "varbit": "e191fc0cda17bce60d24ceddd850095364be48d79c7d8b2a202414e626cd2c7a",
     "const_tables": "0cbf79e76ca05c3d0e05073dac9b39eefae6b31c859b318c7d3e899a0498111f",
+    "value_set": "1f140fe624f9c498fa8536867b63a9c25ab7928980819b45913fe1ecf005880e",
+}
+
+
+# the same for the p4c-compiled programs (tests/embedded/p4/reach_*.p4) and compiled_frames
+COMPILED_MATCHED_BMV2 = {
+    "reach_stacks": "ea746ce80d51a72453f64d7d2b4e0d134e18e593722ed913dd9566ccab4f0e09",
+    "reach_unions": "300018d7299988fce45b6a2edb77fae9dae71835c866561045366b6c4ac12ab8",
+    "reach_varbit": "a555eac7ee3621d9cdd6124b752e461719fa7133a7de44bd79bc613acacbd7f4",
+    "reach_tables": "7c83fc73498b293523f9b091c5bd87b5ca4d984c970f10595250135196ac5811",
 }
 
 
@@ -136,3 +147,58 @@ def test_error_key_written_by_name_and_absent_action_refused() -> None:
     read.entities.add().table_entry.table_id = 33600000
     (resp,) = servicer.Read(read, None)
     assert resp.entities[0].table_entry.match[0].exact.value == b"PacketTooShort"
+
+
+def value_set_update(*values: int) -> Any:
+    update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+    entry = update.entity.value_set_entry
+    entry.value_set_id = 56000000
+    for v in values:
+        entry.members.add().match.add(field_id=1).exact.value = v.to_bytes(2, "big")
+    return update
+
+
+def test_value_set_members_written_over_p4runtime_steer_the_parser() -> None:
+    sw, servicer = local_device(json.dumps(hw.value_set()).encode(), hw.value_set_p4info())
+    apply_updates(servicer, value_set_update(0x1234, 0x0800))
+    src = {t: out(sw, hw.eth(0, t) + b"\x56\x78tail")[6:12]
+           for t in (0x0800, 0x1234, 0xF234, 0x88B5)}
+    assert src[0x0800] == src[0x1234] == bytes(4) + b"\x56\x78"  # members: the tag parsed
+    assert src[0xF234] == src[0x88B5] == hw.eth(0, 0)[6:12]  # masked match / no match
+    read = p4runtime_pb2.ReadRequest()
+    read.entities.add().value_set_entry.value_set_id = 0
+    (resp,) = servicer.Read(read, None)
+    members = resp.entities[0].value_set_entry.members
+    assert [m.match[0].exact.value for m in members] == [b"\x12\x34", b"\x08\x00"]
+    apply_updates(servicer, value_set_update())  # MODIFY with none empties it
+    assert out(sw, hw.eth(0, 0x0800) + b"\x56\x78")[6:12] == hw.eth(0, 0)[6:12]
+    with pytest.raises(EntryError, match="holds 4 members"):
+        apply_updates(servicer, value_set_update(1, 2, 3, 4, 5))
+
+
+@pytest.mark.parametrize("name", sorted(COMPILED_MATCHED_BMV2))
+def test_p4c_compiled_reach_programs_give_bmv2_outputs(device: Any, name: str) -> None:
+    dev = device(name)
+    h = hashlib.sha256()
+    for f in hw.compiled_frames(name):
+        for port, data in dev.send(1, f):
+            h.update(port.to_bytes(2, "big") + len(data).to_bytes(4, "big") + data)
+        h.update(b"|")
+    assert dev.switch.drops["engine_error"] == 0
+    assert h.hexdigest() == COMPILED_MATCHED_BMV2[name]
+
+
+def test_p4c_error_key_takes_entries_by_name(device: Any) -> None:
+    """p4c gives the key of type error bitwidth 0 in the P4Info: bmv2 then refuses every
+    entry ("does not fit within 0 bits"); this target takes the error's name."""
+    dev = device("reach_tables")
+    update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
+    te = update.entity.table_entry
+    te.table_id = dev.p4info.table("MyIngress.t_err_rt").preamble.id
+    te.match.add(field_id=1).exact.value = b"PacketTooShort"
+    te.action.action.action_id = next(a.preamble.id for a in dev.p4info.proto.actions
+                                      if a.preamble.name == "MyIngress.set_d")
+    te.action.action.params.add(param_id=1, value=b"\x2a")
+    dev.write(update)
+    (match, _), = dev.program.tables["MyIngress.t_err_rt"].entries
+    assert match == (1,)  # error.PacketTooShort

@@ -17,7 +17,7 @@ from emulation.targets.embedded import headers
 from emulation.targets.embedded import json_loader as jl
 from emulation.targets.embedded.calculations import Calculation, compile_calculation
 from emulation.targets.embedded.expressions import Expr, ExprCompiler, Namespace, assign_code
-from emulation.targets.embedded.externs import CounterArray, RegisterArray
+from emulation.targets.embedded.externs import CounterArray, RegisterArray, ValueSet
 from emulation.targets.embedded.json_loader import Layout, PipelineError
 from emulation.targets.embedded.optimize import optimize
 
@@ -38,6 +38,7 @@ class Resources:
     counters: dict[str, CounterArray] = field(default_factory=dict)
     calculations: dict[str, Calculation] = field(default_factory=dict)
     field_lists: dict[int, list[int]] = field(default_factory=dict)
+    value_sets: dict[str, ValueSet] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,6 +69,8 @@ def build_resources(doc: dict[str, Any], layout: Layout, ns: Namespace) -> Resou
     for i, c in enumerate(doc.get("calculations", [])):
         res.calculations[c["name"]] = compile_calculation(
             layout, ns, c, f"calculations[{i}] {c.get('name')!r}")
+    for vs in doc.get("parse_vsets", []) or []:
+        res.value_sets[vs["name"]] = ValueSet(vs["name"], 0)  # its size comes with the P4Info
     for i, fl in enumerate(doc.get("field_lists", [])):
         slots = []
         for el in fl.get("elements", []):

@@ -301,6 +301,7 @@ def rig(kind: str, workload: str, fan_in: int, n: int, tag: str) -> Iterator[Rig
             sock.close()
 
 
+WORKLOADS = ("forward", "aggregate", "ina")
 LOSS_LIMIT = 0.001  # "loss-free": less than 0.1% of the expected frames missing
 OVERLOAD_PPS = 2e6  # more than any switch here takes: the sender's own maximum
 
@@ -411,6 +412,10 @@ def run(args: argparse.Namespace) -> int:
     if args.ina_build:
         INA_DIR = Path(args.ina_build)
     workloads = [w for w in args.workloads.split(",") if w]
+    unknown = sorted(set(workloads) - set(WORKLOADS))
+    if unknown or not workloads:
+        raise SystemExit(f"--workloads {args.workloads!r}: expected some of "
+                         f"{','.join(WORKLOADS)}")
     if "ina" in workloads and not (INA_DIR / "inart.json").exists():
         print(f"(no {INA_DIR}/inart.json: the testbed program's workload 'ina' is skipped)")
         workloads.remove("ina")
@@ -482,7 +487,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=4, help="bisection steps per search")
     parser.add_argument("--start-rate", type=float, default=8000.0,
                         help="first offered rate of a search (pkt/s)")
-    parser.add_argument("--workloads", default="forward,aggregate,ina",
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
                         help="comma-separated: forward, aggregate, ina")
     parser.add_argument("--fan-in", type=int, default=4, help="workers per aggregated chunk")
     parser.add_argument("--n", type=int, default=32, help="values per INA packet (program: 32)")

@@ -257,7 +257,7 @@ def header_type(ht: dict[str, Any], where: str) -> HeaderType:
 def build_layout(doc: dict[str, Any]) -> Layout:
     """Assign slots: intrinsic slots first, then per header its validity bit and fields,
     stack elements and union-stack elements back to back."""
-    reject_nonempty(doc, ("meter_arrays", "parse_vsets"))
+    reject_nonempty(doc, ("meter_arrays",))
     types: dict[str, HeaderType] = {}
     for i, ht in enumerate(doc["header_types"]):
         types[ht["name"]] = header_type(ht, f"header_types[{i}] {ht.get('name')!r}")
@@ -278,8 +278,6 @@ def build_layout(doc: dict[str, Any]) -> Layout:
         htype = types[h["header_type"]]
         metadata = bool(h.get("metadata"))
         where = f"header {h['name']!r}"
-        if htype.vl_index is not None and metadata:
-            raise PipelineError(where, "a metadata header cannot have a varbit field")
         if not metadata and htype.fixed_bits % 8:
             raise PipelineError(where, f"header is {htype.fixed_bits} bits, not a whole "
                                        "number of bytes")

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import ast
 import itertools
+from dataclasses import dataclass
+from typing import Any
 
 MIN_SIZE = 6  # nodes in a subexpression worth a local (a plain S[k] is not)
 OPERATIONS = (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)
+SCALARS = {ast.Constant: ("value",), ast.Name: ("id",), ast.Attribute: ("attr",)}  # key parts
 D_READ = -1  # stands for "reads the action data D" among the slots an expression reads
 PURE_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift,
                ast.RShift)
@@ -31,41 +34,69 @@ def slot_of(node: ast.AST) -> tuple[str, int] | None:
     return None
 
 
-def pure_reads(node: ast.AST) -> set[int] | None:
-    """The S slots a pure expression reads, or None when it is not pure."""
-    if isinstance(node, ast.Constant):
-        return set()
+@dataclass
+class Info:
+    """What one pass over an expression learns of each of its nodes."""
+
+    key: Any  # structure, equal for equal expressions
+    reads: frozenset[int] | None  # S slots (D_READ: action data) read; None: not pure
+    size: int
+
+
+def pure_operation(node: ast.AST) -> bool:
+    """An operation that cannot raise or have effects, given pure operands."""
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, (ast.LShift, ast.RShift)):  # a negative count would raise
+            return isinstance(node.right, ast.Constant)
+        return isinstance(node.op, PURE_BINOPS)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, (ast.Invert, ast.USub, ast.Not))
+    return isinstance(node, (ast.Compare, ast.BoolOp, ast.IfExp))
+
+
+def operands(node: ast.AST) -> list[ast.AST]:
+    """The expression children of a node (operators and contexts apart)."""
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.Subscript):
+        return [node.value, node.slice]
+    if isinstance(node, ast.Compare):
+        return [node.left, *node.comparators]
+    if isinstance(node, (ast.Constant, ast.Name)):
+        return []
+    return [c for c in ast.iter_child_nodes(node)
+            if not isinstance(c, (ast.operator, ast.unaryop, ast.cmpop, ast.boolop,
+                                  ast.expr_context))]
+
+
+def operators(node: ast.AST) -> list[ast.AST]:
+    """The operator nodes of an operation (part of its identity)."""
+    if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp)):
+        return [node.op]
+    if isinstance(node, ast.Compare):
+        return list(node.ops)
+    return []
+
+
+def analyse(node: ast.AST, table: dict[int, Info]) -> Info:
+    """Info of ``node`` and, in ``table`` by id, of every node under it (one pass)."""
+    children = operands(node)
+    infos = [analyse(c, table) for c in children]
+    key: Any = (type(node), *(getattr(node, f) for f in SCALARS.get(type(node), ())),
+                *(type(o) for o in operators(node)), *(i.key for i in infos))
+    reads: frozenset[int] | None = None
     slot = slot_of(node)
-    if slot is not None:
-        return {slot[1]} if slot[0] == "S" else {D_READ}
-    parts: list[ast.AST]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, PURE_BINOPS):
-        if isinstance(node.op, (ast.LShift, ast.RShift)) and not isinstance(node.right,
-                                                                            ast.Constant):
-            return None  # a negative shift count would raise
-        parts = [node.left, node.right]
-    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.USub,
-                                                                ast.Not)):
-        parts = [node.operand]
-    elif isinstance(node, ast.Compare):
-        parts = [node.left, *node.comparators]
-    elif isinstance(node, ast.BoolOp):
-        parts = list(node.values)
-    elif isinstance(node, ast.IfExp):
-        parts = [node.test, node.body, node.orelse]
-    else:
-        return None
-    reads: set[int] = set()
-    for part in parts:
-        r = pure_reads(part)
-        if r is None:
-            return None
-        reads |= r
-    return reads
-
-
-def size(node: ast.AST) -> int:
-    return sum(1 for _ in ast.walk(node))
+    if isinstance(node, ast.Constant):
+        reads = frozenset()
+    elif slot is not None:
+        reads = frozenset([slot[1] if slot[0] == "S" else D_READ])
+    elif pure_operation(node):
+        parts = [i.reads for i in infos]
+        if all(r is not None for r in parts):
+            reads = frozenset().union(*parts)  # type: ignore[arg-type]
+    info = Info(key, reads, 1 + sum(i.size for i in infos))
+    table[id(node)] = info
+    return info
 
 
 def writes(stmt: ast.stmt) -> set[int] | None:
@@ -94,34 +125,36 @@ class Block:
     """CSE over one straight-line list of statements."""
 
     def __init__(self) -> None:
-        self.seen: dict[str, tuple[int, set[int], ast.expr]] = {}  # key -> first stmt
-        self.hoisted: dict[str, str] = {}  # key -> local holding it
+        self.seen: dict[Any, tuple[int, frozenset[int]]] = {}  # key -> (first stmt, reads)
+        self.hoisted: dict[Any, str] = {}  # key -> local holding it
         self.inserts: dict[int, list[ast.stmt]] = {}
+        self.tables: dict[int, dict[int, Info]] = {}  # statement -> its nodes' Info
 
-    def candidates(self, stmt: ast.stmt) -> list[ast.expr]:
-        """Pure subexpressions of a statement's values, largest first."""
+    def candidates(self, i: int, stmt: ast.stmt) -> list[tuple[ast.expr, Info]]:
+        """Pure operations in a statement's value worth a local, largest first."""
         value = getattr(stmt, "value", None)
         if not isinstance(value, ast.expr):
             return []
-        found = [n for n in ast.walk(value)
-                 if isinstance(n, OPERATIONS) and size(n) >= MIN_SIZE
-                 and pure_reads(n) is not None]
-        return sorted(found, key=size, reverse=True)
+        table = self.tables[i] = {}
+        analyse(value, table)
+        found = [(n, table[id(n)]) for n in ast.walk(value)
+                 if isinstance(n, OPERATIONS) and table[id(n)].reads is not None
+                 and table[id(n)].size >= MIN_SIZE]
+        return sorted(found, key=lambda item: item[1].size, reverse=True)
 
     def visit(self, i: int, stmt: ast.stmt, stmts: list[ast.stmt]) -> None:
-        nodes = self.candidates(stmt)
-        counts: dict[str, int] = {}
-        for node in nodes:
-            key = ast.dump(node)
-            counts[key] = counts.get(key, 0) + 1
+        nodes = self.candidates(i, stmt)
+        counts: dict[Any, int] = {}
+        for _, info in nodes:
+            counts[info.key] = counts.get(info.key, 0) + 1
         gone: set[int] = set()  # nodes inside a subexpression already replaced
-        for node in nodes:
-            key = ast.dump(node)
+        for node, info in nodes:
+            key = info.key
             if id(node) in gone:
                 continue
             if key in self.hoisted:  # computed before, still valid: use it here too
                 gone |= {id(n) for n in ast.walk(node)}
-                Replace(key, self.hoisted[key]).visit(stmt)
+                Replace(key, self.hoisted[key], self.tables[i]).visit(stmt)
                 continue
             if key not in self.seen and counts[key] < 2:
                 continue
@@ -132,26 +165,29 @@ class Block:
             self.inserts.setdefault(first, []).append(
                 ast.Assign(targets=[ast.Name(name, ast.Store())], value=node, lineno=0))
             for j in range(first, i + 1):
-                Replace(key, name).visit(stmts[j])
-        for node in nodes:
-            key = ast.dump(node)
-            if key not in self.seen:
-                self.seen[key] = (i, pure_reads(node) or set(), node)
+                Replace(key, name, self.tables.get(j, {})).visit(stmts[j])
+        for _, info in nodes:
+            if info.key not in self.seen:
+                assert info.reads is not None
+                self.seen[info.key] = (i, info.reads)
         written = writes(stmt)
-        for key, (_, reads, _) in list(self.seen.items()):
+        for key, (_, reads) in list(self.seen.items()):
             if written is None or reads & written:
                 del self.seen[key]
                 self.hoisted.pop(key, None)
 
 
 class Replace(ast.NodeTransformer):
-    """Replace every occurrence of one subexpression (by its dump) with a local."""
+    """Replace every occurrence of one subexpression (by its key) with a local; ``table``
+    is the statement's analysis (nodes replaced earlier are gone from the tree, the rest
+    kept their Info)."""
 
-    def __init__(self, key: str, name: str) -> None:
-        self.key, self.name = key, name
+    def __init__(self, key: Any, name: str, table: dict[int, Info]) -> None:
+        self.key, self.name, self.table = key, name, table
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
-        if isinstance(node, ast.expr) and ast.dump(node) == self.key:
+        info = self.table.get(id(node))
+        if isinstance(node, ast.expr) and info is not None and info.key == self.key:
             return ast.Name(self.name, ast.Load())
         return super().generic_visit(node)
 
@@ -183,4 +219,4 @@ def optimize(source: str) -> str:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             node.body = optimize_block(node.body)
-    return ast.unparse(ast.fix_missing_locations(tree))
+    return ast.unparse(tree)

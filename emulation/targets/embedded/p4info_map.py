@@ -6,7 +6,7 @@ object with no counterpart in the JSON makes SetForwardingPipelineConfig fail, e
 action p4c left out of the JSON (e.g. a ``NoAction`` no table can run): bmv2 accepts such a
 pipeline and refuses entries that use the action, and so do we.  A match field of type
 ``error`` has bitwidth 0 in the P4Info (p4c treats the type as a string): its values are the
-errors' names.
+errors' names.  Parser value sets are bound by name; the P4Info gives their size.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from p4.config.v1 import p4info_pb2
 
 from emulation.targets.embedded.actions import Action
-from emulation.targets.embedded.externs import CounterArray, RegisterArray
+from emulation.targets.embedded.externs import CounterArray, RegisterArray, ValueSet
 from emulation.targets.embedded.json_loader import PipelineError
 from emulation.targets.embedded.pipeline import Program
 from emulation.targets.embedded.tables import Table
@@ -49,6 +49,7 @@ class P4InfoMap:
     counters: dict[int, CounterArray] = field(default_factory=dict)
     direct_counters: dict[int, TableBinding] = field(default_factory=dict)
     registers: dict[int, RegisterArray] = field(default_factory=dict)
+    value_sets: dict[int, tuple[ValueSet, list[int]]] = field(default_factory=dict)
     table_ids: dict[str, int] = field(default_factory=dict)
     absent_actions: dict[int, str] = field(default_factory=dict)  # P4Info-only actions
     errors: dict[str, int] = field(default_factory=dict)  # error name -> value
@@ -120,8 +121,18 @@ def bind(p4info: p4info_pb2.P4Info, program: Program) -> P4InfoMap:
         if arr is None:
             raise PipelineError(f"p4info register {r.preamble.name!r}", "not in the JSON")
         m.registers[r.preamble.id] = arr
-    for unsupported in ("action_profiles", "meters", "direct_meters", "digests",
-                        "value_sets"):
+    for vs in p4info.value_sets:
+        where = f"p4info value_set {vs.preamble.name!r}"
+        arr = program.res.value_sets.get(vs.preamble.name)
+        if arr is None:
+            raise PipelineError(where, "not in the JSON")
+        widths = [mf.bitwidth for mf in vs.match]
+        if arr.widths and widths != arr.widths:
+            raise PipelineError(where, f"match widths {widths} != the parser's key "
+                                       f"{arr.widths}")
+        arr.size, arr.widths = vs.size, widths
+        m.value_sets[vs.preamble.id] = (arr, widths)
+    for unsupported in ("action_profiles", "meters", "direct_meters", "digests"):
         items = getattr(p4info, unsupported)
         if len(items):
             raise PipelineError(f"p4info {unsupported} {items[0].preamble.name!r}",

@@ -6,7 +6,9 @@ several places (or in a loop, e.g. header stacks) are dispatched by an integer p
 counter.  As in simple_switch, a parser error stops parsing and the packet still enters
 ingress with ``standard_metadata.parser_error`` set; the header being extracted stays invalid.
 
-Header stacks: extract to a stack fills its next element and fails with StackOutOfBounds when
+Parse value sets: a transition taken when the key (each field padded to whole bytes) is one
+of the set's members, which P4Runtime writes.  Header stacks: extract to a stack fills its
+next element and fails with StackOutOfBounds when
 it is full; ``last`` fields (``stack_field``) read the last extracted element.  Varbit fields:
 ``extract_VL`` takes the field's length in bits from an expression (ParserInvalidArgument
 unless a multiple of 8, HeaderTooShort beyond the header's maximum length).
@@ -236,6 +238,7 @@ class ParserCompiler:
                          depth: int) -> list[str]:
         lines: list[str] = []
         key = st.get("transition_key", [])
+        parts: list[tuple[str, int]] = []
         if key:
             parts = [self.key_part(tv, k, f"{where} transition_key[{k}]", ind, lines)
                      for k, tv in enumerate(key)]
@@ -253,22 +256,38 @@ class ParserCompiler:
                 if first:
                     return lines + body
                 return lines + [ind + "else:"] + body
-            if ttype == "parse_vset":
-                raise PipelineError(w, "parse value sets are not supported")
-            if ttype != "hexstr":
-                raise PipelineError(w, f"transition type {ttype!r} is not supported")
-            value = parse_hexstr(tr["value"], w)
             mask = tr.get("mask")
-            if mask is None:
-                cond = f"key == {value}"
+            if ttype == "parse_vset":
+                cond = self.value_set_test(tr.get("value"), mask, parts, w)
+            elif ttype != "hexstr":
+                raise PipelineError(w, f"transition type {ttype!r} is not supported")
+            elif mask is None:
+                cond = f"key == {parse_hexstr(tr['value'], w)}"
             else:
                 m = parse_hexstr(mask, w)
-                cond = f"key & {m} == {value & m}"
+                cond = f"key & {m} == {parse_hexstr(tr['value'], w) & m}"
             lines.append(ind + f"{'if' if first else 'elif'} {cond}:")
             lines += self.goto(tr.get("next_state"), w, ind + "    ", depth)
             first = False
         no_match = f"return off, {self.err['NoMatch']}"
         return lines + ([ind + no_match] if first else [ind + "else:", ind + "    " + no_match])
+
+    def value_set_test(self, name: Any, mask: Any, parts: list[tuple[str, int]], where: str
+                       ) -> str:
+        """Source of 'the key is in value set ``name``' (under ``mask``, as bmv2 masks both
+        the key and the members); the set learns the key's field widths here."""
+        vs = self.pc.res.value_sets.get(name)
+        if vs is None:
+            raise PipelineError(where, f"unknown parse value set {name!r}")
+        widths = [w for _, w in parts]
+        if vs.widths and vs.widths != widths:
+            raise PipelineError(where, f"value set {name!r} used with keys of different widths")
+        vs.widths = widths
+        values = self.ns.bind("vset", vs.values)
+        if mask is None:
+            return f"key in {values}"
+        m = parse_hexstr(mask, where)
+        return f"any(key & {m} == v & {m} for v in {values})"
 
     def build(self) -> Any:
         init = self.parser.get("init_state")

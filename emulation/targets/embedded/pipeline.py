@@ -169,13 +169,14 @@ class Program:
         return verify, update
 
     def fast_source(self) -> str:
-        """``fast(port, buf)``: one unicast frame through the whole pipeline; the general
-        path (``resume_ingress``/``resume_egress``) takes over when something rare happens."""
+        """``fast(port, buf, out)``: one unicast frame through the whole pipeline, appending
+        what it sends to ``out``; the general path (``after_ingress``/``resume_egress``)
+        takes over when something rare happens."""
         std = self.std
         j = jl
         rare_ingress = [f"S[{j.CLONE_SID}]", f"S[{j.RESUBMIT_FL}]", f"S[{std['mcast_grp']}]"]
         lines = [
-            "def fast(port, buf):",
+            "def fast(port, buf, out):",
             "    S = TEMPLATE[:]",
             "    n = len(buf)",
             f"    S[{std['ingress_port']}] = port",
@@ -188,11 +189,11 @@ class Program:
             "    if bad or err != NOERR: count_errors(S)",
             *([] if "ingress" in self.empty else ["    ingress(S)"]),
             f"    if {' or '.join(rare_ingress)}:",
-            "        return resume_ingress(S, port, buf, off)",
+            "        return after_ingress(S, port, buf, off, out, 0)",
             f"    es = S[{std['egress_spec']}]",
             f"    if es == {DROP_PORT}:",
             "        drops['ingress_drop'] += 1",
-            "        return NOTHING",
+            "        return",
             f"    S[{std['instance_type']}] = {NORMAL}",
             f"    S[{std['egress_port']}] = es",
             f"    S[{std['egress_spec']}] = 0",
@@ -200,12 +201,12 @@ class Program:
             *([] if "egress" in self.empty else ["    egress(S)"]),
             f"    if S[{j.CLONE_SID}] or S[{std['egress_spec']}] == {DROP_PORT} "
             f"or S[{j.RECIRC_FL}] or S[{j.TRUNCATE}]:",
-            "        return resume_egress(S, es, buf, off)",
+            "        return resume_egress(S, es, buf, off, out)",
             *self.update_src,
-            "    out = []",
-            *self.deparse_src,
-            "    out.append(buf[off:])",
-            "    return [(es, b''.join(out))]",
+            "    parts = []",
+            *(ln.replace("out.append", "parts.append") for ln in self.deparse_src),
+            "    parts.append(buf[off:])",
+            "    out.append((es, b''.join(parts)))",
         ]
         return "\n".join(lines)
 
@@ -236,7 +237,7 @@ class Switch:
         self.stats: Counter[str] = Counter()
         self.drops: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
-        self.fast: Callable[[int, bytes], Frames] | None = None
+        self.fast: Callable[[int, bytes, Frames], None] | None = None
         self._program: Program | None = None
         self.program = program
 
@@ -254,8 +255,8 @@ class Switch:
         env = dict(program.ns.values)
         env.update(TEMPLATE=program.layout.template, parse=program.parse,
                    ingress=program.controls["ingress"], egress=program.controls["egress"],
-                   count_errors=self.count_errors, drops=self.drops, NOTHING=(),
-                   resume_ingress=self.resume_ingress, resume_egress=self.resume_egress)
+                   count_errors=self.count_errors, drops=self.drops,
+                   after_ingress=self.after_ingress, resume_egress=self.resume_egress)
         exec(compile_source(program.fast_source(), "fast path"), env)  # noqa: S102
         self.fast = env["fast"]
 
@@ -278,9 +279,11 @@ class Switch:
             return []
         out: Frames = []
         for port, frame in frames:
+            done = len(out)
             try:
-                out += fast(port, frame)
+                fast(port, frame, out)
             except Exception:  # a bad frame or an assert must not stop the switch
+                del out[done:]  # nothing of a frame that raised is sent
                 self.drops["engine_error"] += 1
                 log.debug("frame from port %d raised", port, exc_info=True)
         self.stats["tx"] += len(out)
@@ -315,18 +318,11 @@ class Switch:
         if S[prog.std["checksum_error"]]:
             self.errors["checksum_error"] += 1
 
-    def resume_ingress(self, S: list[Any], port: int, frame: bytes, off: int) -> Frames:
-        """Where the fast path hands a frame over after ingress (clone, resubmit, multicast)."""
-        out: Frames = []
-        self.after_ingress(S, port, frame, off, out, 0)
-        return out
-
-    def resume_egress(self, S: list[Any], port: int, frame: bytes, off: int) -> Frames:
+    def resume_egress(self, S: list[Any], port: int, frame: bytes, off: int, out: Frames
+                      ) -> None:
         """Where the fast path hands a frame over after egress (clone, drop, recirculate,
         truncate)."""
-        out: Frames = []
         self.after_egress(S, port, memoryview(frame)[off:], out, 0)
-        return out
 
     def ingress(self, port: int, frame: bytes, out: Frames,
                 preserved: tuple[list[int], list[Any], int] | None, depth: int) -> None:
@@ -449,8 +445,8 @@ class Switch:
         assert prog is not None
         C = S[:]
         for hdr in prog.layout.headers.values():
-            if hdr.metadata:
-                n = hdr.htype.nfields
+            if hdr.metadata:  # fields, and the length of a varbit one
+                n = hdr.htype.span - 1
                 C[hdr.first_slot:hdr.first_slot + n] = [0] * n
         C[jl.CLONE_SID] = C[jl.CLONE_FL] = C[jl.RESUBMIT_FL] = C[jl.RECIRC_FL] = 0
         return C

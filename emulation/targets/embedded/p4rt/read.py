@@ -1,5 +1,5 @@
-"""Read: table entries (default entries and direct counters too), PRE entries, counters and
-registers (bmv2 cannot read registers over P4Runtime; this target can)."""
+"""Read: table entries (default entries and direct counters too), PRE entries, counters,
+registers (bmv2 cannot read registers over P4Runtime; this target can) and parser value sets."""
 
 from __future__ import annotations
 
@@ -60,6 +60,17 @@ def read_entity(pre: ReplicationEngine, pmap: P4InfoMap, entity: Any) -> Iterato
     elif kind == "register_entry":
         re = entity.register_entry
         yield from read_cells(pmap.registers, re.register_id, re, "register", register_cell)
+    elif kind == "value_set_entry":
+        for vid in all_or_one(entity.value_set_entry.value_set_id, pmap.value_sets):
+            if vid not in pmap.value_sets:
+                raise EntryError("NOT_FOUND", f"unknown value set id {vid}")
+            out = p4runtime_pb2.Entity()
+            out.value_set_entry.value_set_id = vid
+            for member in pmap.value_sets[vid][0].members:
+                m = out.value_set_entry.members.add()
+                for i, (value, _) in enumerate(member):
+                    m.match.add(field_id=i + 1).exact.value = to_bytes(value)
+            yield out
     else:
         raise EntryError("UNIMPLEMENTED", f"reading {kind!r} is not supported")
 

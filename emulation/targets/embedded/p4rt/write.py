@@ -1,4 +1,5 @@
-"""Write: table entries (default action included), PRE entries, counters, registers.
+"""Write: table entries (default action included), PRE entries, counters, registers, parser
+value sets.
 
 Only CONTINUE_ON_ERROR atomicity: every update is tried and answered on its own.
 """
@@ -63,6 +64,8 @@ def apply_update(state: ServerState, pmap: P4InfoMap, update: Any) -> None:
         write_direct_counter(pmap, update.type, entity.direct_counter_entry)
     elif kind == "register_entry":
         write_register(pmap, update.type, entity.register_entry)
+    elif kind == "value_set_entry":
+        write_value_set(pmap, update.type, entity.value_set_entry)
     else:
         raise EntryError("UNIMPLEMENTED", f"entity {kind!r} is not supported")
 
@@ -161,3 +164,29 @@ def write_register(pmap: P4InfoMap, utype: int, re: Any) -> None:
         raise EntryError("INVALID_ARGUMENT", "register data must be a bitstring")
     for _, arr, i in cells(pmap.registers, [re.register_id], re, "register"):
         arr.values[i] = to_int(re.data.bitstring, arr.bitwidth, f"register {arr.name!r}")
+
+
+def write_value_set(pmap: P4InfoMap, utype: int, entry: Any) -> None:
+    """MODIFY replaces a parser value set's members (the spec allows nothing else)."""
+    if utype != U.MODIFY:
+        raise EntryError("INVALID_ARGUMENT", "a value set entry can only be MODIFY'd")
+    found = pmap.value_sets.get(entry.value_set_id)
+    if found is None:
+        raise EntryError("NOT_FOUND", f"unknown value set id {entry.value_set_id}")
+    vs, widths = found
+    if len(entry.members) > vs.size:
+        raise EntryError("RESOURCE_EXHAUSTED", f"value set {vs.name!r} holds {vs.size} members")
+    members = []
+    for member in entry.members:
+        if [fm.field_id for fm in member.match] != list(range(1, len(widths) + 1)):
+            raise EntryError("INVALID_ARGUMENT", f"value set {vs.name!r}: a member needs "
+                                                 f"fields 1..{len(widths)} in order")
+        fields = []
+        for fm, width in zip(member.match, widths, strict=True):
+            if fm.WhichOneof("field_match_type") != "exact":
+                raise EntryError("UNIMPLEMENTED", f"value set {vs.name!r}: only exact "
+                                                  "members are supported")
+            fields.append((to_int(fm.exact.value, width, f"value set {vs.name!r}"),
+                           (1 << width) - 1))
+        members.append(tuple(fields))
+    vs.replace(members)
