@@ -27,7 +27,7 @@ import torch
 
 from host_stack.ina.transport import TransportError
 from host_stack.train.data import digits, shard
-from host_stack.train.jobargs import add_round_args, load_job, process_parser
+from host_stack.train.jobargs import add_round_args, load_job, process_parser, service_link
 from host_stack.train.loop import RoundStats, accuracy, train_worker
 from host_stack.train.models import build_model, flat_params
 from host_stack.train.sync import MeasuredSync
@@ -97,11 +97,16 @@ def _round_fields(sync: MeasuredSync, rs: RoundStats) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    job = load_job(args, impair_seed=args.seed * 1000 + zlib.crc32(args.worker.encode()))
-    rank = job.plan.rank(args.worker)
     if args.rounds < 1 or args.batch < 1:
         raise ValueError("--rounds and --batch: expected >= 1")
-    sync = load_sync(args.sync).build(WorkerContext(job, args, args.worker, rank))
+    link = service_link(args, args.worker)
+    if link is not None and args.sync != "ina":
+        raise ValueError(f"--service: only --sync ina follows the service's plan versions, "
+                         f"not --sync {args.sync}")
+    job = load_job(args, impair_seed=args.seed * 1000 + zlib.crc32(args.worker.encode()),
+                   version=link.for_round(0) if link is not None else None)
+    rank = job.plan.rank(args.worker)
+    sync = load_sync(args.sync).build(WorkerContext(job, args, args.worker, rank, link))
     if args.start_file:
         emit("ready", worker=args.worker)
         wait_for_start(Path(args.start_file), args.start_timeout)
