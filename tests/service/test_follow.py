@@ -18,6 +18,7 @@ from control_plane.deploy.versions import Lane, compile_version
 from control_plane.plan import Plan
 from control_plane.repo import REPO, child_env
 from control_plane.service.auth import AuthConfigError, check_listen
+from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.switches import ItemCache
 from control_plane.topologies import build_topology, fig1
 from host_stack.ina import wire
@@ -31,7 +32,7 @@ def test_a_version_as_hosts_run_it(service: Service) -> None:
     job = service.client.submit(model_size=1e4)
     link = ServiceLink(service.address, job.id, "w2")
     try:
-        v1 = link.for_round(0)
+        v1 = link.version(1)
         msg = service.client.plan(job.id)
         assert v1.number == 1 and v1.plan.job == msg.wire_job == 16
         assert v1.plan.rank("w2") == msg.ranks["w2"]
@@ -41,12 +42,29 @@ def test_a_version_as_hosts_run_it(service: Service) -> None:
         assert v1.result_to == (msg.result_address, wire.RESULT_PORT)
         assert v1.pool_size == msg.pool_size > 0
         assert [v.number for v in link.installed()] == [1]
-        # a slowed PS moves the split: hosts cannot follow that version, and say why
-        service.client.event("ps-load", node="s1", value=3.0)
-        v2 = link.for_round(1)
-        assert v2.number == 2 and v2.addresses["s1"][0].startswith("10.6.")
+        # no host reported yet: a slowed PS reruns phase 1, a version hosts cannot follow
+        (r,) = service.client.event("ps-load", node="s1", value=3.0).replans
+        assert r.phase == 1
+        v2 = link.version(2)
+        assert v2.addresses["s1"][0].startswith("10.6.")
         with pytest.raises(FollowError, match="split moved"):
             v2.check_follows(v1, 10_000, wire.DEFAULT_N)
+    finally:
+        link.close()
+
+
+def test_a_job_whose_hosts_train_keeps_its_split(service: Service) -> None:
+    service.client.register_topology(fig1(), FIG1_SWITCHES)
+    job = service.client.submit(model_size=1e4)
+    link = ServiceLink(service.address, job.id, "w2")
+    try:
+        v1 = link.for_round(0)  # a host reports: the PSs hold shards now
+        (r,) = service.client.event("ps-load", node="s1", value=3.0).replans
+        assert r.phase == 2 and "split kept while its hosts train" in r.message
+        assert "restart the job to apply" in r.message
+        if r.outcome == pb.REPLAN_OUTCOME_NEW_VERSION:
+            link.for_round(1).check_follows(v1, 10_000, wire.DEFAULT_N)
+        assert service.client.plan(job.id).partition == v1.plan.plan.partition
     finally:
         link.close()
 
