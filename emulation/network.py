@@ -241,14 +241,21 @@ class Network:
             self._nft_tables.append(table)
 
     def _configure_hosts(self) -> None:
-        """No IPv6, static ARP for every address a host sends to."""
+        """No IPv6, static ARP for every address a host sends to, and checksums computed by
+        the host's kernel: a veth leaves TCP checksums to "offload" (CHECKSUM_PARTIAL), and a
+        switch that reads frames from a raw socket forwards them unfinished, so the receiver
+        drops every TCP segment (UDP INA packets carry checksum 0 and never noticed)."""
         assert self.net is not None
         hosts = self.topo.workers + self.topo.pss
         for host in hosts:
             node = self.net.get(host)
             lines = [f"neigh replace {self.addr.ip[p]} lladdr {self.addr.mac[p]} "
                      f"dev {host}-eth0 nud permanent" for p in hosts if p != host]
-            node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+            out = node.cmd(f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1; "
+                           f"ethtool -K {host}-eth0 tx off >/dev/null && echo TX-OK")
+            if "TX-OK" not in out:
+                raise NetworkError(f"host '{host}': turning checksum offload off failed "
+                                   f"(needs ethtool): {out.strip()}")
             self._ip_batch(host, lines, "static ARP")
 
     def _ip_batch(self, host: str, lines: list[str], what: str) -> None:
@@ -289,10 +296,12 @@ class Network:
             self.net.get(host).cmd(f"ip neigh replace {result_addr} lladdr {mac} "
                                    f"dev {host}-eth0 nud permanent")
 
-    def popen(self, host: str, cmd: list[str], **kwargs) -> subprocess.Popen:
-        """Start a process inside a host's namespace; stopped with the network."""
+    def popen(self, host: str, cmd: list[str], env: dict[str, str] | None = None,
+              **kwargs) -> subprocess.Popen:
+        """Start a process inside a host's namespace (``env``: added to the project's
+        environment); stopped with the network."""
         assert self.net is not None
-        env = child_env(PYTHONUNBUFFERED="1")
+        env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
         # mnexec -d (Mininet's popen) makes the process a session leader: killpg reaches it
         proc = self.net.get(host).popen(cmd, env=env, cwd=str(REPO), **kwargs)
         self.procs.append(proc)

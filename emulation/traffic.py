@@ -116,6 +116,8 @@ class JobSource:
     pss: list[str]
     ranks: dict[str, int]  # worker -> bitmap rank (the synthetic sums' order)
     label: str  # progress bar
+    worker_argv: tuple[str, ...] = ()  # and the workers alone (e.g. --sync ring)
+    worker_env: dict[str, dict[str, str]] = field(default_factory=dict)  # host -> variables
 
 
 def plan_files(addr: Addressing, plan: Plan, compiled: Compiled, workdir: Path) -> JobSource:
@@ -165,7 +167,8 @@ def run_hosts(net: Network, source: JobSource, cfg: TrafficConfig, workdir: Path
 
     def start(name: str, cmd: list[str]) -> None:
         err = open(workdir / f"{name}.stderr", "w")  # noqa: SIM115 (owned by the child)
-        proc = net.popen(name, cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+        proc = net.popen(name, cmd, env=source.worker_env.get(name), stdout=subprocess.PIPE,
+                         stderr=err, text=True)
         err.close()
         procs[name] = proc
         JsonLineReader(name, proc, events).start()
@@ -203,7 +206,8 @@ def run_hosts(net: Network, source: JobSource, cfg: TrafficConfig, workdir: Path
     start_file = workdir / "start"  # the workers' start barrier: round 0 begins together
     start_file.unlink(missing_ok=True)
     for w in source.workers:
-        start(w, [*py, "host_stack.train.worker", *job, "--worker", w, "--rounds", str(cfg.rounds),
+        start(w, [*py, "host_stack.train.worker", *job, *source.worker_argv, "--worker", w,
+                  "--rounds", str(cfg.rounds),
                   "--batch", str(cfg.batch), "--start-file", str(start_file),
                   "--start-timeout", str(cfg.deadline_s)])
     waiting = set(source.workers)

@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "file exists (a launcher's start barrier)")
     p.add_argument("--start-timeout", type=float, default=600.0,
                    help="seconds to wait for --start-file")
+    p.add_argument("--eval-every", type=int, default=0, metavar="K",
+                   help="test accuracy in the round record every K rounds (time-to-accuracy; "
+                        "its time is in neither compute_s nor sync_s)")
     return p
 
 
@@ -97,8 +100,8 @@ def _round_fields(sync: MeasuredSync, rs: RoundStats) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.rounds < 1 or args.batch < 1:
-        raise ValueError("--rounds and --batch: expected >= 1")
+    if args.rounds < 1 or args.batch < 1 or args.eval_every < 0:
+        raise ValueError("--rounds and --batch: expected >= 1, --eval-every >= 0")
     link = service_link(args, args.worker)
     if link is not None and args.sync != "ina":
         raise ValueError(f"--service: only --sync ina follows the service's plan versions, "
@@ -128,9 +131,14 @@ def run(args: argparse.Namespace) -> int:
             model = build_model(args.model, args.seed)
             x_tr, y_tr, x_te, y_te = digits(seed=args.seed)
             xs, ys = shard(x_tr, y_tr, rank, job.plan.workers)
+            def on_round(rs: RoundStats) -> None:
+                extra = {}
+                if args.eval_every and (rs.round + 1) % args.eval_every == 0:
+                    extra["accuracy"] = accuracy(model, x_te, y_te)
+                emit("round", **_round_fields(sync, rs), **extra)
+
             train_worker(model, xs, ys, sync, args.rounds, args.batch,
-                         seed=worker_seed(args.seed, rank),
-                         on_round=lambda rs: emit("round", **_round_fields(sync, rs)))
+                         seed=worker_seed(args.seed, rank), on_round=on_round)
             params = flat_params(model)
             acc = accuracy(model, x_te, y_te)
         counters = dict(getattr(getattr(sync, "transport", None), "counters", {}))
