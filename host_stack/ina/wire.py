@@ -5,7 +5,8 @@ all network byte order.  The host stack, the tests, the PTF suite and the embedd
 build and parse INA packets through this module, so a change to the format is made here once.
 
 Packing and unpacking are vectorised with numpy structured dtypes: a batch of packets is one
-``(count, HEADER_LEN + 4 N)`` byte array, which is how the transport moves many chunks per call.
+``(count, HEADER_LEN + 4 N)`` byte array, which is how the transport and the PS move many
+chunks per call (host_stack/ina/batchio.py sends and receives such arrays).
 """
 
 from __future__ import annotations
@@ -156,6 +157,29 @@ def unpack_batch(buf: np.ndarray | bytes, n: int = DEFAULT_N) -> np.ndarray:
     if raw.size % packet_len(n):
         raise WireError(f"INA batch of {raw.size} bytes is not a multiple of {packet_len(n)}")
     return np.ascontiguousarray(raw).reshape(-1).view(batch_dtype(n))
+
+
+def pack_raw(hdrs: np.ndarray, payload: np.ndarray) -> np.ndarray:
+    """Like pack_batch, with the payloads already as (count, 4 N) big-endian bytes."""
+    out = np.empty((hdrs.shape[0], HEADER_LEN + payload.shape[1]), dtype=np.uint8)
+    out[:, :HEADER_LEN] = hdrs.view(np.uint8).reshape(-1, HEADER_LEN)
+    out[:, HEADER_LEN:] = payload
+    return out
+
+
+def parse_batch(rows: np.ndarray, lens: np.ndarray, n: int = DEFAULT_N
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The batch form of parse_header: received packets as records, and which are valid.
+
+    ``rows`` is a (count, packet_len(n)) uint8 array of received packets, ``lens`` their
+    lengths; returns (batch_dtype(n) records viewing ``rows``, bool mask of the packets whose
+    length, type and flags are right).
+    """
+    recs = rows.view(batch_dtype(n))[:, 0]
+    hdr = recs["hdr"]
+    ok = ((lens == packet_len(n)) & np.isin(hdr["type"], PACKET_TYPES)
+          & ((hdr["flags"] & np.uint8(~KNOWN_FLAGS & 0xFF)) == 0))
+    return recs, ok
 
 
 def rank_bit(rank: int) -> int:

@@ -209,7 +209,8 @@ class Launcher:
 def summarize_round(r: int, recs: list[dict]) -> dict:
     """One row of the report, the same for every sync scheme: the slowest worker sets the
     round and communication time; rate and bytes are per worker, averaged over workers
-    (retransmissions and quantization error exist for INA only)."""
+    (retransmissions, the spurious ones among them, and quantization error exist for INA
+    only)."""
     rates = [x["bytes"] * 8 / x["comm_s"] / 1e6 for x in recs if x["comm_s"] > 0]
     return {
         "round": r,
@@ -217,6 +218,7 @@ def summarize_round(r: int, recs: list[dict]) -> dict:
         "comm_s": max(x["comm_s"] for x in recs),
         "rate_mbps": sum(rates) / len(rates) if rates else 0.0,
         "retx": sum(x.get("retx", 0) for x in recs),
+        "spurious": sum(x.get("retx_spurious", 0) for x in recs),
         "loss": sum(x["loss"] for x in recs) / len(recs),
         "quant_rel_error": max(x.get("quant_rel_error", 0.0) for x in recs),
         "bytes": sum(x["bytes"] for x in recs) / len(recs),
