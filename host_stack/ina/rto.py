@@ -6,10 +6,16 @@ wait for the slowest worker's contribution plus the PS's queue, which on a loade
 by tens of milliseconds as processes get the CPU.  RFC 6298 follows exactly that: RTO = SRTT +
 max(G, 4 RTTVAR), clamped to [lo, hi], backed off by doubling per resend of a chunk.
 
-The worker takes one sample per batch of RESULTs (its largest RTT, not one per chunk): with
-hundreds of RESULTs per batch, per-chunk samples would weigh one scheduling stall hundreds
-of times less than the timer it must cover (RFC 7323 appendix G makes the same point for
-timestamps).
+The worker feeds every RESULT's RTT to ``observe``, which commits one sample per smoothed RTT:
+the largest RTT seen since the last one.  RFC 6298's gains assume about one sample per round
+trip (classic TCP times one segment per RTT); with hundreds of RESULTs per round trip,
+per-RESULT samples would wash a scheduling stall out of RTTVAR within a few milliseconds
+(RFC 7323 appendix G makes the same point for timestamps).
+
+When a retransmission turns out spurious (host_stack/ina/transport.py defines when), the RTT
+of the original send is known, and ``spurious`` applies the Eifel response of RFC 4015
+section 3: SRTT and RTTVAR at least that RTT and half of it, so the next timeout is no
+shorter than three times the delay that fooled this one.
 """
 
 from __future__ import annotations
@@ -27,6 +33,22 @@ class RtoEstimator:
         self.srtt: float | None = None
         self.rttvar = 0.0
         self.samples = 0
+        self.pending = 0.0  # largest RTT observed since the last committed sample
+        self.last = 0.0  # when the last sample was committed
+
+    def observe(self, rtt: float, now: float) -> None:
+        """An RTT measured at ``now``; a sample is committed at most once per SRTT."""
+        self.pending = max(self.pending, rtt)
+        if self.srtt is None or now - self.last >= self.srtt:
+            self.sample(self.pending)
+            self.pending, self.last = 0.0, now
+
+    def spurious(self, rtt: float) -> None:
+        """A resend was spurious; ``rtt`` is the RTT of the original send (RFC 4015)."""
+        if self.srtt is None:
+            self.sample(rtt)
+        else:
+            self.srtt, self.rttvar = max(self.srtt, rtt), max(self.rttvar, rtt / 2)
 
     def sample(self, rtt: float) -> None:
         """Add one RTT measurement (of a send that was not retransmitted: Karn)."""

@@ -17,7 +17,8 @@ most likely waiting for a slower worker, not lost: its timer is rearmed instead.
 
 Timeouts (host_stack/ina/rto.py): RFC 6298 over measured RTTs, with Karn's rule made exact
 by the PS: a RESULT without RETX says no retransmission went into the sum, so its timing
-belongs to the original sends, ours included, and is a sample even for a chunk we resent.
+belongs to the original sends, ours included, and is a sample even for a chunk we resent;
+such a resend was spurious, and the timeout grows as RFC 4015's Eifel response says.
 Two estimators per transport: chunks sent before a round's first RESULT from a PS also wait
 for every other worker to start the round (their gradients are computed at different times
 on a busy host), so they get the larger of the round-start RTO and the steady one.  Towards
@@ -404,19 +405,19 @@ class WorkerTransport:
         st.deadline[new] = np.inf
         st.n_done += new.size
         st.max_done = max(st.max_done, int(new[-1]))
-        clean = (hdr["flags"][rows] & wire.FLAG_RETX) == 0
-        # (a) no retransmission went into the sum: every RETX we sent for it was spurious
-        wasted = st.resends[new[clean]] - st.spurious[new[clean]]
-        c["retx_spurious"] += int(wasted.sum())
-        st.spurious[new[clean]] = st.resends[new[clean]]
         c["result_received"] += new.size
-        # Karn: only RESULTs made of original sends time them; one sample per batch each
-        timed = new[clean]
-        start, steady = timed[st.at_start[timed]], timed[~st.at_start[timed]]
-        if start.size:
-            self.start_rtt.sample(now - float(st.sent_at[start].min()))
-        if steady.size:
-            self.rtt.sample(now - float(st.sent_at[steady].min()))
+        # Karn: only RESULTs made of original sends (RETX clear) time them
+        timed = new[(hdr["flags"][rows] & wire.FLAG_RETX) == 0]
+        # (a) no retransmission went into the sum: every RETX we sent for it was spurious
+        wasted = timed[st.resends[timed] > st.spurious[timed]]
+        c["retx_spurious"] += int((st.resends[wasted] - st.spurious[wasted]).sum())
+        st.spurious[wasted] = st.resends[wasted]
+        for est, phase in ((self.start_rtt, st.at_start), (self.rtt, ~st.at_start)):
+            mine, fooled = timed[phase[timed]], wasted[phase[wasted]]
+            if mine.size:
+                est.observe(now - float(st.sent_at[mine].min()), now)
+            if fooled.size:  # RFC 4015: the next timeout covers what fooled this one
+                est.spurious(now - float(st.sent_at[fooled].min()))
         st.first_result = True
         return new.size
 

@@ -11,6 +11,7 @@ chunks per call (host_stack/ina/batchio.py sends and receives such arrays).
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ MAX_WORKERS = 64
 TYPE_GRAD = 1
 TYPE_RESULT = 2
 TYPE_ACK = 3
-PACKET_TYPES = (TYPE_GRAD, TYPE_RESULT, TYPE_ACK)
+PACKET_TYPES = (TYPE_GRAD, TYPE_RESULT, TYPE_ACK)  # consecutive: parse_batch checks a range
 
 # Control packets (type 3).  DESIGN.md leaves type 3 to the host stack; we put the operation
 # in the ``slot`` field (switches never aggregate type 3, so slot has no other use there).
@@ -130,6 +131,7 @@ def unpack(data: bytes, n: int = DEFAULT_N) -> tuple[InaHeader, np.ndarray]:
     return header, values
 
 
+@functools.cache
 def batch_dtype(n: int = DEFAULT_N) -> np.dtype:
     """Structured dtype of one whole INA packet (header + N values), for batch work."""
     return np.dtype([("hdr", HEADER_DTYPE), ("payload", PAYLOAD_DTYPE, (n,))])
@@ -177,7 +179,8 @@ def parse_batch(rows: np.ndarray, lens: np.ndarray, n: int = DEFAULT_N
     """
     recs = rows.view(batch_dtype(n))[:, 0]
     hdr = recs["hdr"]
-    ok = ((lens == packet_len(n)) & np.isin(hdr["type"], PACKET_TYPES)
+    typ = hdr["type"]
+    ok = ((lens == packet_len(n)) & (typ >= min(PACKET_TYPES)) & (typ <= max(PACKET_TYPES))
           & ((hdr["flags"] & np.uint8(~KNOWN_FLAGS & 0xFF)) == 0))
     return recs, ok
 

@@ -178,17 +178,26 @@ class Launcher:
                 ready.add(name)
         if not scheme.USES_PS:  # collectives rendezvous on a free loopback port
             self.env["INART_DIST_INIT"] = f"tcp://127.0.0.1:{free_port()}"
+        # every worker starts round 0 together (after its HELLO / group set-up): without the
+        # barrier round 0 spans the others' start-up, seconds in which the first workers'
+        # timers fire on chunks that only wait for a worker still importing torch
+        start_file = self.workdir / "start"
         for w in plan.worker_ids:
             self._start(w, [*self.python, "host_stack.train.worker", *shared, "--worker", w,
                             "--sync", args.sync, "--rounds", str(args.rounds),
-                            "--batch", str(args.batch)])
+                            "--batch", str(args.batch), "--start-file", str(start_file)])
         per_round: dict[int, list[dict]] = {}
         done: dict[str, dict] = {}
+        started: set[str] = set()
         with tqdm(total=args.rounds, desc=f"train {args.model} ({args.sync})", unit="round",
                   disable=args.quiet) as bar:
             while len(done) < plan.workers:
                 name, rec = self.next_event(deadline)
-                if rec["event"] == "round":
+                if rec["event"] == "ready":
+                    started.add(name)
+                    if len(started) == plan.workers:
+                        start_file.touch()
+                elif rec["event"] == "round":
                     recs = per_round.setdefault(rec["round"], [])
                     recs.append(rec)
                     if len(recs) == plan.workers:
