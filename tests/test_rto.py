@@ -129,3 +129,21 @@ def test_a_second_result_answering_our_resend_marks_it_spurious():
 
     _, c = exchange(script, 2)
     assert c["result_duplicate"] == 1 and c["retx_spurious"] == 1
+
+
+def test_one_sample_per_srtt_the_largest_rtt_since_the_last():
+    est = RtoEstimator(initial=1.0, lo=0.001, hi=5.0)
+    est.observe(0.1, now=10.0)  # the first commits at once
+    est.observe(0.5, now=10.01)  # within one SRTT: held
+    est.observe(0.2, now=10.02)
+    assert est.samples == 1
+    est.observe(0.1, now=10.2)  # an SRTT later: the largest since the last sample
+    assert est.samples == 2 and est.srtt == pytest.approx(0.875 * 0.1 + 0.125 * 0.5)
+
+
+def test_a_spurious_resend_raises_the_timeout_to_cover_its_delay():
+    est = RtoEstimator(initial=1.0, lo=0.001, hi=5.0)
+    for _ in range(20):
+        est.sample(0.01)
+    est.spurious(0.3)  # RFC 4015: SRTT >= R', RTTVAR >= R'/2
+    assert est.srtt == 0.3 and est.rttvar == 0.15 and est.rto == pytest.approx(0.9)

@@ -56,7 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-class Path_:
+class Route:
     """Where the receivers run: loopback in this namespace, or a namespace behind a veth."""
 
     def __init__(self, name: str, dst_ip: str, src_ip: str, prefix: list[str]) -> None:
@@ -81,7 +81,7 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def ina(path: Path_, chunks: int, rounds: int, n: int, window: int, workdir: Path) -> dict:
+def ina(path: Route, chunks: int, rounds: int, n: int, window: int, workdir: Path) -> dict:
     """One worker exchanging ``rounds`` rounds with a PS process in sum mode."""
     plan_path = workdir / "plan.json"
     star_plan(1, [1.0]).save(plan_path)
@@ -113,7 +113,7 @@ def ina(path: Path_, chunks: int, rounds: int, n: int, window: int, workdir: Pat
             "spurious": counters.get("retx_spurious", 0)}
 
 
-def iperf3(path: Path_, size: int, seconds: float) -> dict:
+def iperf3(path: Route, size: int, seconds: float) -> dict:
     """``iperf3 -u -b 0`` with ``size``-byte datagrams; what its server received."""
     port = free_udp_ports(1)[0]
     server = path.spawn(["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
@@ -157,7 +157,7 @@ print(count, last - first, flush=True)
 """
 
 
-def python_udp(path: Path_, rows: np.ndarray, repeats: int) -> dict:
+def python_udp(path: Route, rows: np.ndarray, repeats: int) -> dict:
     """Send every row ``repeats`` times back to back with sendto; the sink counts them."""
     port = free_udp_ports(1)[0]
     expected = rows.shape[0] * repeats
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="inart-bench-") as tmp, ExitStack() as stack:
         for name in paths:
             if name == "loopback":
-                path = Path_("loopback", "127.0.0.1", "127.0.0.1", [])
+                path = Route("loopback", "127.0.0.1", "127.0.0.1", [])
             elif name == "veth":
                 why = can_create_veths()
                 if why:
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
                     continue
                 ns = stack.enter_context(Netns(NS))
                 link_root(ns)
-                path = Path_("veth", PS_IP, WORKER_IP, ns.exec_prefix())
+                path = Route("veth", PS_IP, WORKER_IP, ns.exec_prefix())
             else:
                 print(f"bench transport: --paths {name!r}: expected loopback, veth",
                       file=sys.stderr)

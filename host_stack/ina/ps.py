@@ -10,8 +10,13 @@ CTRL_OVERFLOW_NACK so they resend it as RETX (summed here in int64).  Malformed 
 jobs and unexpected types are counted and dropped; nothing a packet carries stops the PS.
 
 Checkpoint: SIGUSR1 writes ``<checkpoint-dir>/<ps>-job<job>.npz`` (parameters, momentum,
-last completed round per chunk) between two packets; SIGTERM/SIGINT write the counters to
-``--stats`` and exit; ``--idle-exit`` ends a PS that has heard nothing for that long.
+last completed round per chunk) between two batches of packets; SIGTERM/SIGINT write the
+counters to ``--stats`` and exit; ``--idle-exit`` ends a PS that has heard nothing for that
+long.
+
+Packets are handled a batch at a time (host_stack/ina/batchio.py): one recvmmsg, the accept
+rules in C over the batch, one optimizer step over every chunk it completed, one sendmmsg of
+their RESULTs (as UDP GSO batches towards loopback workers).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from host_stack.ina.addresses import AddressMap
 from host_stack.ina.impair import Impairment
 from host_stack.ina.jobplan import JobPlan, load_plan
 from host_stack.ina.quantize import DEFAULT_BOUND, Quantizer
-from host_stack.ina.transport import TransportConfig
+from host_stack.ina.transport import TransportConfig, auto_window
 from host_stack.train.models import MODELS, build_model, flat_params
 
 MODEL_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum")
@@ -61,8 +61,9 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--unit-bps", type=float, default=None,
                    help="bit/s of one topology rate unit (pacing = f * x_s * this; "
                         "default: unpaced)")
-    g.add_argument("--window", type=int, default=TransportConfig.window,
-                   help="outstanding chunks per PS")
+    g.add_argument("--window", type=int, default=None,
+                   help=f"outstanding chunks per PS (default: {TransportConfig.window}, fewer "
+                        "for many workers, so every window fits the PS's socket buffer)")
     g.add_argument("--timeout", type=float, default=TransportConfig.timeout_s,
                    help="RETX timeout (s) before the first RTT sample")
     g.add_argument("--max-retries", type=int, default=TransportConfig.max_retries,
@@ -166,7 +167,8 @@ def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
     if args.n < 1 or packet_too_big(args.n):
         raise ValueError(f"--n {args.n}: expected 1..{(1472 - wire.HEADER_LEN) // 4}")
     n_values = model_size(args)
-    config = TransportConfig(n=args.n, window=args.window, timeout_s=args.timeout,
+    window = auto_window(plan.workers) if args.window is None else args.window
+    config = TransportConfig(n=args.n, window=window, timeout_s=args.timeout,
                              max_retries=args.max_retries, pool_size=args.pool_size,
                              hello_timeout_s=args.hello_timeout)
     return Job(plan=plan, addresses=addresses, n=args.n, n_values=n_values,
