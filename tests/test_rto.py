@@ -147,3 +147,11 @@ def test_a_spurious_resend_raises_the_timeout_to_cover_its_delay():
         est.sample(0.01)
     est.spurious(0.3)  # RFC 4015: SRTT >= R', RTTVAR >= R'/2
     assert est.srtt == 0.3 and est.rttvar == 0.15 and est.rto == pytest.approx(0.9)
+
+
+def test_auto_window_fits_every_workers_window_in_the_ps_queue():
+    from host_stack.ina.transport import PS_QUEUE, auto_window
+
+    assert auto_window(6) == TransportConfig.window
+    assert auto_window(64) * 64 <= PS_QUEUE
+    assert auto_window(10_000) == 32  # never below a useful window

@@ -44,6 +44,22 @@ static int get_buf(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t min_
     return 0;
 }
 
+/* The buffers one call holds, released together however the call ends. */
+typedef struct {
+    Py_buffer b[14];
+    int held;
+} Views;
+
+static int hold(Views *v, PyObject *obj, int writable, Py_ssize_t min_len, const char *name) {
+    if (get_buf(obj, &v->b[v->held], writable, min_len, name) < 0) return -1;
+    v->held++;
+    return 0;
+}
+
+static void release(Views *v) {
+    while (v->held) PyBuffer_Release(&v->b[--v->held]);
+}
+
 /* send(fd, rows, row_len, idx, ips, ports, segs) -> (done, errors, last_errno, segs)
  * Sends rows[idx[i]] to (ips[i], ports[i]) for i in order (ips/ports of length 1 are used for
  * every row).  With segs > 1, up to ``segs`` consecutive rows to the same destination go as
@@ -59,34 +75,35 @@ static PyObject *py_send(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "iOnOOOi", &fd, &o_rows, &row_len, &o_idx, &o_ips, &o_ports,
                           &segs))
         return NULL;
-    Py_buffer rows, idx, ips, ports;
-    if (get_buf(o_rows, &rows, 0, 0, "rows") < 0) return NULL;
-    if (get_buf(o_idx, &idx, 0, 0, "idx") < 0) goto fail_rows;
-    Py_ssize_t count = idx.len / (Py_ssize_t)sizeof(int64_t);
-    if (get_buf(o_ips, &ips, 0, 4, "ips") < 0) goto fail_idx;
-    if (get_buf(o_ports, &ports, 0, 2, "ports") < 0) goto fail_ips;
-    Py_ssize_t n_dst = ips.len / 4;
-    if ((n_dst != 1 && n_dst != count) || ports.len / 2 != n_dst || row_len <= 0) {
+    Views v = {.held = 0};
+    PyObject *result = NULL;
+    if (hold(&v, o_rows, 0, 0, "rows") < 0 || hold(&v, o_idx, 0, 0, "idx") < 0 ||
+        hold(&v, o_ips, 0, 4, "ips") < 0 || hold(&v, o_ports, 0, 2, "ports") < 0)
+        goto out;
+    Py_buffer *rows = &v.b[0], *idx = &v.b[1], *ips = &v.b[2], *ports = &v.b[3];
+    Py_ssize_t count = idx->len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t n_dst = ips->len / 4;
+    if ((n_dst != 1 && n_dst != count) || ports->len / 2 != n_dst || row_len <= 0) {
         PyErr_SetString(PyExc_ValueError, "_batchio.send: ips/ports must have 1 or len(idx) "
                                           "entries each, row_len > 0");
-        goto fail_all;
+        goto out;
     }
     if (segs < 1) segs = 1;
     if (segs > MAX_SEGS) segs = MAX_SEGS;
     if ((Py_ssize_t)segs * row_len > 65000) segs = (int)(65000 / row_len);
     if (segs < 1) segs = 1;
-    const int64_t *ix = idx.buf;
-    Py_ssize_t n_rows = rows.len / row_len;
+    const int64_t *ix = idx->buf;
+    Py_ssize_t n_rows = rows->len / row_len;
     for (Py_ssize_t i = 0; i < count; i++) {
         if (ix[i] < 0 || ix[i] >= n_rows) {
             PyErr_Format(PyExc_IndexError, "_batchio.send: row %lld of %zd", (long long)ix[i],
                          n_rows);
-            goto fail_all;
+            goto out;
         }
     }
-    const uint32_t *ip = ips.buf;
-    const uint16_t *port = ports.buf;
-    const char *base = rows.buf;
+    const uint32_t *ip = ips->buf;
+    const uint16_t *port = ports->buf;
+    const char *base = rows->buf;
     Py_ssize_t done = 0, errors = 0;
     int last_errno = 0;
     struct mmsghdr msgs[MAX_VLEN];
@@ -149,20 +166,10 @@ static PyObject *py_send(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&ports);
-    PyBuffer_Release(&ips);
-    PyBuffer_Release(&idx);
-    PyBuffer_Release(&rows);
-    return Py_BuildValue("nnii", done, errors, last_errno, segs);
-fail_all:
-    PyBuffer_Release(&ports);
-fail_ips:
-    PyBuffer_Release(&ips);
-fail_idx:
-    PyBuffer_Release(&idx);
-fail_rows:
-    PyBuffer_Release(&rows);
-    return NULL;
+    result = Py_BuildValue("nnii", done, errors, last_errno, segs);
+out:
+    release(&v);
+    return result;
 }
 
 /* recv(fd, buf, row_len, segs, lens, ips, ports) -> count
@@ -180,16 +187,21 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "iOniOOO", &fd, &o_buf, &row_len, &segs, &o_lens, &o_ips,
                           &o_ports))
         return NULL;
-    Py_buffer buf, lens, ips, ports;
-    if (get_buf(o_lens, &lens, 1, 4, "lens") < 0) return NULL;
-    Py_ssize_t rows = lens.len / 4;
+    Views v = {.held = 0};
+    PyObject *result = NULL;
+    if (hold(&v, o_lens, 1, 4, "lens") < 0) return NULL;
+    Py_ssize_t rows = v.b[0].len / 4;
     if (segs < 1) segs = 1;
     Py_ssize_t want = rows / segs;
     if (want > MAX_VLEN) want = MAX_VLEN;
-    if (row_len <= 0 || want < 1 || get_buf(o_buf, &buf, 1, rows * row_len, "buf") < 0)
-        goto fail_lens;
-    if (get_buf(o_ips, &ips, 1, rows * 4, "ips") < 0) goto fail_buf;
-    if (get_buf(o_ports, &ports, 1, rows * 2, "ports") < 0) goto fail_ips;
+    if (row_len <= 0 || want < 1) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.recv: row_len > 0 and segs <= len(lens)");
+        goto out;
+    }
+    if (hold(&v, o_buf, 1, rows * row_len, "buf") < 0 ||
+        hold(&v, o_ips, 1, rows * 4, "ips") < 0 || hold(&v, o_ports, 1, rows * 2, "ports") < 0)
+        goto out;
+    Py_buffer *lens = &v.b[0], *buf = &v.b[1], *ips = &v.b[2], *ports = &v.b[3];
     struct mmsghdr msgs[MAX_VLEN];
     struct iovec iov[MAX_VLEN];
     struct sockaddr_in src[MAX_VLEN];
@@ -197,7 +209,7 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } ctl[MAX_VLEN];
-    char *base = buf.buf;
+    char *base = buf->buf;
     for (Py_ssize_t j = 0; j < want; j++) {
         iov[j].iov_base = base + j * segs * row_len;
         iov[j].iov_len = (size_t)(segs * row_len);
@@ -220,11 +232,11 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
     if (got < 0) {
         errno = err;
         PyErr_SetFromErrno(PyExc_OSError);
-        goto fail_all;
+        goto out;
     }
-    int32_t *ln = lens.buf;
-    uint32_t *ip = ips.buf;
-    uint16_t *port = ports.buf;
+    int32_t *ln = lens->buf;
+    uint32_t *ip = ips->buf;
+    uint16_t *port = ports->buf;
     Py_ssize_t out = 0;
     for (int j = 0; j < got; j++) {
         struct msghdr *h = &msgs[j].msg_hdr;
@@ -252,20 +264,10 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
         }
         out += n;
     }
-    PyBuffer_Release(&ports);
-    PyBuffer_Release(&ips);
-    PyBuffer_Release(&buf);
-    PyBuffer_Release(&lens);
-    return PyLong_FromSsize_t(out);
-fail_all:
-    PyBuffer_Release(&ports);
-fail_ips:
-    PyBuffer_Release(&ips);
-fail_buf:
-    PyBuffer_Release(&buf);
-fail_lens:
-    PyBuffer_Release(&lens);
-    return NULL;
+    result = PyLong_FromSsize_t(out);
+out:
+    release(&v);
+    return result;
 }
 
 /* Verdicts and counters: the same codes and order as host_stack/ina/aggregator.py. */
@@ -298,11 +300,11 @@ static PyObject *py_aggregate(PyObject *self, PyObject *args) {
     static const char *names[14] = {"rounds", "chunks", "bitmaps", "counts", "retx", "values",
                                     "completed", "sum_round", "bits", "retx_seen", "sums",
                                     "epoch", "verdicts", "counters"};
-    Py_buffer b[14];
-    int held = 0;
+    Views v = {.held = 0};
+    Py_buffer *b = v.b;
     Py_ssize_t i = 0;
-    for (; held < 14; held++)
-        if (get_buf(o[held], &b[held], writable[held], 0, names[held]) < 0) goto out;
+    for (int j = 0; j < 14; j++)
+        if (hold(&v, o[j], writable[j], 0, names[j]) < 0) goto out;
     Py_ssize_t k = b[0].len / 4, n_chunks = b[6].len / 8;
     Py_ssize_t n = n_chunks ? b[10].len / 8 / n_chunks : 0;
     if (b[1].len != k * 4 || b[2].len != k * 8 || b[3].len != k * 2 || b[4].len != k ||
@@ -363,7 +365,7 @@ static PyObject *py_aggregate(PyObject *self, PyObject *args) {
         verdict[i] = COMPLETED;
     }
 out:
-    for (int j = 0; j < held; j++) PyBuffer_Release(&b[j]);
+    release(&v);
     if (PyErr_Occurred()) return NULL;
     return PyLong_FromSsize_t(i);
 }

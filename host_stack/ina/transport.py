@@ -359,6 +359,8 @@ class WorkerTransport:
                     f"answer chunk {over[0]} of round {round_} after {st.resends[over[0]]} "
                     f"retransmissions (job {self.job})")
             sent = go[:self._send(st, st.retx_rows, go)]
+            if go.size and not sent.size:
+                return 0.001  # send buffer full: try again shortly, do not spin
             if sent.size:
                 c["retx_fast"] += int(lost[sent - lo].sum())
                 c["retx_sent"] += sent.size
