@@ -30,8 +30,10 @@ that the original contribution it repeats had arrived: (a) the chunk's first RES
 without RETX, i.e. no retransmission went into the sum, or (b) a second RESULT for c arrives
 while the round is on, i.e. the PS answered our RETX after c had completed without it.  Per
 round ``retx_sent - retx_spurious`` are the real losses (of a GRAD or of its RESULT) or
-resends the PS could not tell apart (a RESULT with RETX where another worker's resend was
-needed and ours was not).
+resends the PS could not tell apart: a RESULT with RETX where another worker's resend was
+needed and ours was not, or, through a switch, a resend that reached the PS while the
+original still waited in the switch's slot.  A RESULT the network duplicated looks like (b);
+at most one spurious count per resend is taken.
 
 RESULTs are matched to a PS by their source address (through a switch, the multicast copy
 keeps the PS as source).  Everything unexpected is counted and dropped, never raised.
