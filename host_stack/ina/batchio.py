@@ -32,6 +32,7 @@ except ImportError as exc:  # no silent slow path: the transport needs the exten
 # path (a P4 switch reading frames off a veth would get one large GSO frame, not the
 # datagrams), and the kernel takes a batch of equal datagrams through its stack at once.
 GSO_SEGMENTS = 64
+GSO_MODES = ("loopback", "all", "off")
 RECV_MESSAGES = 256  # messages per recvmmsg: 256 datagrams, or up to 256 GSO batches
 SOL_UDP, UDP_GRO = 17, 104  # <netinet/udp.h>; not in Python's socket module
 SOCKET_BUFFER = 8 * 1024 * 1024  # bytes; holds a few thousand small datagrams per socket
@@ -80,12 +81,13 @@ class BatchSocket:
     ``recv`` fills ``data`` (rows of ``row_len`` bytes), ``lens``, ``ips`` and ``ports``;
     a datagram longer than ``row_len`` reports ``row_len + 1`` so callers can reject it.
     Through an ImpairedSocket (tests, ``--impair``) sends go one by one through its
-    loss/duplication/reordering; receiving is batched either way.  ``gso=False`` sends every
-    datagram on its own also on loopback (the bench's comparison).
+    loss/duplication/reordering; receiving is batched either way.  ``gso`` says where UDP GSO
+    is used: ``loopback`` (towards 127.0.0.0/8 only), ``all`` (every destination: only where
+    no software switch reads the frames off a veth) or ``off``.
     """
 
     def __init__(self, sock: socket.socket | ImpairedSocket, row_len: int,
-                 batch: int = RECV_MESSAGES, gso: bool = True) -> None:
+                 batch: int = RECV_MESSAGES, gso: str = "loopback") -> None:
         self.sock = sock
         self.fd = sock.fileno()
         self.row_len = row_len
@@ -95,7 +97,10 @@ class BatchSocket:
         self.ips = np.zeros(rows, dtype=np.uint32)
         self.ports = np.zeros(rows, dtype=np.uint16)
         self.impaired = isinstance(sock, ImpairedSocket)
-        self.gso_segs = GSO_SEGMENTS if gso else 1  # 1 once the kernel refused GSO
+        if gso not in GSO_MODES:
+            raise ValueError(f"gso={gso!r}: expected one of {', '.join(GSO_MODES)}")
+        self.gso_everywhere = gso == "all"
+        self.gso_segs = 1 if gso == "off" else GSO_SEGMENTS  # 1 once the kernel refused GSO
         try:  # take GSO batches whole; without it the kernel splits them on arrival
             self.fileno_socket().setsockopt(SOL_UDP, UDP_GRO, 1)
         except OSError:
@@ -127,7 +132,7 @@ class BatchSocket:
                 d = 0 if ips.size == 1 else i
                 self.sock.sendto(rows[row].tobytes(), (dotted(ips[d]), int(ports[d])))
             return SendResult(idx.size, 0, 0)
-        segs = self.gso_segs if bool(((ips >> 24) == 127).all()) else 1
+        segs = self.gso_segs if self.gso_everywhere or ((ips >> 24) == 127).all() else 1
         done, errors, last_errno, kept = _batchio.send(self.fd, rows, rows.shape[1], idx, ips,
                                                        ports, segs)
         if kept < segs:

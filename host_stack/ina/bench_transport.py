@@ -5,7 +5,9 @@ path, one path after the other in one invocation: loopback, and a veth pair into
 namespace (root only; host_stack/netns.py, names prefixed ``bt``):
 - ``ina``: one worker's WorkerTransport against a real PS process (``python -m
   host_stack.ina.ps --mode sum``): windowed, reliable, every chunk answered by a RESULT,
-  every sum checked.  Its pkt/s are chunks delivered and answered per second.
+  every sum checked.  Its pkt/s are chunks delivered and answered per second.  As configured
+  by default UDP GSO is used on loopback only; the other setting runs too, for comparison:
+  ``ina-nogso`` on loopback, ``ina-gso`` (``--gso all``) on the veth.
 - ``iperf3``: ``iperf3 -u -l SIZE -b 0`` (Debian's iperf3): pkt/s are the datagrams its
   server received per second (iperf3 floods; what its receiver dropped is not counted).
 - ``python``: the same pre-packed packets sent back to back with ``sendto`` to a process
@@ -81,7 +83,8 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def ina(path: Route, chunks: int, rounds: int, n: int, window: int, workdir: Path) -> dict:
+def ina(path: Route, chunks: int, rounds: int, n: int, window: int, workdir: Path,
+        gso: str) -> dict:
     """One worker exchanging ``rounds`` rounds with a PS process in sum mode."""
     plan_path = workdir / "plan.json"
     star_plan(1, [1.0]).save(plan_path)
@@ -91,15 +94,17 @@ def ina(path: Route, chunks: int, rounds: int, n: int, window: int, workdir: Pat
     ps = path.spawn([sys.executable, "-m", "host_stack.ina.ps", "--plan", str(plan_path),
                      "--ps", "s1", "--addresses", str(workdir / "addresses.json"),
                      "--mode", "sum", "--model", "synthetic", "--values", str(chunks * n),
-                     "--n", str(n), "--idle-exit", "60"], stdout=subprocess.PIPE)
+                     "--n", str(n), "--gso", gso, "--idle-exit", "60"],
+                    stdout=subprocess.PIPE)
     try:
         _ready(ps, "the PS")
         tr = WorkerTransport(make_socket(addrs["w1"]), 1, 0, [PsLink("s1", addrs["s1"], None)],
-                             TransportConfig(n=n, window=window))
+                             TransportConfig(n=n, window=window, gso=gso))
         tr.hello()
         payload = np.random.default_rng(0).integers(-1000, 1000, (chunks, n), dtype=np.int32)
         t0 = time.perf_counter()
-        for r in tqdm(range(rounds), desc=f"ina {path.name}", unit="round", leave=False):
+        for r in tqdm(range(rounds), desc=f"ina {path.name} gso {gso}", unit="round",
+                      leave=False):
             result = tr.exchange(r, [payload])
         seconds = time.perf_counter() - t0
         if not np.array_equal(result[0], payload):
@@ -189,8 +194,9 @@ def figures(path: str, res: dict[str, dict], frame: int) -> list[dict]:
     base = res.get("iperf3", {}).get("pkt_per_s")
     for mode, r in res.items():
         ratio = goal = None
-        if mode == "ina" and base:
-            ratio, goal = r["pkt_per_s"] / base, GOAL_VS_IPERF
+        if mode.startswith("ina") and base:
+            ratio = r["pkt_per_s"] / base
+            goal = GOAL_VS_IPERF if mode == "ina" else None
         elif mode == "python" and "ina" in res:
             ratio = res["ina"]["pkt_per_s"] / r["pkt_per_s"]  # how far batching takes INA
         out.append({"name": f"{path}/{mode}/pkt_rate", "value": r["pkt_per_s"],
@@ -237,7 +243,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"bench transport: --paths {name!r}: expected loopback, veth",
                       file=sys.stderr)
                 return 2
-            res = {"ina": ina(path, args.chunks, args.rounds, args.n, args.window, Path(tmp))}
+            variant = ("ina-nogso", "off") if name == "loopback" else ("ina-gso", "all")
+            res = {}
+            for mode, gso in (("ina", TransportConfig.gso), variant):
+                res[mode] = ina(path, args.chunks, args.rounds, args.n, args.window, Path(tmp),
+                                gso)
             if shutil.which("iperf3"):
                 res["iperf3"] = iperf3(path, size, args.seconds)
             else:

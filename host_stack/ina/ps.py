@@ -45,9 +45,10 @@ class PsServer:
     """The packet loop of one PS over an already bound socket, a batch of packets at a time."""
 
     def __init__(self, sock, job: int, n: int, aggregator: ChunkAggregator,
-                 workers: list[Address], result_targets: list[Address] | None = None) -> None:
+                 workers: list[Address], result_targets: list[Address] | None = None,
+                 gso: str = "loopback") -> None:
         self.sock = sock
-        self.io = BatchSocket(sock, wire.packet_len(n))
+        self.io = BatchSocket(sock, wire.packet_len(n), gso=gso)
         self.job = job
         self.n = n
         self.agg = aggregator
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         apply = SumApply()
     agg = ChunkAggregator(n_chunks, job.n, job.plan.workers, apply)
     workers = [job.addresses[w] for w in job.plan.worker_ids]
-    server = PsServer(sock, job.plan.job, job.n, agg, workers, targets)
+    server = PsServer(sock, job.plan.job, job.n, agg, workers, targets, job.transport.gso)
 
     def on_signal(signum, _frame) -> None:
         if signum == signal.SIGUSR1:

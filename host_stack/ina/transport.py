@@ -79,6 +79,7 @@ class TransportConfig:
 
     n: int = wire.DEFAULT_N
     window: int = 1024  # per PS; jobs take auto_window(workers)
+    gso: str = "loopback"  # where sends use UDP GSO (batchio.BatchSocket)
     timeout_s: float = 0.2  # first retransmission timeout, before any RTT sample
     min_timeout_s: float = 0.02
     max_timeout_s: float = 1.0
@@ -157,7 +158,7 @@ class WorkerTransport:
     def __init__(self, sock: socket.socket | ImpairedSocket, job: int, rank: int,
                  links: list[PsLink], config: TransportConfig | None = None) -> None:
         self.cfg = config or TransportConfig()
-        self.io = BatchSocket(sock, wire.packet_len(self.cfg.n))
+        self.io = BatchSocket(sock, wire.packet_len(self.cfg.n), gso=self.cfg.gso)
         self.job = job
         self.rank = rank
         self.bit = wire.rank_bit(rank)

@@ -17,6 +17,7 @@ import numpy as np
 
 from host_stack.ina import wire
 from host_stack.ina.addresses import AddressMap
+from host_stack.ina.batchio import GSO_MODES
 from host_stack.ina.impair import Impairment
 from host_stack.ina.jobplan import JobPlan, load_plan
 from host_stack.ina.quantize import DEFAULT_BOUND, Quantizer
@@ -24,7 +25,7 @@ from host_stack.ina.transport import TransportConfig, auto_window
 from host_stack.train.models import MODELS, build_model, flat_params
 
 MODEL_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum")
-TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "window", "timeout", "max_retries",
+TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "window", "gso", "timeout", "max_retries",
                      "hello_timeout", "pool_size", "impair")  # the INA transport's only
 JOB_OPTIONS = MODEL_OPTIONS + TRANSPORT_OPTIONS
 # what the shared per-worker launcher of `inart train` does with any mode it runs
@@ -64,6 +65,9 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--window", type=int, default=None,
                    help=f"outstanding chunks per PS (default: {TransportConfig.window}, fewer "
                         "for many workers, so every window fits the PS's socket buffer)")
+    g.add_argument("--gso", choices=GSO_MODES, default=TransportConfig.gso,
+                   help="where sends go as UDP GSO batches: loopback (default), all (only "
+                        "where no software P4 switch reads the frames off a veth), off")
     g.add_argument("--timeout", type=float, default=TransportConfig.timeout_s,
                    help="RETX timeout (s) before the first RTT sample")
     g.add_argument("--max-retries", type=int, default=TransportConfig.max_retries,
@@ -168,7 +172,7 @@ def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
         raise ValueError(f"--n {args.n}: expected 1..{(1472 - wire.HEADER_LEN) // 4}")
     n_values = model_size(args)
     window = auto_window(plan.workers) if args.window is None else args.window
-    config = TransportConfig(n=args.n, window=window, timeout_s=args.timeout,
+    config = TransportConfig(n=args.n, window=window, gso=args.gso, timeout_s=args.timeout,
                              max_retries=args.max_retries, pool_size=args.pool_size,
                              hello_timeout_s=args.hello_timeout)
     return Job(plan=plan, addresses=addresses, n=args.n, n_values=n_values,
