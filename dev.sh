@@ -10,7 +10,10 @@ cd "$(dirname "$0")"
 # mininet: the emulated networks (emulation/network.py); its Python module is linked into the
 # venv below.  No openvswitch-switch: inart's Mininet networks have only P4 switch nodes.
 # nftables: per-link packet loss in emulations (tc netem is missing from some kernels).
-APT_PACKAGES=(python3 python3-venv python3-dev gcc iproute2 iputils-ping ethtool procps mininet nftables)
+# python3-dev, gcc: the host stack's C extension (host_stack/ina/_batchio.c, setup.py).
+# iperf3: the reference sender of `inart bench transport`.
+APT_PACKAGES=(python3 python3-venv python3-dev gcc iproute2 iputils-ping ethtool procps mininet nftables
+              iperf3)
 VENV=.venv
 
 apt_setup() {
@@ -51,7 +54,13 @@ mininet_setup() {
     [[ -e "$site/mininet" ]] || ln -sfn "$src" "$site/mininet"
 }
 
-setup() { apt_setup; venv_setup; mininet_setup; }
+# The C extension: `pip install -e` builds it once; this rebuilds it (in place, next to its
+# source) whenever host_stack/ina/_batchio.c is newer than the built module, in every checkout.
+native_setup() {
+    "$VENV/bin/python" setup.py -q build_ext --inplace
+}
+
+setup() { apt_setup; venv_setup; mininet_setup; native_setup; }
 
 case "${1:-}" in
     setup) setup ;;

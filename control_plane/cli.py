@@ -36,7 +36,9 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "solver": ("control_plane.bench_solver", "solve time and rate of each scheme on fat-trees"),
     "collectives": ("host_stack.collectives.bench", "ring, RAT tree, RSGCM vs torch all_reduce"),
     "target": ("emulation.targets.embedded.bench", "embedded P4 target pkt/s and RSS, beside bmv2"),
-    "transport": ("host_stack.ina.bench_transport", "INA transport vs a plain UDP sender"),
+    "transport": ("host_stack.ina.bench_transport",
+                  "INA transport vs iperf3 and a Python UDP sender (loopback, veth)"),
+    "train": ("host_stack.train.bench", "inart train: INA vs ring and torch round time (fig1)"),
     "controller": ("control_plane.bench_controller",
                    "install entries/s vs p4runtime-shell (embedded, bmv2); replan latency"),
 }

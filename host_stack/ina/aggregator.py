@@ -13,6 +13,9 @@ int64 sum, plus the last completed round and its RESULT payload.  A GRAD packet 
 
 Switch aggregates (count > 1, bitmap = union) follow the same rule; count must equal the
 bitmap's popcount.  Sums are int64, so nothing the PS adds can overflow.
+
+The rules run in C over whole batches of packets (host_stack/ina/_batchio.c, ``aggregate``),
+in arrival order; ``offer`` is the same code for one packet.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from host_stack.ina.quantize import sum_overflows
+from host_stack.ina.batchio import _batchio
 
 
 class Verdict(StrEnum):
@@ -35,8 +38,18 @@ class Verdict(StrEnum):
     DROPPED = "dropped"
 
 
-# complete(chunk, int64 sums) -> RESULT payload bytes (N big-endian 32-bit words)
-CompleteFn = Callable[[int, np.ndarray], bytes]
+# verdict codes of offer_batch (the C enum's order); DUPLICATE is a DROPPED whose bits the PS
+# already held, which the PS tells apart (a RETX dropped so was spurious)
+ACCEPTED, COMPLETED, ANSWER_LATE, DROPPED, DUPLICATE = range(5)
+_VERDICTS = (Verdict.ACCEPTED, Verdict.COMPLETED, Verdict.ANSWER_LATE, Verdict.DROPPED,
+             Verdict.DROPPED)
+_COUNTERS = ("drop_bad_chunk", "drop_bad_bitmap", "drop_bad_count", "late_request",
+             "drop_stale_round", "drop_future_round", "drop_duplicate", "accepted",
+             "contributions", "completed", "sum_exceeds_int32")
+assert len(_COUNTERS) == _batchio.N_COUNTERS
+
+# complete(chunks, (m, N) int64 sums) -> (m, 4 N) uint8 RESULT payloads (N big-endian words)
+CompleteFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 class ChunkAggregator:
@@ -51,62 +64,57 @@ class ChunkAggregator:
         self.completed = (np.full(n_chunks, -1, dtype=np.int64) if completed_round is None
                           else completed_round.astype(np.int64).copy())
         self.sum_round = np.full(n_chunks, -1, dtype=np.int64)
-        self.bits = [0] * n_chunks
-        self.retx_seen = np.zeros(n_chunks, dtype=bool)  # a RETX contributed this round
+        self.bits = np.zeros(n_chunks, dtype=np.uint64)
+        self.retx_seen = np.zeros(n_chunks, dtype=np.uint8)  # a RETX contributed this round
         self.sums = np.zeros((n_chunks, n), dtype=np.int64)
-        self.results: list[bytes | None] = [None] * n_chunks
+        self.epoch = np.zeros(n_chunks, dtype=np.uint32)  # call that last completed the chunk
+        self.calls = 0
+        self.results = np.zeros((n_chunks, 4 * n), dtype=np.uint8)
+        self.result_retx = np.zeros(n_chunks, dtype=bool)  # RETX flag of the chunk's RESULT
+        self.has_result = np.zeros(n_chunks, dtype=bool)
         self.counters: Counter[str] = Counter()
+        self._counts = np.zeros(len(_COUNTERS), dtype=np.int64)
+
+    def offer_batch(self, rounds: np.ndarray, chunks: np.ndarray, bitmaps: np.ndarray,
+                    counts: np.ndarray, retx: np.ndarray, values: np.ndarray
+                    ) -> tuple[int, np.ndarray]:
+        """Apply the rules to packets in order; (how many were processed, their verdicts).
+
+        Fewer than all are processed when a packet would start a new round on a chunk that
+        completed earlier in this call: its RESULT must go out before the next batch call.
+        Completed chunks' RESULT payloads are in ``results`` when this returns.
+        """
+        k = len(rounds)
+        verdicts = np.empty(k, dtype=np.int8)
+        self.calls = (self.calls + 1) & 0xFFFFFFFF
+        self._counts[:] = 0
+        done = _batchio.aggregate(
+            np.ascontiguousarray(rounds, np.uint32), np.ascontiguousarray(chunks, np.uint32),
+            np.ascontiguousarray(bitmaps, np.uint64), np.ascontiguousarray(counts, np.uint16),
+            np.ascontiguousarray(retx, np.uint8), np.ascontiguousarray(values, np.int32),
+            self.all_bits, self.calls, self.completed, self.sum_round, self.bits,
+            self.retx_seen, self.sums, self.epoch, verdicts, self._counts)
+        for name, value in zip(_COUNTERS, self._counts.tolist(), strict=True):
+            if value:
+                self.counters[name] += value
+        verdicts = verdicts[:done]
+        finished = np.asarray(chunks[:done], dtype=np.int64)[verdicts == COMPLETED]
+        if finished.size:
+            self.results[finished] = self.complete_fn(finished, self.sums[finished])
+            self.result_retx[finished] = self.retx_seen[finished].astype(bool)
+            self.has_result[finished] = True
+        return done, verdicts
 
     def offer(self, round_: int, chunk: int, bitmap: int, count: int,
               values: np.ndarray, retx: bool = False) -> Verdict:
-        """Apply the rules above to one GRAD packet whose fields were already range-checked."""
-        c = self.counters
-        if chunk >= self.n_chunks:
-            c["drop_bad_chunk"] += 1
-            return Verdict.DROPPED
-        if bitmap == 0 or bitmap & ~self.all_bits:
-            c["drop_bad_bitmap"] += 1
-            return Verdict.DROPPED
-        if count != bitmap.bit_count():
-            c["drop_bad_count"] += 1
-            return Verdict.DROPPED
-        done = int(self.completed[chunk])
-        if round_ == done:
-            c["late_request"] += 1
-            return Verdict.ANSWER_LATE
-        if round_ < done:
-            c["drop_stale_round"] += 1
-            return Verdict.DROPPED
-        if round_ > done + 1:
-            c["drop_future_round"] += 1
-            return Verdict.DROPPED
-        if self.sum_round[chunk] != round_:
-            self.sum_round[chunk] = round_
-            self.bits[chunk] = 0
-            self.sums[chunk] = 0
-            self.retx_seen[chunk] = False
-        if self.bits[chunk] & bitmap:
-            c["drop_duplicate"] += 1
-            return Verdict.DROPPED
-        self.sums[chunk] += values
-        self.bits[chunk] |= bitmap
-        self.retx_seen[chunk] |= retx
-        c["accepted"] += 1
-        c["contributions"] += count
-        if self.bits[chunk] != self.all_bits:
-            return Verdict.ACCEPTED
-        if sum_overflows(self.sums[chunk:chunk + 1])[0]:
-            # a switch adding these would have saturated: some worker used a larger scale
-            # than the job's policy allows (the PS's int64 sum itself is still exact)
-            c["sum_exceeds_int32"] += 1
-        self.results[chunk] = self.complete_fn(chunk, self.sums[chunk])
-        self.completed[chunk] = round_
-        c["completed"] += 1
-        return Verdict.COMPLETED
+        """One GRAD packet whose fields were already range-checked."""
+        _, verdicts = self.offer_batch(np.array([round_]), np.array([chunk]),
+                                       np.array([bitmap], np.uint64), np.array([count]),
+                                       np.array([retx]), np.asarray(values).reshape(1, -1))
+        return _VERDICTS[verdicts[0]]
 
     def result(self, chunk: int) -> bytes:
         """RESULT payload of the chunk's last completed round."""
-        out = self.results[chunk]
-        if out is None:
+        if not self.has_result[chunk]:
             raise KeyError(f"chunk {chunk} has no completed round")
-        return out
+        return self.results[chunk].tobytes()

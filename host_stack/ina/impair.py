@@ -87,10 +87,6 @@ class ImpairedSocket:
                 self.sock.sendto(data, addr)
         return len(data)
 
-    def recvfrom_into(self, buf: bytearray | memoryview) -> tuple[int, tuple[str, int]]:
-        self.release_due()
-        return self.sock.recvfrom_into(buf)
-
     def close(self) -> None:
         self.release_due()
         self.sock.close()

@@ -45,6 +45,13 @@ class Pacer:
         self._refill(now)
         return 0.0 if self.tokens >= nbytes else (nbytes - self.tokens) / self.rate
 
+    def budget(self, nbytes: int, now: float) -> int:
+        """How many packets of ``nbytes`` may go now, as one batch (unpaced: no limit)."""
+        if self.rate is None:
+            return 1 << 30
+        self._refill(now)
+        return max(0, int(self.tokens // nbytes))
+
     def take(self, nbytes: int, now: float) -> None:
         """Account for ``nbytes`` sent (may go negative: retransmissions are never held back)."""
         if self.rate is not None:

@@ -29,11 +29,11 @@ class OptimizerApply:
         self.divisor = quantizer.scale * quantizer.workers
         self.opt = MomentumSGD(lr, momentum)
 
-    def __call__(self, chunk: int, sums: np.ndarray) -> bytes:
-        grad = torch.from_numpy((sums / self.divisor).astype(np.float32))
-        start = chunk * self.n
-        self.opt.apply_range(self.params, grad, start)
-        return self.params[start:start + self.n].numpy().astype(">f4").tobytes()
+    def __call__(self, chunks: np.ndarray, sums: np.ndarray) -> np.ndarray:
+        grad = (sums / self.divisor).astype(np.float32)
+        params = self.params.numpy().reshape(-1, self.n)
+        self.opt.apply_rows(params, grad, chunks)
+        return params[chunks].astype(">f4").view(np.uint8)
 
     def state(self) -> dict[str, np.ndarray]:
         """Arrays a checkpoint stores."""
@@ -50,8 +50,8 @@ class OptimizerApply:
 class SumApply:
     """Return the exact integer sum (for exactly-once tests and the transport benchmark)."""
 
-    def __call__(self, chunk: int, sums: np.ndarray) -> bytes:
-        return sums.astype(np.int64).astype(">i4").tobytes()
+    def __call__(self, chunks: np.ndarray, sums: np.ndarray) -> np.ndarray:
+        return sums.astype(np.int64).astype(">i4").view(np.uint8)
 
     def state(self) -> dict[str, np.ndarray]:
         return {}

@@ -18,19 +18,21 @@ import time
 from collections import Counter
 
 from host_stack.ina.aggregator import ChunkAggregator
+from host_stack.ina.batchio import make_socket
 from host_stack.ina.follow import ACTIVE, DRAINING, RETIRED, FollowError, HostVersion, ServiceLink
 from host_stack.ina.impair import Impairment, wrap
 from host_stack.ina.ps import PsServer, shard_stats
-from host_stack.ina.transport import make_socket
 
 
 class VersionedPs:
     """The packet loop of one PS over every installed version of its job."""
 
     def __init__(self, link: ServiceLink, ps: str, first: HostVersion, n: int, n_values: int,
-                 aggregator: ChunkAggregator, impairment: Impairment) -> None:
+                 aggregator: ChunkAggregator, impairment: Impairment,
+                 gso: str = "loopback") -> None:
         self.link, self.ps, self.first = link, ps, first
         self.n, self.n_values, self.agg, self.impairment = n, n_values, aggregator, impairment
+        self.gso = gso
         self.faces: dict[int, PsServer] = {}
         self.counters: Counter[str] = Counter()  # closed faces' and the loop's own
         self.stop = False
@@ -54,7 +56,7 @@ class VersionedPs:
         workers = [version.addresses[w] for w in version.plan.worker_ids]
         self.counters["versions_served"] += 1
         self.faces[version.number] = PsServer(sock, version.plan.job, self.n, self.agg, workers,
-                                              [version.result_to])
+                                              [version.result_to], self.gso)
 
     def remove(self, number: int) -> None:
         face = self.faces.pop(number, None)

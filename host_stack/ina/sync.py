@@ -33,6 +33,7 @@ class SyncRoundStats(CommStats):
 
     packets: int
     retx: int
+    retx_spurious: int  # of ``retx``: the PS showed the original had arrived (transport.py)
     clipped: int
     quant_rel_error: float
     counters: dict[str, int] = field(default_factory=dict)
@@ -70,6 +71,7 @@ class InaSync:
         packets = delta["grad_sent"] + delta["retx_sent"]
         self.history.append(SyncRoundStats(
             round=round_, comm_s=comm, packets=packets, retx=delta["retx_sent"],
+            retx_spurious=delta["retx_spurious"],
             bytes=packets * self.transport.bytes_per_packet(), clipped=clipped,
             quant_rel_error=err, counters={k: v for k, v in delta.items() if v},
             version=self.follower.current.number if self.follower is not None else 0))

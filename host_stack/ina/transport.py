@@ -3,18 +3,37 @@
 For every PS the worker sends the round's GRAD chunks (chunk index within that PS's shard,
 slot = chunk mod pool size, bitmap = its rank bit, count 1), keeps at most ``window`` chunks
 outstanding per PS, paces each PS's stream to its target rate, and waits for the RESULT of
-every chunk.  A chunk with no RESULT after the retransmission timeout is resent with the RETX
-flag; the timeout doubles on every resend (capped at ``max_timeout_s``) and after
-``max_retries`` resends the round fails with PsUnreachable naming the PS: never a hang.
+every chunk.  Everything moves in batches: new chunks, resends and RESULTs are numpy arrays
+handed to one sendmmsg/recvmmsg (host_stack/ina/batchio.py), and per-chunk state (send time,
+deadline, resends) is arrays, so no Python runs per packet.
 
-The timeout adapts like TCP's (RFC 6298: srtt + 4 rttvar; Karn's rule: only chunks that no
-worker retransmitted give samples, which the PS marks by leaving RETX clear on the RESULT),
-between ``min_timeout_s`` and ``max_timeout_s``, and towards a paced PS never below the time
-the window takes at the paced rate (``rto_floor``).  Here the "RTT" is the time
-until the chunk is complete, which includes waiting for the slowest worker.  Workers send each
-PS's chunks in order, so a timed-out chunk below the highest completed one was really lost and
-is resent; above it, the PS is most likely waiting for a slower worker, and only the PROBES
-oldest outstanding chunks are resent (with backoff) instead of the whole window.
+Loss recovery.  Workers send each PS's chunks in order and the PS completes them in order, so
+a chunk without RESULT ``DUPTHRESH`` chunks below the highest completed one was lost (or its
+RESULT was): it is resent at once (fast retransmit).  Otherwise a chunk is resent with the
+RETX flag when its timeout expires, doubling each time (capped at ``max_timeout_s``); after
+``max_retries`` resends the round fails with PsUnreachable naming the PS: never a hang.  A
+timed-out chunk above the PROBES oldest outstanding ones, with no later chunk completed, is
+most likely waiting for a slower worker, not lost: its timer is rearmed instead.
+
+Timeouts (host_stack/ina/rto.py): RFC 6298 over measured RTTs, with Karn's rule made exact
+by the PS: a RESULT without RETX says no retransmission went into the sum, so its timing
+belongs to the original sends, ours included, and is a sample even for a chunk we resent;
+such a resend was spurious, and the timeout grows as RFC 4015's Eifel response says.
+Two estimators per transport: chunks sent before a round's first RESULT from a PS also wait
+for every other worker to start the round (their gradients are computed at different times
+on a busy host), so they get the larger of the round-start RTO and the steady one.  Towards
+a paced PS the timeout is never below the time the window takes at the paced rate
+(``rto_floor``).
+
+Spurious retransmissions: a RETX of chunk c by this worker is *spurious* when the PS shows
+that the original contribution it repeats had arrived: (a) the chunk's first RESULT comes
+without RETX, i.e. no retransmission went into the sum, or (b) a second RESULT for c arrives
+while the round is on, i.e. the PS answered our RETX after c had completed without it.  Per
+round ``retx_sent - retx_spurious`` are the real losses (of a GRAD or of its RESULT) or
+resends the PS could not tell apart: a RESULT with RETX where another worker's resend was
+needed and ours was not, or, through a switch, a resend that reached the PS while the
+original still waited in the switch's slot.  A RESULT the network duplicated looks like (b);
+at most one spurious count per resend is taken.
 
 RESULTs are matched to a PS by their source address (through a switch, the multicast copy
 keeps the PS as source).  Everything unexpected is counted and dropped, never raised.
@@ -22,22 +41,28 @@ keeps the PS as source).  Everything unexpected is counted and dropped, never ra
 
 from __future__ import annotations
 
-import heapq
 import select
 import socket
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from host_stack.ina import wire
 from host_stack.ina.addresses import Address
+from host_stack.ina.batchio import BatchSocket, ipv4, make_socket
 from host_stack.ina.impair import ImpairedSocket
 from host_stack.ina.pacing import FRAME_OVERHEAD, Pacer
+from host_stack.ina.rto import RtoEstimator
 
-RECV_BUFFER = 4 * 1024 * 1024
+__all__ = ["PsLink", "PsUnreachable", "TransportConfig", "TransportError", "WorkerTransport",
+           "auto_window", "make_socket"]
+
 PROBES = 4  # oldest outstanding chunks per PS that may be resent while no later one completed
+DUPTHRESH = 3  # a chunk this far below the highest completed one is lost: resend it now
+PS_QUEUE = 16384  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
 
 
 class TransportError(RuntimeError):
@@ -53,9 +78,10 @@ class TransportConfig:
     """Knobs of the reliable transport; defaults suit loopback and small emulated networks."""
 
     n: int = wire.DEFAULT_N
-    window: int = 32  # per PS; loopback BDP is tiny, a larger window only adds queueing delay
+    window: int = 1024  # per PS; jobs take auto_window(workers)
+    gso: str = "loopback"  # where sends use UDP GSO (batchio.BatchSocket)
     timeout_s: float = 0.2  # first retransmission timeout, before any RTT sample
-    min_timeout_s: float = 0.01
+    min_timeout_s: float = 0.02
     max_timeout_s: float = 1.0
     max_retries: int = 30
     pool_size: int = 4096
@@ -69,6 +95,18 @@ class TransportConfig:
                              "max_timeout_s")
 
 
+def auto_window(workers: int) -> int:
+    """Outstanding chunks per PS for a job of ``workers`` (when ``--window`` is not given).
+
+    Large, because each batch of RESULTs costs the worker and the PS a fixed amount of
+    Python whatever its size: on fig1 with 1M values a window of 64 took 5x the CPU per
+    round of a window of 1024 (README: transport).  Bounded so that every worker's window
+    fits the PS's receive buffer (batchio.SOCKET_BUFFER, about PS_QUEUE datagrams), where an
+    overflow is a loss.
+    """
+    return max(32, min(TransportConfig.window, PS_QUEUE // max(1, workers)))
+
+
 @dataclass(frozen=True)
 class PsLink:
     """One PS as the worker sees it."""
@@ -78,34 +116,35 @@ class PsLink:
     rate_bps: float | None
 
 
-def make_socket(bind: Address) -> socket.socket:
-    """A non-blocking UDP socket with large buffers, bound to ``bind``."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
-        sock.setsockopt(socket.SOL_SOCKET, opt, RECV_BUFFER)
-    sock.bind(bind)
-    sock.setblocking(False)
-    return sock
-
-
 class _PsRound:
-    """Send state of one round towards one PS."""
+    """Send state of one round towards one PS: one entry per chunk in each array."""
 
     def __init__(self, link: PsLink, rows: np.ndarray, retx_rows: np.ndarray, n: int,
                  rto_floor: float) -> None:
         self.link = link
+        self.ip = np.array([ipv4(link.address[0])], dtype=np.uint32)
+        self.port = np.array([link.address[1]], dtype=np.uint16)
         self.rto_floor = rto_floor
         self.rows = rows
         self.retx_rows = retx_rows
         self.n_chunks = rows.shape[0]
         self.next_new = 0
-        self.outstanding: dict[int, int] = {}  # chunk -> resends so far
-        self.done = np.zeros(self.n_chunks, dtype=bool)
-        self.sent_at = np.zeros(self.n_chunks, dtype=np.float64)
-        self.max_done = -1  # highest chunk with a RESULT
+        self.n_done = 0
         self.low = 0  # lowest chunk without a RESULT
+        self.max_done = -1  # highest chunk with a RESULT
+        self.started: float | None = None  # first send of the round
+        self.first_result = False  # a RESULT of this round came back
+        self.done = np.zeros(self.n_chunks, dtype=bool)
+        self.sent_at = np.zeros(self.n_chunks, dtype=np.float64)  # first send
+        self.deadline = np.full(self.n_chunks, np.inf)
+        self.resends = np.zeros(self.n_chunks, dtype=np.int32)
+        self.spurious = np.zeros(self.n_chunks, dtype=np.int32)
+        self.at_start = np.zeros(self.n_chunks, dtype=bool)  # sent before the first RESULT
         self.results = np.zeros((self.n_chunks, n), dtype=np.int32)
         self.pacer = Pacer(link.rate_bps)
+
+    def outstanding(self) -> int:
+        return self.next_new - self.n_done
 
     def oldest_outstanding(self) -> int:
         while self.low < self.n_chunks and self.done[self.low]:
@@ -118,29 +157,29 @@ class WorkerTransport:
 
     def __init__(self, sock: socket.socket | ImpairedSocket, job: int, rank: int,
                  links: list[PsLink], config: TransportConfig | None = None) -> None:
-        self.sock = sock
+        self.cfg = config or TransportConfig()
+        self.io = BatchSocket(sock, wire.packet_len(self.cfg.n), gso=self.cfg.gso)
         self.job = job
         self.rank = rank
         self.bit = wire.rank_bit(rank)
         self.links = links
-        self.cfg = config or TransportConfig()
-        self.by_source = {link.address: i for i, link in enumerate(links)}
-        self.by_host: dict[str, int] = {}
-        for i, link in enumerate(links):
-            self.by_host.setdefault(link.address[0], i)
+        self.ps_ips = np.array([ipv4(link.address[0]) for link in links], dtype=np.uint32)
+        self.ps_ports = np.array([link.address[1] for link in links], dtype=np.uint16)
         self.counters: Counter[str] = Counter()
-        self.buf = bytearray(65536)
         self.frame = wire.packet_len(self.cfg.n) + FRAME_OVERHEAD
-        self.srtt: float | None = None
-        self.rttvar = 0.0
+        cfg = self.cfg
+        self.rtt = RtoEstimator(cfg.timeout_s, cfg.min_timeout_s, cfg.max_timeout_s)
+        self.start_rtt = RtoEstimator(cfg.timeout_s, cfg.min_timeout_s, cfg.max_timeout_s)
+
+    @property
+    def sock(self) -> socket.socket | ImpairedSocket:
+        """The socket underneath (tests look at an ImpairedSocket's counts)."""
+        return self.io.sock
 
     @property
     def rto(self) -> float:
-        """Current first retransmission timeout in seconds."""
-        if self.srtt is None:
-            return self.cfg.timeout_s
-        return min(self.cfg.max_timeout_s,
-                   max(self.cfg.min_timeout_s, self.srtt + 4 * self.rttvar))
+        """Current steady-state retransmission timeout in seconds."""
+        return self.rtt.rto
 
     def rto_floor(self, link: PsLink) -> float:
         """The least timeout towards a paced PS: the time its window takes at the paced rate.
@@ -156,31 +195,34 @@ class WorkerTransport:
             return 0.0
         return min(self.cfg.max_timeout_s, self.cfg.window * self.frame * 8 / link.rate_bps)
 
-    def _rtt_sample(self, rtt: float) -> None:
-        if self.srtt is None:
-            self.srtt, self.rttvar = rtt, rtt / 2
-        else:
-            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
-            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+    def _timeout(self, st: _PsRound) -> float:
+        """Timeout of a chunk sent to ``st``'s PS now (before any backoff)."""
+        rto = self.rtt.rto if st.first_result else max(self.rtt.rto, self.start_rtt.rto)
+        return max(rto, st.rto_floor)
 
-    # -- helpers -----------------------------------------------------------------------------
-    def _ps_of(self, addr: tuple[str, int]) -> int | None:
-        i = self.by_source.get(addr)
-        return self.by_host.get(addr[0]) if i is None else i
-
+    # -- I/O helpers -------------------------------------------------------------------------
     def _wait(self, timeout: float) -> bool:
-        release = getattr(self.sock, "release_due", None)
-        if release is not None:
-            release()
+        if self.io.impaired:
+            self.io.release_due()
             timeout = min(timeout, 0.002)
-        ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
+        ready, _, _ = select.select([self.io], [], [], max(0.0, timeout))
         return bool(ready)
 
-    def _send(self, data: bytes | memoryview, addr: Address) -> None:
+    def _send(self, st: _PsRound, rows: np.ndarray, idx: np.ndarray) -> int:
+        """Send rows[idx] to st's PS; how many went (the rest: send buffer full)."""
+        res = self.io.send(rows, idx, st.ip, st.port)
+        if res.errors:
+            self.counters["send_error"] += res.errors
+            self.counters[f"send_error_{res.last_errno}"] += res.errors
+        if res.done < len(idx):
+            self.counters["send_buffer_full"] += 1  # the rest goes on the next turn
+        return res.done
+
+    def _send_one(self, data: bytes, addr: Address) -> None:
         try:
-            self.sock.sendto(data, addr)
+            self.io.sendto(data, addr)
         except BlockingIOError:
-            self.counters["send_buffer_full"] += 1  # the retransmission timer covers it
+            self.counters["send_buffer_full"] += 1
         except OSError as exc:
             self.counters["send_error"] += 1
             self.counters[f"send_error_{exc.errno}"] += 1
@@ -194,6 +236,24 @@ class WorkerTransport:
         retx = rows.copy()
         retx[:, 1] |= wire.FLAG_RETX
         return rows, retx
+
+    def _receive_batches(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Yield (records, PS index per packet or -1, valid mask) until nothing is waiting;
+        malformed packets and unknown sources are counted here."""
+        while True:
+            k = self.io.recv()
+            if not k:
+                return
+            recs, ok = wire.parse_batch(self.io.data[:k], self.io.lens[:k], self.cfg.n)
+            ips, ports = self.io.ips[:k], self.io.ports[:k]
+            ps = np.full(k, -1, dtype=np.int64)
+            for i in range(len(self.links) - 1, -1, -1):  # exact (host, port) first ...
+                ps[(ips == self.ps_ips[i]) & (ports == self.ps_ports[i])] = i
+            for i in range(len(self.links) - 1, -1, -1):  # ... else the first PS on that host
+                ps[(ps < 0) & (ips == self.ps_ips[i])] = i
+            self.counters["rx_malformed"] += int(k - ok.sum())
+            self.counters["rx_unknown_source"] += int((ok & (ps < 0)).sum())
+            yield recs, ps, ok & (ps >= 0)
 
     # -- handshake ---------------------------------------------------------------------------
     def hello(self) -> None:
@@ -211,53 +271,34 @@ class WorkerTransport:
                                     f"within {self.cfg.hello_timeout_s:.0f} s (job {self.job})")
             if now >= next_send:
                 for i in pending:
-                    self._send(wire.pack_fast(wire.TYPE_ACK, 0, self.job, 0, 0, wire.CTRL_HELLO,
-                                              1, self.bit, zeros), self.links[i].address)
+                    self._send_one(wire.pack_fast(wire.TYPE_ACK, 0, self.job, 0, 0,
+                                                  wire.CTRL_HELLO, 1, self.bit, zeros),
+                                   self.links[i].address)
                 next_send = now + 0.2
-            if self._wait(min(0.2, deadline - now)):
-                for ps, fields in self._drain(any_job=True):
-                    if fields[0] != wire.TYPE_ACK or fields[5] != wire.CTRL_HELLO_REPLY:
-                        continue
-                    if fields[2] != self.job:
-                        link = self.links[ps]
+            if not self._wait(min(0.2, deadline - now)):
+                continue
+            for recs, ps, ok in self._receive_batches():
+                hdr = recs["hdr"]
+                replies = ok & (hdr["type"] == wire.TYPE_ACK) & (
+                    hdr["slot"] == wire.CTRL_HELLO_REPLY)
+                for i in np.flatnonzero(replies):
+                    if hdr["job"][i] != self.job:
+                        link = self.links[ps[i]]
                         raise TransportError(
                             f"worker rank {self.rank}: PS {link.name} at {link.address} serves "
-                            f"job {fields[2]}, but this worker's plan is for job {self.job}")
-                    pending.discard(ps)
-
-    def _drain(self, any_job: bool = False):
-        """Yield (ps index, header fields) of every valid packet waiting; count the rest."""
-        while True:
-            try:
-                length, addr = self.sock.recvfrom_into(self.buf)
-            except (BlockingIOError, InterruptedError):
-                return
-            try:
-                fields = wire.parse_header(self.buf, length, self.cfg.n)
-            except wire.WireError:
-                self.counters["rx_malformed"] += 1
-                continue
-            ps = self._ps_of(addr)
-            if ps is None:
-                self.counters["rx_unknown_source"] += 1
-            elif fields[2] != self.job and not any_job:
-                self.counters["rx_wrong_job"] += 1
-            else:
-                yield ps, fields
+                            f"job {hdr['job'][i]}, but this worker's plan is for job {self.job}")
+                    pending.discard(int(ps[i]))
 
     # -- one round ---------------------------------------------------------------------------
     def exchange(self, round_: int, payloads: list[np.ndarray]) -> list[np.ndarray]:
         """Send every PS its (chunks, N) int32 shard; return the (chunks, N) RESULT words."""
         if len(payloads) != len(self.links):
             raise ValueError(f"exchange: {len(payloads)} shards for {len(self.links)} PSs")
-        cfg = self.cfg
         states = []
         for link, payload in zip(self.links, payloads, strict=True):
             rows, retx = self._packets(round_, np.asarray(payload, dtype=np.int32))
-            states.append(_PsRound(link, rows, retx, cfg.n, self.rto_floor(link)))
+            states.append(_PsRound(link, rows, retx, self.cfg.n, self.rto_floor(link)))
         remaining = sum(s.n_chunks for s in states)
-        timers: list[tuple[float, int, int, int]] = []  # (due, ps, chunk, resends)
-        c = self.counters
         while remaining:
             # read RESULTs first: after this process was descheduled they are already here,
             # and must not be mistaken for losses by the timers below
@@ -265,91 +306,156 @@ class WorkerTransport:
             if not remaining:
                 break
             now = time.monotonic()
-            # resend what timed out
-            while timers and timers[0][0] <= now:
-                _, ps, chunk, tries = heapq.heappop(timers)
-                st = states[ps]
-                if st.done[chunk] or st.outstanding.get(chunk) != tries:
-                    continue
-                if chunk < st.max_done:
-                    c["retx_after_later_result"] += 1
-                elif chunk >= st.oldest_outstanding() + PROBES:
-                    # No later chunk of this PS has completed, so the PS is most likely
-                    # waiting for a slower worker, not missing ours: only the PROBES oldest
-                    # chunks are resent (with backoff, counted towards max_retries).
-                    heapq.heappush(timers, (now + max(self.rto, st.rto_floor), ps, chunk,
-                                            tries))
-                    c["retx_deferred"] += 1
-                    continue
-                if tries >= cfg.max_retries:
-                    raise PsUnreachable(
-                        f"worker rank {self.rank}: PS {st.link.name} at {st.link.address} did "
-                        f"not answer chunk {chunk} of round {round_} after {tries} "
-                        f"retransmissions (job {self.job})")
-                self._send(st.retx_rows[chunk].data, st.link.address)
-                st.pacer.take(self.frame, now)
-                c["retx_sent"] += 1
-                st.sent_at[chunk] = now
-                st.outstanding[chunk] = tries + 1
-                backoff = min(cfg.max_timeout_s, max(self.rto, st.rto_floor) * 2 ** (tries + 1))
-                heapq.heappush(timers, (now + backoff, ps, chunk, tries + 1))
-            # new chunks, within window and pace
-            wake = timers[0][0] - now if timers else cfg.max_timeout_s
-            for ps, st in enumerate(states):
-                while st.next_new < st.n_chunks and len(st.outstanding) < cfg.window:
-                    delay = st.pacer.delay(self.frame, now)
-                    if delay > 0:
-                        wake = min(wake, delay)
-                        c["pacing_waits"] += 1
-                        break
-                    chunk = st.next_new
-                    st.next_new += 1
-                    self._send(st.rows[chunk].data, st.link.address)
-                    st.pacer.take(self.frame, now)
-                    c["grad_sent"] += 1
-                    st.outstanding[chunk] = 0
-                    st.sent_at[chunk] = now
-                    heapq.heappush(timers, (now + max(self.rto, st.rto_floor), ps, chunk, 0))
+            wake = self.cfg.max_timeout_s
+            for st in states:
+                wake = min(wake, self._resend(st, round_, now), self._send_new(st, now))
             self._wait(wake)
-        c["rounds"] += 1
+        self.counters["rounds"] += 1
         return [st.results for st in states]
+
+    def _send_new(self, st: _PsRound, now: float) -> float:
+        """Send the next chunks the window and the pacer allow; seconds until more may go."""
+        room = min(self.cfg.window - st.outstanding(), st.n_chunks - st.next_new)
+        if room <= 0:
+            return self.cfg.max_timeout_s
+        allowed = min(room, st.pacer.budget(self.frame, now))
+        if allowed <= 0:
+            self.counters["pacing_waits"] += 1
+            return st.pacer.delay(self.frame, now)
+        first = st.next_new
+        sent = self._send(st, st.rows, np.arange(first, first + allowed))
+        if not sent:
+            return 0.001
+        if st.started is None:
+            st.started = now
+        new = slice(first, first + sent)
+        st.sent_at[new] = now
+        st.deadline[new] = now + self._timeout(st)
+        st.at_start[new] = not st.first_result
+        st.next_new += sent
+        st.pacer.take(self.frame * sent, now)
+        self.counters["grad_sent"] += sent
+        return 0.0 if sent < allowed else self.cfg.max_timeout_s
+
+    def _resend(self, st: _PsRound, round_: int, now: float) -> float:
+        """Resend what is lost or timed out; seconds until the next deadline."""
+        lo, hi = st.oldest_outstanding(), st.next_new
+        if lo >= hi:
+            return self.cfg.max_timeout_s
+        chunks = np.arange(lo, hi)
+        waiting = ~st.done[lo:hi]
+        lost = waiting & (chunks <= st.max_done - DUPTHRESH) & (st.resends[lo:hi] == 0)
+        due = waiting & (st.deadline[lo:hi] <= now)
+        c = self.counters
+        if due.any() or lost.any():
+            # no later chunk completed: the PS most likely waits for a slower worker, not for
+            # ours; only the PROBES oldest chunks are resent, the others' timers rearmed
+            defer = due & ~lost & (chunks >= st.max_done) & (chunks >= lo + PROBES)
+            if defer.any():
+                st.deadline[lo:hi][defer] = now + self._timeout(st)
+                c["retx_deferred"] += int(defer.sum())
+            go = np.flatnonzero((due & ~defer) | lost) + lo
+            over = go[st.resends[go] >= self.cfg.max_retries]
+            if over.size:
+                raise PsUnreachable(
+                    f"worker rank {self.rank}: PS {st.link.name} at {st.link.address} did not "
+                    f"answer chunk {over[0]} of round {round_} after {st.resends[over[0]]} "
+                    f"retransmissions (job {self.job})")
+            sent = go[:self._send(st, st.retx_rows, go)]
+            if go.size and not sent.size:
+                return 0.001  # send buffer full: try again shortly, do not spin
+            if sent.size:
+                c["retx_fast"] += int(lost[sent - lo].sum())
+                c["retx_sent"] += sent.size
+                st.resends[sent] += 1
+                base = self._timeout(st)
+                st.deadline[sent] = now + np.minimum(self.cfg.max_timeout_s,
+                                                     base * 2.0 ** st.resends[sent])
+                st.pacer.take(self.frame * sent.size, now)
+        pending = st.deadline[lo:hi][~st.done[lo:hi]]
+        return float(pending.min()) - now if pending.size else self.cfg.max_timeout_s
 
     def _receive(self, states: list[_PsRound], round_: int) -> int:
         """Handle every packet waiting; return how many chunks got their RESULT."""
-        c, n, got = self.counters, self.cfg.n, 0
-        for ps, f in self._drain():
-            st = states[ps]
-            if f[0] == wire.TYPE_RESULT:
-                if f[3] != round_:
-                    c["result_stale_round"] += 1
-                elif f[4] >= st.n_chunks:
-                    c["result_bad_chunk"] += 1
-                elif st.done[f[4]]:
-                    c["result_duplicate"] += 1
-                else:
-                    st.results[f[4]] = wire.payload_view(self.buf, n)
-                    st.done[f[4]] = True
-                    st.max_done = max(st.max_done, f[4])
-                    if st.outstanding.pop(f[4], 1) == 0 and not f[1] & wire.FLAG_RETX:
-                        self._rtt_sample(time.monotonic() - st.sent_at[f[4]])
-                    got += 1
-                    c["result_received"] += 1
-            elif f[0] == wire.TYPE_ACK and f[5] == wire.CTRL_OVERFLOW_NACK:
-                chunk = f[4]
-                if f[3] == round_ and chunk < st.n_chunks and not st.done[chunk]:
-                    self._send(st.retx_rows[chunk].data, st.link.address)
-                    c["overflow_resent"] += 1
-                else:
-                    c["overflow_nack_stale"] += 1
-            elif f[0] == wire.TYPE_ACK:
-                c["rx_control_ignored"] += 1
-            else:
-                c["rx_unexpected_grad"] += 1
+        got = 0
+        c = self.counters
+        for recs, ps, ok in self._receive_batches():
+            hdr = recs["hdr"]
+            c["rx_wrong_job"] += int((ok & (hdr["job"] != self.job)).sum())
+            ok &= hdr["job"] == self.job
+            results = ok & (hdr["type"] == wire.TYPE_RESULT)
+            for i in np.flatnonzero(ok & ~results):
+                self._control(states[ps[i]], round_, hdr[i])
+            now = time.monotonic()
+            for p, st in enumerate(states):
+                sel = np.flatnonzero(results & (ps == p))
+                if sel.size:
+                    got += self._results(st, round_, recs[sel], now)
         return got
+
+    def _results(self, st: _PsRound, round_: int, recs: np.ndarray, now: float) -> int:
+        """Take one PS's RESULTs of a batch; how many completed a chunk."""
+        c = self.counters
+        hdr = recs["hdr"]
+        chunks = hdr["chunk"].astype(np.int64)
+        stale = hdr["round"] != round_
+        bad = ~stale & (chunks >= st.n_chunks)
+        c["result_stale_round"] += int(stale.sum())
+        c["result_bad_chunk"] += int(bad.sum())
+        keep = np.flatnonzero(~stale & ~bad)
+        chunks = chunks[keep]
+        fresh = ~st.done[chunks]
+        new, first = np.unique(chunks[fresh], return_index=True)
+        rows = keep[np.flatnonzero(fresh)[first]]
+        # (b) a RESULT for a chunk already done answers one of our RETX: spurious
+        dup = np.ones(len(chunks), dtype=bool)
+        dup[np.flatnonzero(fresh)[first]] = False
+        c["result_duplicate"] += int(dup.sum())
+        for chunk in chunks[dup]:
+            if st.spurious[chunk] < st.resends[chunk]:
+                st.spurious[chunk] += 1
+                c["retx_spurious"] += 1
+        if not new.size:
+            return 0
+        st.results[new] = recs["payload"][rows]
+        st.done[new] = True
+        st.deadline[new] = np.inf
+        st.n_done += new.size
+        st.max_done = max(st.max_done, int(new[-1]))
+        c["result_received"] += new.size
+        # Karn: only RESULTs made of original sends (RETX clear) time them
+        timed = new[(hdr["flags"][rows] & wire.FLAG_RETX) == 0]
+        # (a) no retransmission went into the sum: every RETX we sent for it was spurious
+        wasted = timed[st.resends[timed] > st.spurious[timed]]
+        c["retx_spurious"] += int((st.resends[wasted] - st.spurious[wasted]).sum())
+        st.spurious[wasted] = st.resends[wasted]
+        for est, phase in ((self.start_rtt, st.at_start), (self.rtt, ~st.at_start)):
+            mine, fooled = timed[phase[timed]], wasted[phase[wasted]]
+            if mine.size:
+                est.observe(now - float(st.sent_at[mine].min()), now)
+            if fooled.size:  # RFC 4015: the next timeout covers what fooled this one
+                est.spurious(now - float(st.sent_at[fooled].min()))
+        st.first_result = True
+        return new.size
+
+    def _control(self, st: _PsRound, round_: int, hdr: np.void) -> None:
+        """One non-RESULT packet of this job: an OVERFLOW NACK is resent, the rest counted."""
+        c = self.counters
+        if hdr["type"] == wire.TYPE_ACK and hdr["slot"] == wire.CTRL_OVERFLOW_NACK:
+            chunk = int(hdr["chunk"])
+            if hdr["round"] == round_ and chunk < st.n_chunks and not st.done[chunk]:
+                self._send(st, st.retx_rows, np.array([chunk]))
+                c["overflow_resent"] += 1
+            else:
+                c["overflow_nack_stale"] += 1
+        elif hdr["type"] == wire.TYPE_ACK:
+            c["rx_control_ignored"] += 1
+        else:
+            c["rx_unexpected_grad"] += 1
 
     def bytes_per_packet(self) -> int:
         """Frame bytes of one INA packet on the wire (for rate reports)."""
         return self.frame
 
     def close(self) -> None:
-        self.sock.close()
+        self.io.close()

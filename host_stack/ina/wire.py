@@ -5,11 +5,13 @@ all network byte order.  The host stack, the tests, the PTF suite and the embedd
 build and parse INA packets through this module, so a change to the format is made here once.
 
 Packing and unpacking are vectorised with numpy structured dtypes: a batch of packets is one
-``(count, HEADER_LEN + 4 N)`` byte array, which is how the transport moves many chunks per call.
+``(count, HEADER_LEN + 4 N)`` byte array, which is how the transport and the PS move many
+chunks per call (host_stack/ina/batchio.py sends and receives such arrays).
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -23,7 +25,7 @@ MAX_WORKERS = 64
 TYPE_GRAD = 1
 TYPE_RESULT = 2
 TYPE_ACK = 3
-PACKET_TYPES = (TYPE_GRAD, TYPE_RESULT, TYPE_ACK)
+PACKET_TYPES = (TYPE_GRAD, TYPE_RESULT, TYPE_ACK)  # consecutive: parse_batch checks a range
 
 # Control packets (type 3).  DESIGN.md leaves type 3 to the host stack; we put the operation
 # in the ``slot`` field (switches never aggregate type 3, so slot has no other use there).
@@ -129,6 +131,7 @@ def unpack(data: bytes, n: int = DEFAULT_N) -> tuple[InaHeader, np.ndarray]:
     return header, values
 
 
+@functools.cache
 def batch_dtype(n: int = DEFAULT_N) -> np.dtype:
     """Structured dtype of one whole INA packet (header + N values), for batch work."""
     return np.dtype([("hdr", HEADER_DTYPE), ("payload", PAYLOAD_DTYPE, (n,))])
@@ -156,6 +159,30 @@ def unpack_batch(buf: np.ndarray | bytes, n: int = DEFAULT_N) -> np.ndarray:
     if raw.size % packet_len(n):
         raise WireError(f"INA batch of {raw.size} bytes is not a multiple of {packet_len(n)}")
     return np.ascontiguousarray(raw).reshape(-1).view(batch_dtype(n))
+
+
+def pack_raw(hdrs: np.ndarray, payload: np.ndarray) -> np.ndarray:
+    """Like pack_batch, with the payloads already as (count, 4 N) big-endian bytes."""
+    out = np.empty((hdrs.shape[0], HEADER_LEN + payload.shape[1]), dtype=np.uint8)
+    out[:, :HEADER_LEN] = hdrs.view(np.uint8).reshape(-1, HEADER_LEN)
+    out[:, HEADER_LEN:] = payload
+    return out
+
+
+def parse_batch(rows: np.ndarray, lens: np.ndarray, n: int = DEFAULT_N
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The batch form of parse_header: received packets as records, and which are valid.
+
+    ``rows`` is a (count, packet_len(n)) uint8 array of received packets, ``lens`` their
+    lengths; returns (batch_dtype(n) records viewing ``rows``, bool mask of the packets whose
+    length, type and flags are right).
+    """
+    recs = rows.view(batch_dtype(n))[:, 0]
+    hdr = recs["hdr"]
+    typ = hdr["type"]
+    ok = ((lens == packet_len(n)) & (typ >= min(PACKET_TYPES)) & (typ <= max(PACKET_TYPES))
+          & ((hdr["flags"] & np.uint8(~KNOWN_FLAGS & 0xFF)) == 0))
+    return recs, ok
 
 
 def rank_bit(rank: int) -> int:

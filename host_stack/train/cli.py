@@ -52,10 +52,12 @@ def report(result: TrainResult, every: int) -> dict:
     """Print the table and summary; return the JSON report."""
     rounds = result.rounds
     step = every or max(1, len(rounds) // 10)
-    print(f"{'round':>6} {'round_s':>9} {'comm_s':>9} {'Mbit/s':>9} {'retx':>6} {'loss':>8}")
+    print(f"{'round':>6} {'round_s':>9} {'comm_s':>9} {'Mbit/s':>9} {'retx':>6} {'spur.':>6} "
+          f"{'loss':>8}")
     for row in rounds[::step] + ([rounds[-1]] if (len(rounds) - 1) % step else []):
         print(f"{row['round']:>6} {row['round_s']:>9.4f} {row['comm_s']:>9.4f} "
-              f"{row['rate_mbps']:>9.2f} {row['retx']:>6} {row['loss']:>8.4f}")
+              f"{row['rate_mbps']:>9.2f} {row['retx']:>6} {row['spurious']:>6} "
+              f"{row['loss']:>8.4f}")
     n = max(1, len(rounds))
     accs = [w["accuracy"] for w in result.workers]
     digests = {w["params_sha256"] for w in result.workers}
@@ -66,12 +68,15 @@ def report(result: TrainResult, every: int) -> dict:
         "mean_comm_s": sum(r["comm_s"] for r in rounds) / n,
         "mean_rate_mbps": sum(r["rate_mbps"] for r in rounds) / n,
         "total_retx": sum(r["retx"] for r in rounds),
+        "total_spurious_retx": sum(r["spurious"] for r in rounds),
         "max_quant_rel_error": max((r["quant_rel_error"] for r in rounds), default=0.0),
         "accuracy": accs[0], "workers_agree": len(digests) == 1,
     }
     print(f"mean round {summary['mean_round_s'] * 1e3:.1f} ms, comm "
           f"{summary['mean_comm_s'] * 1e3:.1f} ms, sending rate "
-          f"{summary['mean_rate_mbps']:.2f} Mbit/s per worker, retx {summary['total_retx']}, "
+          f"{summary['mean_rate_mbps']:.2f} Mbit/s per worker, retx {summary['total_retx']} "
+          f"({summary['total_spurious_retx']} spurious, "
+          f"{summary['total_retx'] - summary['total_spurious_retx']} for losses), "
           f"quantization rel. error <= {summary['max_quant_rel_error']:.2e}")
     if accs[0] is not None:
         print(f"test accuracy {accs[0] * 100:.2f}%  (all workers hold identical parameters: "

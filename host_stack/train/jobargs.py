@@ -18,17 +18,18 @@ import numpy as np
 
 from host_stack.ina import wire
 from host_stack.ina.addresses import AddressMap
+from host_stack.ina.batchio import GSO_MODES
 from host_stack.ina.impair import Impairment
 from host_stack.ina.jobplan import JobPlan, load_plan
 from host_stack.ina.quantize import DEFAULT_BOUND, Quantizer
-from host_stack.ina.transport import TransportConfig
+from host_stack.ina.transport import TransportConfig, auto_window
 from host_stack.train.models import MODELS, build_model, flat_params
 
 if TYPE_CHECKING:  # the service client (grpc) is imported only by hosts that follow one
     from host_stack.ina.follow import HostVersion, ServiceLink
 
 MODEL_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum")
-TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "window", "timeout", "max_retries",
+TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "window", "gso", "timeout", "max_retries",
                      "hello_timeout", "pool_size", "impair")  # the INA transport's only
 JOB_OPTIONS = MODEL_OPTIONS + TRANSPORT_OPTIONS
 # what the shared per-worker launcher of `inart train` does with any mode it runs
@@ -67,8 +68,12 @@ def add_job_args(parser: argparse.ArgumentParser, plan_required: bool = True) ->
     g.add_argument("--unit-bps", type=float, default=None,
                    help="bit/s of one topology rate unit (pacing = f * x_s * this; "
                         "default: unpaced)")
-    g.add_argument("--window", type=int, default=TransportConfig.window,
-                   help="outstanding chunks per PS")
+    g.add_argument("--window", type=int, default=None,
+                   help=f"outstanding chunks per PS (default: {TransportConfig.window}, fewer "
+                        "for many workers, so every window fits the PS's socket buffer)")
+    g.add_argument("--gso", choices=GSO_MODES, default=TransportConfig.gso,
+                   help="where sends go as UDP GSO batches: loopback (default), all (only "
+                        "where no software P4 switch reads the frames off a veth), off")
     g.add_argument("--timeout", type=float, default=TransportConfig.timeout_s,
                    help="RETX timeout (s) before the first RTT sample")
     g.add_argument("--max-retries", type=int, default=TransportConfig.max_retries,
@@ -204,7 +209,8 @@ def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
     n_values = model_size(args)
     # a service's version brings the slot pool of its lane on the switches
     pool = version.pool_size if version is not None else args.pool_size
-    config = TransportConfig(n=args.n, window=args.window, timeout_s=args.timeout,
+    window = auto_window(plan.workers) if args.window is None else args.window
+    config = TransportConfig(n=args.n, window=window, gso=args.gso, timeout_s=args.timeout,
                              max_retries=args.max_retries, pool_size=pool,
                              hello_timeout_s=args.hello_timeout)
     return Job(plan=plan, addresses=addresses, n=args.n, n_values=n_values,

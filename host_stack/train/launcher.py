@@ -178,17 +178,26 @@ class Launcher:
                 ready.add(name)
         if not scheme.USES_PS:  # collectives rendezvous on a free loopback port
             self.env["INART_DIST_INIT"] = f"tcp://127.0.0.1:{free_port()}"
+        # every worker starts round 0 together (after its HELLO / group set-up): without the
+        # barrier round 0 spans the others' start-up, seconds in which the first workers'
+        # timers fire on chunks that only wait for a worker still importing torch
+        start_file = self.workdir / "start"
         for w in plan.worker_ids:
             self._start(w, [*self.python, "host_stack.train.worker", *shared, "--worker", w,
                             "--sync", args.sync, "--rounds", str(args.rounds),
-                            "--batch", str(args.batch)])
+                            "--batch", str(args.batch), "--start-file", str(start_file)])
         per_round: dict[int, list[dict]] = {}
         done: dict[str, dict] = {}
+        started: set[str] = set()
         with tqdm(total=args.rounds, desc=f"train {args.model} ({args.sync})", unit="round",
                   disable=args.quiet) as bar:
             while len(done) < plan.workers:
                 name, rec = self.next_event(deadline)
-                if rec["event"] == "round":
+                if rec["event"] == "ready":
+                    started.add(name)
+                    if len(started) == plan.workers:
+                        start_file.touch()
+                elif rec["event"] == "round":
                     recs = per_round.setdefault(rec["round"], [])
                     recs.append(rec)
                     if len(recs) == plan.workers:
@@ -209,7 +218,8 @@ class Launcher:
 def summarize_round(r: int, recs: list[dict]) -> dict:
     """One row of the report, the same for every sync scheme: the slowest worker sets the
     round and communication time; rate and bytes are per worker, averaged over workers
-    (retransmissions and quantization error exist for INA only)."""
+    (retransmissions, the spurious ones among them, and quantization error exist for INA
+    only)."""
     rates = [x["bytes"] * 8 / x["comm_s"] / 1e6 for x in recs if x["comm_s"] > 0]
     return {
         "round": r,
@@ -217,6 +227,7 @@ def summarize_round(r: int, recs: list[dict]) -> dict:
         "comm_s": max(x["comm_s"] for x in recs),
         "rate_mbps": sum(rates) / len(rates) if rates else 0.0,
         "retx": sum(x.get("retx", 0) for x in recs),
+        "spurious": sum(x.get("retx_spurious", 0) for x in recs),
         "loss": sum(x["loss"] for x in recs) / len(recs),
         "quant_rel_error": max(x.get("quant_rel_error", 0.0) for x in recs),
         "bytes": sum(x["bytes"] for x in recs) / len(recs),

@@ -1,0 +1,393 @@
+/* Batched UDP I/O and the PS's per-packet accept rules, for the INA host stack.
+ *
+ * Python calls each function once per batch of packets (hundreds), never once per packet:
+ * - send():      sendmmsg of rows of a packed (rows, L) uint8 array to per-row destinations,
+ *                optionally as UDP GSO messages of many datagrams each;
+ * - recv():      recvmmsg into a (B, S) uint8 array, with lengths and IPv4 sources, GSO
+ *                batches (UDP_GRO) split back into datagrams;
+ * - aggregate(): the ChunkAggregator rules (host_stack/ina/aggregator.py documents them) over
+ *                a batch of GRAD packets, in arrival order, on the aggregator's numpy state.
+ * Arguments are numpy arrays passed through the buffer protocol; host_stack/ina/batchio.py
+ * checks their dtypes and shapes, so this file only checks sizes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define MAX_VLEN 1024 /* UIO_MAXIOV: the most messages one sendmmsg/recvmmsg takes */
+#define MAX_SEGS 64   /* UDP_MAX_SEGMENTS of older kernels: datagrams per GSO message */
+#define MAX_IOV 4096  /* iovecs per sendmmsg call (on the stack: 64 KiB) */
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+static int get_buf(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t min_len,
+                   const char *name) {
+    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->len < min_len) {
+        PyErr_Format(PyExc_ValueError, "_batchio: %s holds %zd bytes, need %zd", name,
+                     view->len, min_len);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* The buffers one call holds, released together however the call ends. */
+typedef struct {
+    Py_buffer b[14];
+    int held;
+} Views;
+
+static int hold(Views *v, PyObject *obj, int writable, Py_ssize_t min_len, const char *name) {
+    if (get_buf(obj, &v->b[v->held], writable, min_len, name) < 0) return -1;
+    v->held++;
+    return 0;
+}
+
+static void release(Views *v) {
+    while (v->held) PyBuffer_Release(&v->b[--v->held]);
+}
+
+/* send(fd, rows, row_len, idx, ips, ports, segs) -> (done, errors, last_errno, segs)
+ * Sends rows[idx[i]] to (ips[i], ports[i]) for i in order (ips/ports of length 1 are used for
+ * every row).  With segs > 1, up to ``segs`` consecutive rows to the same destination go as
+ * one UDP GSO message (UDP_SEGMENT = row_len): the kernel cuts it into the same datagrams,
+ * with one trip through the stack instead of one per datagram.  Where the kernel refuses GSO
+ * (EIO/EINVAL), the call goes on without it and returns segs = 1 for the caller to keep.
+ * Stops at the first EAGAIN: ``done`` rows were handed to the kernel or failed (``errors``
+ * of them, the last with ``last_errno``); the caller retries the rest. */
+static PyObject *py_send(PyObject *self, PyObject *args) {
+    int fd, segs;
+    Py_ssize_t row_len;
+    PyObject *o_rows, *o_idx, *o_ips, *o_ports;
+    if (!PyArg_ParseTuple(args, "iOnOOOi", &fd, &o_rows, &row_len, &o_idx, &o_ips, &o_ports,
+                          &segs))
+        return NULL;
+    Views v = {.held = 0};
+    PyObject *result = NULL;
+    if (hold(&v, o_rows, 0, 0, "rows") < 0 || hold(&v, o_idx, 0, 0, "idx") < 0 ||
+        hold(&v, o_ips, 0, 4, "ips") < 0 || hold(&v, o_ports, 0, 2, "ports") < 0)
+        goto out;
+    Py_buffer *rows = &v.b[0], *idx = &v.b[1], *ips = &v.b[2], *ports = &v.b[3];
+    Py_ssize_t count = idx->len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t n_dst = ips->len / 4;
+    if ((n_dst != 1 && n_dst != count) || ports->len / 2 != n_dst || row_len <= 0) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.send: ips/ports must have 1 or len(idx) "
+                                          "entries each, row_len > 0");
+        goto out;
+    }
+    if (segs < 1) segs = 1;
+    if (segs > MAX_SEGS) segs = MAX_SEGS;
+    if ((Py_ssize_t)segs * row_len > 65000) segs = (int)(65000 / row_len);
+    if (segs < 1) segs = 1;
+    const int64_t *ix = idx->buf;
+    Py_ssize_t n_rows = rows->len / row_len;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (ix[i] < 0 || ix[i] >= n_rows) {
+            PyErr_Format(PyExc_IndexError, "_batchio.send: row %lld of %zd", (long long)ix[i],
+                         n_rows);
+            goto out;
+        }
+    }
+    const uint32_t *ip = ips->buf;
+    const uint16_t *port = ports->buf;
+    const char *base = rows->buf;
+    Py_ssize_t done = 0, errors = 0;
+    int last_errno = 0;
+    struct mmsghdr msgs[MAX_VLEN];
+    struct iovec iov[MAX_IOV];
+    struct sockaddr_in dst[MAX_VLEN];
+    int n_in[MAX_VLEN];
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } ctl[MAX_VLEN];
+    Py_BEGIN_ALLOW_THREADS
+    while (done < count) {
+        int m = 0, used = 0; /* messages built, iovecs used */
+        Py_ssize_t i = done;
+        while (m < MAX_VLEN && used + segs <= MAX_IOV && i < count) {
+            Py_ssize_t d = n_dst == 1 ? 0 : i;
+            int k = 0;
+            while (k < segs && i + k < count &&
+                   (n_dst == 1 || (ip[i + k] == ip[d] && port[i + k] == port[d]))) {
+                iov[used + k].iov_base = (void *)(base + ix[i + k] * row_len);
+                iov[used + k].iov_len = (size_t)row_len;
+                k++;
+            }
+            memset(&dst[m], 0, sizeof dst[m]);
+            dst[m].sin_family = AF_INET;
+            dst[m].sin_addr.s_addr = htonl(ip[d]);
+            dst[m].sin_port = htons(port[d]);
+            memset(&msgs[m], 0, sizeof msgs[m]);
+            msgs[m].msg_hdr.msg_name = &dst[m];
+            msgs[m].msg_hdr.msg_namelen = sizeof dst[m];
+            msgs[m].msg_hdr.msg_iov = &iov[used];
+            msgs[m].msg_hdr.msg_iovlen = (size_t)k;
+            if (k > 1) {
+                msgs[m].msg_hdr.msg_control = ctl[m].buf;
+                msgs[m].msg_hdr.msg_controllen = sizeof ctl[m].buf;
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[m].msg_hdr);
+                cm->cmsg_level = SOL_UDP;
+                cm->cmsg_type = UDP_SEGMENT;
+                cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+                uint16_t gso = (uint16_t)row_len;
+                memcpy(CMSG_DATA(cm), &gso, sizeof gso);
+            }
+            n_in[m++] = k;
+            used += k;
+            i += k;
+        }
+        int sent = sendmmsg(fd, msgs, (unsigned)m, MSG_DONTWAIT);
+        if (sent > 0) {
+            for (int j = 0; j < sent; j++) done += n_in[j];
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            break;
+        } else if (n_in[0] > 1 && (errno == EIO || errno == EINVAL)) {
+            segs = 1; /* no GSO on this path: plain datagrams from here on */
+        } else { /* this datagram failed (e.g. no route): count it, go on with the next */
+            last_errno = errno;
+            errors += n_in[0];
+            done += n_in[0];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("nnii", done, errors, last_errno, segs);
+out:
+    release(&v);
+    return result;
+}
+
+/* recv(fd, buf, row_len, segs, lens, ips, ports) -> count
+ * Receives what is waiting without blocking, into rows of ``row_len`` bytes of ``buf``, its
+ * datagrams' lengths in lens[] and sources in ips[]/ports[] (host order), in arrival order;
+ * the count of datagrams.  Message j of one recvmmsg gets rows [j segs, (j+1) segs): a socket
+ * with UDP_GRO may be handed a GSO batch of up to ``segs`` equal datagrams as one message,
+ * which is split back into rows here (then moved down so the rows are contiguous).  A
+ * datagram longer than ``row_len`` reports row_len + 1; one of a GSO batch whose size is not
+ * row_len reports that size: callers reject both. */
+static PyObject *py_recv(PyObject *self, PyObject *args) {
+    int fd, segs;
+    Py_ssize_t row_len;
+    PyObject *o_buf, *o_lens, *o_ips, *o_ports;
+    if (!PyArg_ParseTuple(args, "iOniOOO", &fd, &o_buf, &row_len, &segs, &o_lens, &o_ips,
+                          &o_ports))
+        return NULL;
+    Views v = {.held = 0};
+    PyObject *result = NULL;
+    if (hold(&v, o_lens, 1, 4, "lens") < 0) return NULL;
+    Py_ssize_t rows = v.b[0].len / 4;
+    if (segs < 1) segs = 1;
+    Py_ssize_t want = rows / segs;
+    if (want > MAX_VLEN) want = MAX_VLEN;
+    if (row_len <= 0 || want < 1) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.recv: row_len > 0 and segs <= len(lens)");
+        goto out;
+    }
+    if (hold(&v, o_buf, 1, rows * row_len, "buf") < 0 ||
+        hold(&v, o_ips, 1, rows * 4, "ips") < 0 || hold(&v, o_ports, 1, rows * 2, "ports") < 0)
+        goto out;
+    Py_buffer *lens = &v.b[0], *buf = &v.b[1], *ips = &v.b[2], *ports = &v.b[3];
+    struct mmsghdr msgs[MAX_VLEN];
+    struct iovec iov[MAX_VLEN];
+    struct sockaddr_in src[MAX_VLEN];
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl[MAX_VLEN];
+    char *base = buf->buf;
+    for (Py_ssize_t j = 0; j < want; j++) {
+        iov[j].iov_base = base + j * segs * row_len;
+        iov[j].iov_len = (size_t)(segs * row_len);
+        memset(&msgs[j], 0, sizeof msgs[j]);
+        msgs[j].msg_hdr.msg_name = &src[j];
+        msgs[j].msg_hdr.msg_namelen = sizeof src[j];
+        msgs[j].msg_hdr.msg_iov = &iov[j];
+        msgs[j].msg_hdr.msg_iovlen = 1;
+        msgs[j].msg_hdr.msg_control = ctl[j].buf;
+        msgs[j].msg_hdr.msg_controllen = sizeof ctl[j].buf;
+    }
+    int got, err = 0;
+    Py_BEGIN_ALLOW_THREADS
+    do {
+        got = recvmmsg(fd, msgs, (unsigned)want, MSG_DONTWAIT, NULL);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) err = errno;
+    Py_END_ALLOW_THREADS
+    if (got < 0 && (err == EAGAIN || err == EWOULDBLOCK)) got = 0;
+    if (got < 0) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        goto out;
+    }
+    int32_t *ln = lens->buf;
+    uint32_t *ip = ips->buf;
+    uint16_t *port = ports->buf;
+    Py_ssize_t out = 0;
+    for (int j = 0; j < got; j++) {
+        struct msghdr *h = &msgs[j].msg_hdr;
+        Py_ssize_t len = msgs[j].msg_len, gso = 0, n = 1;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
+            if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+                int g;
+                memcpy(&g, CMSG_DATA(cm), sizeof g);
+                gso = g;
+            }
+        }
+        if (gso > 0 && len > gso) {
+            n = (len + gso - 1) / gso;
+            if (n > segs) n = segs;
+        }
+        if (out != j * segs)
+            memmove(base + out * row_len, base + j * segs * row_len, (size_t)(n * row_len));
+        for (Py_ssize_t d = 0; d < n; d++) {
+            Py_ssize_t dl = n == 1 ? len : (d < n - 1 ? gso : len - (n - 1) * gso);
+            if (n > 1 && gso != row_len) dl = gso;
+            if (dl > row_len || (h->msg_flags & MSG_TRUNC)) dl = row_len + 1;
+            ln[out + d] = (int32_t)dl;
+            ip[out + d] = src[j].sin_family == AF_INET ? ntohl(src[j].sin_addr.s_addr) : 0;
+            port[out + d] = src[j].sin_family == AF_INET ? ntohs(src[j].sin_port) : 0;
+        }
+        out += n;
+    }
+    result = PyLong_FromSsize_t(out);
+out:
+    release(&v);
+    return result;
+}
+
+/* Verdicts and counters: the same codes and order as host_stack/ina/aggregator.py. */
+enum { ACCEPTED, COMPLETED, ANSWER_LATE, DROPPED, DUPLICATE };
+enum {
+    C_DROP_BAD_CHUNK, C_DROP_BAD_BITMAP, C_DROP_BAD_COUNT, C_LATE_REQUEST, C_DROP_STALE_ROUND,
+    C_DROP_FUTURE_ROUND, C_DROP_DUPLICATE, C_ACCEPTED, C_CONTRIBUTIONS, C_COMPLETED,
+    C_SUM_EXCEEDS_INT32, N_COUNTERS
+};
+
+/* aggregate(rounds u32[k], chunks u32[k], bitmaps u64[k], counts u16[k], retx u8[k],
+ *           values i32[k, n], all_bits, call, completed i64[C], sum_round i64[C],
+ *           bits u64[C], retx_seen u8[C], sums i64[C, n], epoch u32[C],
+ *           verdicts i8[k], counters i64[N_COUNTERS]) -> processed
+ * Applies the accept rules to packets 0.. in order.  Stops early (returns i < k) before a
+ * packet that would start a new round on a chunk completed earlier in this call (``epoch``
+ * == ``call``): the caller must turn that completion into a RESULT first. */
+static PyObject *py_aggregate(PyObject *self, PyObject *args) {
+    PyObject *o[14];
+    unsigned long long all_bits;
+    unsigned int call;
+    PyObject *o_verdicts, *o_counters;
+    if (!PyArg_ParseTuple(args, "OOOOOOKIOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &all_bits, &call, &o[6], &o[7], &o[8], &o[9], &o[10], &o[11],
+                          &o_verdicts, &o_counters))
+        return NULL;
+    o[12] = o_verdicts;
+    o[13] = o_counters;
+    static const int writable[14] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const char *names[14] = {"rounds", "chunks", "bitmaps", "counts", "retx", "values",
+                                    "completed", "sum_round", "bits", "retx_seen", "sums",
+                                    "epoch", "verdicts", "counters"};
+    Views v = {.held = 0};
+    Py_buffer *b = v.b;
+    Py_ssize_t i = 0;
+    for (int j = 0; j < 14; j++)
+        if (hold(&v, o[j], writable[j], 0, names[j]) < 0) goto out;
+    Py_ssize_t k = b[0].len / 4, n_chunks = b[6].len / 8;
+    Py_ssize_t n = n_chunks ? b[10].len / 8 / n_chunks : 0;
+    if (b[1].len != k * 4 || b[2].len != k * 8 || b[3].len != k * 2 || b[4].len != k ||
+        b[5].len != k * n * 4 || b[7].len != n_chunks * 8 || b[8].len != n_chunks * 8 ||
+        b[9].len != n_chunks || b[11].len != n_chunks * 4 || b[12].len < k ||
+        b[13].len != N_COUNTERS * 8) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.aggregate: array sizes do not match");
+        goto out;
+    }
+    const uint32_t *rounds = b[0].buf, *chunks = b[1].buf;
+    const uint64_t *bitmaps = b[2].buf;
+    const uint16_t *counts = b[3].buf;
+    const uint8_t *retx = b[4].buf;
+    const int32_t *values = b[5].buf;
+    int64_t *completed = b[6].buf, *sum_round = b[7].buf, *sums = b[10].buf;
+    uint64_t *bits = b[8].buf;
+    uint8_t *retx_seen = b[9].buf;
+    uint32_t *epoch = b[11].buf;
+    int8_t *verdict = b[12].buf;
+    int64_t *c = b[13].buf;
+    for (; i < k; i++) {
+        uint32_t ch = chunks[i];
+        int64_t r = rounds[i];
+        uint64_t bm = bitmaps[i];
+        if (ch >= n_chunks) { c[C_DROP_BAD_CHUNK]++; verdict[i] = DROPPED; continue; }
+        if (bm == 0 || (bm & ~(uint64_t)all_bits)) {
+            c[C_DROP_BAD_BITMAP]++; verdict[i] = DROPPED; continue;
+        }
+        if (counts[i] != __builtin_popcountll(bm)) {
+            c[C_DROP_BAD_COUNT]++; verdict[i] = DROPPED; continue;
+        }
+        int64_t done = completed[ch];
+        if (r == done) { c[C_LATE_REQUEST]++; verdict[i] = ANSWER_LATE; continue; }
+        if (r < done) { c[C_DROP_STALE_ROUND]++; verdict[i] = DROPPED; continue; }
+        if (r > done + 1) { c[C_DROP_FUTURE_ROUND]++; verdict[i] = DROPPED; continue; }
+        int64_t *s = sums + (Py_ssize_t)ch * n;
+        if (sum_round[ch] != r) {
+            if (epoch[ch] == call) break; /* completed earlier in this call: stop here */
+            sum_round[ch] = r;
+            bits[ch] = 0;
+            retx_seen[ch] = 0;
+            memset(s, 0, (size_t)n * sizeof *s);
+        }
+        if (bits[ch] & bm) { c[C_DROP_DUPLICATE]++; verdict[i] = DUPLICATE; continue; }
+        const int32_t *v = values + i * n;
+        for (Py_ssize_t j = 0; j < n; j++) s[j] += v[j];
+        bits[ch] |= bm;
+        retx_seen[ch] |= retx[i] ? 1 : 0;
+        c[C_ACCEPTED]++;
+        c[C_CONTRIBUTIONS] += counts[i];
+        if (bits[ch] != all_bits) { verdict[i] = ACCEPTED; continue; }
+        for (Py_ssize_t j = 0; j < n; j++) {
+            if (s[j] > INT32_MAX || s[j] < INT32_MIN) { c[C_SUM_EXCEEDS_INT32]++; break; }
+        }
+        completed[ch] = r;
+        epoch[ch] = call;
+        c[C_COMPLETED]++;
+        verdict[i] = COMPLETED;
+    }
+out:
+    release(&v);
+    if (PyErr_Occurred()) return NULL;
+    return PyLong_FromSsize_t(i);
+}
+
+static PyMethodDef methods[] = {
+    {"send", py_send, METH_VARARGS, "sendmmsg rows[idx] to (ips, ports); (done, errors, errno)"},
+    {"recv", py_recv, METH_VARARGS, "recvmmsg into rows of buf; datagrams received"},
+    {"aggregate", py_aggregate, METH_VARARGS, "PS accept rules over a batch of GRAD packets"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_batchio", .m_size = -1, .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__batchio(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "MAX_VLEN", MAX_VLEN) < 0 ||
+        PyModule_AddIntConstant(m, "N_COUNTERS", N_COUNTERS) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

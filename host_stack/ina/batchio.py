@@ -1,0 +1,153 @@
+"""Batched UDP I/O for the INA worker and PS: one system call per batch, never per packet.
+
+``sendmmsg``/``recvmmsg`` through a small C extension (host_stack/ina/_batchio.c, built by
+``./dev.sh setup``; setup.py).  Chosen over AF_PACKET rings and io_uring: the INA endpoints
+are ordinary UDP sockets (loopback, veth, real NICs, Mininet hosts) that must keep the
+kernel's IP/UDP demultiplexing, checksums and routing, which AF_PACKET bypasses, and io_uring
+needs liburing plus a kernel that allows it; ``recvmmsg``/``sendmmsg`` already cut the Python
+and syscall cost per packet to a fraction of the kernel's own UDP path (README: transport).
+
+Packets are rows of numpy uint8 arrays; addresses are IPv4 integers and ports (host order),
+so whole batches go in and out without building a Python object per packet.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+
+import numpy as np
+
+from host_stack.ina.addresses import Address
+from host_stack.ina.impair import ImpairedSocket
+
+try:
+    from host_stack.ina import _batchio
+except ImportError as exc:  # no silent slow path: the transport needs the extension
+    raise ImportError(
+        "host_stack.ina._batchio (the INA transport's batched UDP I/O, C) is not built: run "
+        "./dev.sh setup, or .venv/bin/python setup.py build_ext --inplace") from exc
+
+# Datagrams per UDP GSO message, used only towards 127.0.0.0/8: there no switch can be on the
+# path (a P4 switch reading frames off a veth would get one large GSO frame, not the
+# datagrams), and the kernel takes a batch of equal datagrams through its stack at once.
+GSO_SEGMENTS = 64
+GSO_MODES = ("loopback", "all", "off")
+RECV_MESSAGES = 256  # messages per recvmmsg: 256 datagrams, or up to 256 GSO batches
+SOL_UDP, UDP_GRO = 17, 104  # <netinet/udp.h>; not in Python's socket module
+SOCKET_BUFFER = 8 * 1024 * 1024  # bytes; holds a few thousand small datagrams per socket
+
+
+def ipv4(host: str) -> int:
+    """An IPv4 address (or resolvable name) as a host-order integer."""
+    return int.from_bytes(socket.inet_aton(socket.gethostbyname(host)), "big")
+
+
+def dotted(ip: int) -> str:
+    return socket.inet_ntoa(int(ip).to_bytes(4, "big"))
+
+
+def make_socket(bind: Address) -> socket.socket:
+    """A non-blocking UDP socket with large buffers, bound to ``bind``.
+
+    As root the buffers may exceed net.core.rmem_max/wmem_max (SO_*BUFFORCE): Debian's
+    default 208 KiB holds only a few hundred datagrams, fewer than one round's window from
+    every worker, and each overflow is a loss that costs a retransmission.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for force, opt in ((33, socket.SO_RCVBUF), (32, socket.SO_SNDBUF)):  # SO_*BUFFORCE
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, force, SOCKET_BUFFER)
+        except PermissionError:
+            sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
+    sock.bind(bind)
+    sock.setblocking(False)
+    return sock
+
+
+@dataclass
+class SendResult:
+    """What one ``send`` did: ``done`` rows handed over or failed (``errors`` of them), the
+    rest (from ``done`` on) left because the socket's send buffer was full."""
+
+    done: int
+    errors: int
+    last_errno: int
+
+
+class BatchSocket:
+    """A UDP socket (or an ImpairedSocket around one) that moves packets in batches.
+
+    ``recv`` fills ``data`` (rows of ``row_len`` bytes), ``lens``, ``ips`` and ``ports``;
+    a datagram longer than ``row_len`` reports ``row_len + 1`` so callers can reject it.
+    Through an ImpairedSocket (tests, ``--impair``) sends go one by one through its
+    loss/duplication/reordering; receiving is batched either way.  ``gso`` says where UDP GSO
+    is used: ``loopback`` (towards 127.0.0.0/8 only), ``all`` (every destination: only where
+    no software switch reads the frames off a veth) or ``off``.
+    """
+
+    def __init__(self, sock: socket.socket | ImpairedSocket, row_len: int,
+                 batch: int = RECV_MESSAGES, gso: str = "loopback") -> None:
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.row_len = row_len
+        rows = batch * GSO_SEGMENTS  # room for a whole GSO batch in every message
+        self.data = np.zeros((rows, row_len), dtype=np.uint8)
+        self.lens = np.zeros(rows, dtype=np.int32)
+        self.ips = np.zeros(rows, dtype=np.uint32)
+        self.ports = np.zeros(rows, dtype=np.uint16)
+        self.impaired = isinstance(sock, ImpairedSocket)
+        if gso not in GSO_MODES:
+            raise ValueError(f"gso={gso!r}: expected one of {', '.join(GSO_MODES)}")
+        self.gso_everywhere = gso == "all"
+        self.gso_segs = 1 if gso == "off" else GSO_SEGMENTS  # 1 once the kernel refused GSO
+        try:  # take GSO batches whole; without it the kernel splits them on arrival
+            self.fileno_socket().setsockopt(SOL_UDP, UDP_GRO, 1)
+        except OSError:
+            pass
+
+    def fileno_socket(self) -> socket.socket:
+        """The real socket (under an ImpairedSocket too)."""
+        return self.sock.sock if self.impaired else self.sock
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def release_due(self) -> None:
+        """Let an ImpairedSocket send the packets it held back (reordering)."""
+        if self.impaired:
+            self.sock.release_due()
+
+    def send(self, rows: np.ndarray, idx: np.ndarray, ips: np.ndarray, ports: np.ndarray
+             ) -> SendResult:
+        """Send rows[idx[i]] to (ips[i], ports[i]); ips/ports may have one entry for all."""
+        idx = np.ascontiguousarray(idx, dtype=np.int64)
+        if not idx.size:
+            return SendResult(0, 0, 0)
+        ips = np.ascontiguousarray(ips, dtype=np.uint32)
+        ports = np.ascontiguousarray(ports, dtype=np.uint16)
+        rows = np.ascontiguousarray(rows, dtype=np.uint8)
+        if self.impaired:
+            for i, row in enumerate(idx):
+                d = 0 if ips.size == 1 else i
+                self.sock.sendto(rows[row].tobytes(), (dotted(ips[d]), int(ports[d])))
+            return SendResult(idx.size, 0, 0)
+        segs = self.gso_segs if self.gso_everywhere or ((ips >> 24) == 127).all() else 1
+        done, errors, last_errno, kept = _batchio.send(self.fd, rows, rows.shape[1], idx, ips,
+                                                       ports, segs)
+        if kept < segs:
+            self.gso_segs = 1
+        return SendResult(done, errors, last_errno)
+
+    def recv(self) -> int:
+        """Receive what is waiting (up to one batch) without blocking; the count."""
+        self.release_due()
+        return _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
+                              self.ips, self.ports)
+
+    def sendto(self, data: bytes, addr: Address) -> None:
+        """One packet (control traffic); errors are the caller's to count."""
+        self.sock.sendto(data, addr)
+
+    def close(self) -> None:
+        self.sock.close()

@@ -1,0 +1,142 @@
+"""Batched UDP I/O (host_stack/ina/batchio.py and its C extension) and the batch rules of the
+PS's aggregator: edge cases a per-packet loop would not have."""
+
+import socket
+
+import numpy as np
+import pytest
+
+from host_stack.ina import wire
+from host_stack.ina.aggregator import ANSWER_LATE, COMPLETED, DUPLICATE, ChunkAggregator
+from host_stack.ina.batchio import GSO_SEGMENTS, BatchSocket, ipv4, make_socket
+from host_stack.ina.impair import ImpairedSocket, Impairment
+from host_stack.ina.ps_apply import SumApply
+
+L = 16  # row length of these tests' datagrams
+
+
+def pair(gso="loopback"):
+    rx, tx = make_socket(("127.0.0.1", 0)), make_socket(("127.0.0.1", 0))
+    return BatchSocket(rx, L), BatchSocket(tx, L, gso=gso), rx.getsockname()
+
+
+def drain(b, want, tries=200):
+    """Receive until ``want`` datagrams came (loopback delivers at once; bounded anyway)."""
+    rows, lens, srcs = [], [], []
+    for _ in range(tries):
+        k = b.recv()
+        rows.append(b.data[:k].copy())
+        lens.append(b.lens[:k].copy())
+        srcs.append(b.ports[:k].copy())
+        if sum(len(x) for x in lens) >= want:
+            break
+    return np.concatenate(rows), np.concatenate(lens), np.concatenate(srcs)
+
+
+def numbered(count):
+    rows = np.zeros((count, L), np.uint8)
+    rows[:, :4] = np.arange(count, dtype=">u4").view(np.uint8).reshape(count, 4)
+    return rows
+
+
+@pytest.mark.parametrize("gso", ["loopback", "off"])
+def test_batches_arrive_whole_and_in_order_with_and_without_gso(gso):
+    rx, tx, (host, port) = pair(gso)
+    count = 3 * GSO_SEGMENTS + 5  # several GSO messages and a short last one
+    rows = numbered(count)
+    order = np.arange(count)[::-1].copy()  # rows in any order, not only contiguous
+    res = tx.send(rows, order, np.array([ipv4(host)], np.uint32), np.array([port], np.uint16))
+    assert (res.done, res.errors) == (count, 0)
+    got, lens, _ = drain(rx, count)
+    assert (lens == L).all() and len(got) == count
+    np.testing.assert_array_equal(got, rows[order])
+
+
+def test_per_row_destinations_and_sources():
+    a, tx, (host, pa) = pair()
+    b = BatchSocket(make_socket(("127.0.0.1", 0)), L)
+    pb = b.sock.getsockname()[1]
+    rows = numbered(6)
+    ports = np.array([pa, pb, pa, pa, pb, pb], np.uint16)
+    tx.send(rows, np.arange(6), np.full(6, ipv4(host), np.uint32), ports)
+    got_a, _, src = drain(a, 3)
+    got_b, _, _ = drain(b, 3)
+    np.testing.assert_array_equal(got_a, rows[[0, 2, 3]])
+    np.testing.assert_array_equal(got_b, rows[[1, 4, 5]])
+    assert (src == tx.sock.getsockname()[1]).all()
+
+
+def test_wrong_lengths_are_reported_not_cut_silently():
+    rx, _, addr = pair()
+    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for size in (L - 1, L, L + 1, 1000):
+        raw.sendto(bytes(size), addr)
+    _, lens, _ = drain(rx, 4)
+    assert lens.tolist() == [L - 1, L, L + 1, L + 1]  # too long: row_len + 1
+
+
+def test_empty_send_and_nothing_waiting():
+    rx, tx, (host, port) = pair()
+    assert tx.send(numbered(1), np.array([], np.int64), np.array([ipv4(host)], np.uint32),
+                   np.array([port], np.uint16)).done == 0
+    assert rx.recv() == 0
+
+
+def test_bad_row_index_is_an_error_not_a_crash():
+    _, tx, (host, port) = pair()
+    with pytest.raises(IndexError):
+        tx.send(numbered(2), np.array([0, 2]), np.array([ipv4(host)], np.uint32),
+                np.array([port], np.uint16))
+
+
+def test_impaired_socket_sends_each_row_through_its_impairment():
+    rx, _, (host, port) = pair()
+    imp = ImpairedSocket(make_socket(("127.0.0.1", 0)), Impairment(loss=0.5, seed=1))
+    tx = BatchSocket(imp, L)
+    tx.send(numbered(200), np.arange(200), np.array([ipv4(host)], np.uint32),
+            np.array([port], np.uint16))
+    got, _, _ = drain(rx, 200 - imp.counts["dropped"])
+    assert 0 < imp.counts["dropped"] < 200 and len(got) == 200 - imp.counts["dropped"]
+
+
+def grads(chunks, bits, rnd=0, n=4):
+    k = len(chunks)
+    return (np.full(k, rnd), np.asarray(chunks), np.asarray(bits, np.uint64),
+            np.ones(k), np.zeros(k), np.ones((k, n), np.int32))
+
+
+def test_batch_verdicts_follow_arrival_order():
+    agg = ChunkAggregator(2, 4, 2, SumApply())
+    done, v = agg.offer_batch(*grads([0, 0, 0, 1, 0], [1, 1, 2, 1, 1]))
+    assert done == 5
+    assert v.tolist()[:3] == [0, DUPLICATE, COMPLETED]  # accepted, duplicate, completed
+    assert v[4] == ANSWER_LATE  # a late copy after completion in the same batch
+    assert np.frombuffer(agg.result(0), ">i4").tolist() == [2] * 4
+
+
+def test_batch_stops_before_a_second_completion_of_one_chunk():
+    """Round r completes and round r+1 of the same chunk follows in one batch: the batch stops
+    there, so the RESULT of round r is taken before its sums are reused."""
+    agg = ChunkAggregator(1, 4, 1, SumApply())
+    rounds = np.array([0, 1])
+    done, v = agg.offer_batch(rounds, np.array([0, 0]), np.array([1, 1], np.uint64),
+                              np.ones(2), np.zeros(2), np.array([[1] * 4, [5] * 4], np.int32))
+    assert done == 1 and v.tolist() == [COMPLETED]
+    assert np.frombuffer(agg.result(0), ">i4").tolist() == [1] * 4
+    done, v = agg.offer_batch(rounds[1:], np.array([0]), np.array([1], np.uint64),
+                              np.ones(1), np.zeros(1), np.array([[5] * 4], np.int32))
+    assert done == 1 and v.tolist() == [COMPLETED]
+    assert np.frombuffer(agg.result(0), ">i4").tolist() == [5] * 4
+
+
+def test_parse_batch_flags_bad_packets():
+    good = wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=1),
+                     np.zeros(wire.DEFAULT_N, np.int32))
+    rows = np.frombuffer(good * 3, np.uint8).reshape(3, -1).copy()
+    rows[1, 0] = 9  # type
+    rows[2, 1] = 0x80  # flags
+    lens = np.full(3, len(good), np.int32)
+    _, ok = wire.parse_batch(rows, lens)
+    assert ok.tolist() == [True, False, False]
+    lens[0] -= 1
+    assert not wire.parse_batch(rows, lens)[1][0]

@@ -1,0 +1,157 @@
+"""The worker's retransmission timeout (RFC 6298) and how it tells spurious retransmissions
+from real losses, against a scripted PS."""
+
+import socket
+import threading
+
+import numpy as np
+import pytest
+
+from host_stack.ina import wire
+from host_stack.ina.rto import CLOCK_GRANULARITY, RtoEstimator
+from host_stack.ina.transport import PsLink, TransportConfig, WorkerTransport, make_socket
+
+N = 32
+
+
+def test_rto_follows_rfc6298():
+    est = RtoEstimator(initial=1.0, lo=0.01, hi=5.0)
+    assert est.rto == 1.0  # before any sample
+    est.sample(0.1)
+    assert (est.srtt, est.rttvar) == (0.1, 0.05)
+    assert est.rto == pytest.approx(0.1 + 4 * 0.05)
+    est.sample(0.3)
+    assert est.rttvar == pytest.approx(0.75 * 0.05 + 0.25 * 0.2)
+    assert est.srtt == pytest.approx(0.875 * 0.1 + 0.125 * 0.3)
+    assert est.rto == pytest.approx(est.srtt + 4 * est.rttvar)
+
+
+def test_rto_is_clamped_and_steady_rtts_shrink_it():
+    est = RtoEstimator(initial=0.2, lo=0.05, hi=1.0)
+    est.sample(10.0)
+    assert est.rto == 1.0
+    for _ in range(200):
+        est.sample(0.001)
+    assert est.rto == 0.05  # srtt + max(G, 4 rttvar) is below lo
+    assert est.srtt + CLOCK_GRANULARITY < 0.05
+
+
+def test_backoff_doubles_up_to_the_cap():
+    est = RtoEstimator(initial=0.1, lo=0.01, hi=1.0)
+    assert [est.backoff(0.1, k) for k in range(5)] == [0.1, 0.2, 0.4, 0.8, 1.0]
+
+
+def test_rto_rejects_inconsistent_bounds():
+    with pytest.raises(ValueError, match="rto"):
+        RtoEstimator(initial=0.01, lo=0.1, hi=1.0)
+
+
+def test_chunks_sent_before_the_rounds_first_result_wait_for_the_slower_start():
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0, [], TransportConfig(n=N))
+    for _ in range(10):
+        tr.rtt.sample(0.01)
+        tr.start_rtt.sample(0.3)
+
+    class St:
+        rto_floor, first_result = 0.0, False
+
+    assert tr._timeout(St) == pytest.approx(tr.start_rtt.rto)
+    St.first_result = True
+    assert tr._timeout(St) == pytest.approx(tr.rtt.rto)
+    tr.close()
+
+
+class ScriptedPs:
+    """A PS socket a test drives by hand: it sees what the worker sends and answers."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(5)
+        self.worker = None
+
+    def next(self):
+        data, self.worker = self.sock.recvfrom(2048)
+        return wire.unpack(data)[0]
+
+    def result(self, chunk, flags=0, value=7):
+        hdr = wire.InaHeader(type=wire.TYPE_RESULT, job=1, round=0, chunk=chunk, count=1,
+                             bitmap=1, flags=flags)
+        self.sock.sendto(wire.pack(hdr, np.full(N, value, np.int32)), self.worker)
+
+
+def exchange(script, chunks):
+    ps = ScriptedPs()
+    cfg = TransportConfig(n=N, timeout_s=0.05, min_timeout_s=0.05, max_timeout_s=0.4)
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0,
+                         [PsLink("s1", ps.sock.getsockname(), None)], cfg)
+    thread = threading.Thread(target=script, args=(ps,))
+    thread.start()
+    out = tr.exchange(0, [np.ones((chunks, N), np.int32)])
+    thread.join(timeout=10)
+    tr.close()
+    ps.sock.close()
+    return out, tr.counters
+
+
+def test_a_late_result_made_of_the_originals_makes_the_resend_spurious():
+    def script(ps):
+        assert ps.next().flags == 0
+        assert ps.next().flags == wire.FLAG_RETX  # the worker gave up waiting ...
+        ps.result(0)  # ... but the sum was made of the original: RESULT without RETX
+
+    out, c = exchange(script, 1)
+    assert out[0][0].tolist() == [7] * N
+    assert c["retx_sent"] >= 1 and c["retx_spurious"] == c["retx_sent"]
+
+
+def test_a_result_that_needed_the_resend_is_a_loss_not_spurious():
+    def script(ps):
+        ps.next()  # "lost"
+        assert ps.next().flags == wire.FLAG_RETX
+        ps.result(0, flags=wire.FLAG_RETX)  # the RETX went into the sum
+
+    _, c = exchange(script, 1)
+    assert c["retx_sent"] >= 1 and c["retx_spurious"] == 0
+
+
+def test_a_second_result_answering_our_resend_marks_it_spurious():
+    def script(ps):
+        seen = [ps.next() for _ in range(2)]  # chunks 0 and 1
+        while True:  # until chunk 0 was resent
+            hdr = ps.next()
+            seen.append(hdr)
+            if hdr.chunk == 0 and hdr.flags == wire.FLAG_RETX:
+                break
+        ps.result(0, flags=wire.FLAG_RETX)  # first RESULT of 0: a loss for all we know
+        ps.result(0, flags=wire.FLAG_RETX)  # the PS answering our RETX too: it was spurious
+        ps.result(1, flags=wire.FLAG_RETX)
+
+    _, c = exchange(script, 2)
+    assert c["result_duplicate"] == 1 and c["retx_spurious"] == 1
+
+
+def test_one_sample_per_srtt_the_largest_rtt_since_the_last():
+    est = RtoEstimator(initial=1.0, lo=0.001, hi=5.0)
+    est.observe(0.1, now=10.0)  # the first commits at once
+    est.observe(0.5, now=10.01)  # within one SRTT: held
+    est.observe(0.2, now=10.02)
+    assert est.samples == 1
+    est.observe(0.1, now=10.2)  # an SRTT later: the largest since the last sample
+    assert est.samples == 2 and est.srtt == pytest.approx(0.875 * 0.1 + 0.125 * 0.5)
+
+
+def test_a_spurious_resend_raises_the_timeout_to_cover_its_delay():
+    est = RtoEstimator(initial=1.0, lo=0.001, hi=5.0)
+    for _ in range(20):
+        est.sample(0.01)
+    est.spurious(0.3)  # RFC 4015: SRTT >= R', RTTVAR >= R'/2
+    assert est.srtt == 0.3 and est.rttvar == 0.15 and est.rto == pytest.approx(0.9)
+
+
+def test_auto_window_fits_every_workers_window_in_the_ps_queue():
+    from host_stack.ina.transport import PS_QUEUE, auto_window
+
+    assert auto_window(6) == TransportConfig.window
+    assert auto_window(64) * 64 <= PS_QUEUE
+    assert auto_window(10_000) == 32  # never below a useful window
