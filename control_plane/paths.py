@@ -10,12 +10,31 @@ through the same aggregation switch); the same topology always gives the same se
 
 from __future__ import annotations
 
-from functools import lru_cache
+import math
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from control_plane.topology import Topology, TopologyError, natural_key
 
 Path_ = tuple[str, ...]
 ENUM_LIMIT = 64
+
+
+@dataclass(frozen=True)
+class WorkerClass:
+    """Workers that every LP may treat as one: each has a single uplink, all to the same
+    switch, so their path sets agree after the first hop and each uplink carries exactly f
+    (the worker's whole gradient) whatever the plan decides.  A multi-homed worker is a class
+    of its own (`single` False: its first hops are real routing decisions)."""
+
+    rep: str
+    members: tuple[str, ...]
+    single: bool
+    uplink: float  # least spare uplink capacity of the members: no plan's rate exceeds it
+
+    def path_for(self, member: str, path: Path_) -> Path_:
+        """The representative's path `path` as member `member` takes it."""
+        return path if member == self.rep else (member, *path[1:])
 
 
 class PathSets:
@@ -39,6 +58,21 @@ class PathSets:
         }
         self.all = lru_cache(maxsize=None)(self._enumerate)
         self.get = lru_cache(maxsize=None)(self._pick)
+
+    @cached_property
+    def classes(self) -> list[WorkerClass]:
+        """Workers grouped by their single uplink switch (see WorkerClass)."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for w in self.topo.workers:
+            out = self._succ[w]
+            single = len(out) == 1 and self.topo.nodes[out[0]].kind == "switch"
+            groups.setdefault(("uplink", out[0]) if single else ("own", w), []).append(w)
+        classes = []
+        for (how, end), members in groups.items():
+            single = how == "uplink"
+            uplink = min(self.topo.links[(w, end)].spare for w in members) if single else math.inf
+            classes.append(WorkerClass(members[0], tuple(members), single, max(uplink, 0.0)))
+        return classes
 
     def _dist_to(self, dst: str) -> dict[str, int]:
         """Hop distance to dst along arcs, entering dst or traversing switches only."""

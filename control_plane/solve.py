@@ -1,25 +1,23 @@
 """`solve(topology, scheme=...) -> Plan`: the Python API every CLI command is a thin layer over.
 
 Schemes (names used on the CLI and in plan JSON):
-- ``inart``: L-InArt split (l_inart.py) -> LP-InArt with that split -> rounding -> split
-  refined for the rounded routing -> LP-InArt re-solved for the refined split with fan-in cuts
-  at the rate reached, rounded again; the better plan is kept.  ``upper_bound`` is the second
-  LP's optimum, which bounds every plan with the final split.
-- ``r-inart``: equal split -> the same two LP rounds, split kept equal (the paper's R-InArt).
-Rounding (``rounding="best"``, default) keeps the better of Alg. 2's randomized rounding
-(best of `trials` draws) and our capacity-aware rounding (fit_rounding.py);
-``rounding="paper"`` uses Alg. 2's draws only, to reproduce the paper's algorithm alone.
-- ``joint``: our addition, a local search over split and routing that starts from ``inart``'s
-  plan, so it is never below ``inart`` (same seed, trials and paths).  Each round re-solves
-  two LPs with fan-in cuts at the best plan's rate and split: the joint LP, which may move the
-  split, and the fixed-split LP of ``inart``; both are rounded (with fresh seeds), their splits
-  refined for the rounded routing, and the better plan is kept if it beats the best so far;
-  the search stops at the first round without a gain.  ``meta["joint"]["kept"]`` says whether
-  the result is ``inart``'s plan unchanged or improved by the rounds.  ``upper_bound`` is the
-  joint LP's optimum without cuts: any integral plan over the LP's candidate switches and
-  paths (as every rounded plan is), with any split, is a feasible point of it.  The cut joint
-  LP is no bound (its cuts assume the reference split, which a plan may leave): it only
-  steers rounding.
+- ``inart``: L-InArt split (l_inart.py), then R-InArt's LP and rounding.  With
+  ``rounding="best"`` (default) the LP is the count LP (count_lp.py: LP-InArt per worker
+  class with the integer caps of a target rate) and the rounding is the packing it guides
+  (pack.py), tried at the LP's bound first and then below; the split is then refined for the
+  rounded routing (resplit.py) and, if that helps, the count LP and packing run again for the
+  refined split.  ``upper_bound`` is the count LP's bound for the plan's final split: no plan
+  with that split reaches a higher rate.
+- ``r-inart``: the same with the equal split kept (the paper's R-InArt).
+- ``rounding="paper"``: Alg. 2 as the paper states it, for fidelity: LP-InArt in rate
+  variables (lp_inart.py) and the best of `trials` randomized roundings (rounding.py), split
+  refined and LP re-solved with fan-in cuts at the rate reached; ``upper_bound`` is then the
+  cut LP's optimum, which bounds every plan with the final split.
+- ``joint``: our addition: ``inart``'s plan, the equal split's and the joint LP's split
+  (LP-InArt with x_s free), each rounded as above; the best plan is kept, so never below
+  ``inart``.  ``upper_bound`` is the joint LP's optimum, which bounds every plan over the
+  LP's candidate switches and paths with any split (a weaker bound than the count LP's, which
+  holds for one split only).
 - ``atp``, ``lbmm``: the paper's baselines (baselines.py).
 - ``milp``: the exact problem for small instances (milp.py), free split.
 """
@@ -32,10 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from control_plane.baselines import atp, equal_split, lbmm
-from control_plane.fit_rounding import fit_best
+from control_plane.count_lp import CountLP
 from control_plane.l_inart import l_inart
-from control_plane.lp_inart import InArtLP, LPResult
+from control_plane.lp_inart import InArtLP
 from control_plane.milp import solve_milp
+from control_plane.pack import best_pack
 from control_plane.paths import PathSets
 from control_plane.plan import Plan
 from control_plane.resplit import best_split
@@ -56,8 +55,10 @@ SCHEMES = ("inart", "r-inart", "joint", "atp", "lbmm", "milp")
 ROUNDINGS = ("best", "paper")
 PAPER_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
 MILP_MAX_FLOWS = 64
-CUT_ROUNDS = 3  # LP re-solves with fan-in cuts at the best rate so far
-JOINT_ROUNDS = 4  # joint's search rounds (it stopped within 3 on fig1, fat-trees, leaf-spines)
+CUT_ROUNDS = 3  # paper rounding: LP re-solves with fan-in cuts at the best rate so far
+ROUNDS = 3  # count LPs per split search (count rounding)
+SMALL_ROUNDS = 10  # the same on instances small enough for the exact MILP
+SHIFT = 0.2  # split search: a PS's share is raised by this factor when refining stalls
 
 
 def _resplit(plan: Plan) -> Plan:
@@ -67,46 +68,104 @@ def _resplit(plan: Plan) -> Plan:
     return better if better.rate >= plan.rate else plan
 
 
-def _round(topo: Topology, paths: PathSets, lp: LPResult, split: dict[str, float], seed: int,
-           trials: int, scheme: str, rounding: str) -> Plan:
-    """R-InArt's rounding step: Alg. 2's random trials, plus capacity-aware rounding."""
-    plan = round_best(topo, paths, lp, split, trials, seed, scheme)
-    plan.meta["rounding"] = "random"
-    if rounding == "best":
-        fitted = fit_best(topo, paths, lp, split, scheme, floor=0.0)
-        if fitted is not None and fitted.rate > plan.rate:
-            plan = fitted
-            plan.meta["rounding"] = "capacity-aware"
-    return plan
+def _count_round(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str,
+                 lo: float, hi: float) -> tuple[Plan | None, float, dict]:
+    """Count LP and packing for one split: (best packed plan or None, the split's bound,
+    what it took).  `lo`: a rate some plan with this split reaches (or 0); `hi`: a rate no
+    plan reaches."""
+    lp = CountLP(topo, paths, split)
+    bound = lp.bound(lo, hi)
+    plan = best_pack(lp, max(lo, bound.rate / 8), bound.rate, scheme)
+    info = {"bound": bound.rate, "packed": plan.rate if plan else None,
+            "lp_solves": len(lp.solved), "lp_size": bound.size}
+    return plan, bound.rate, info
 
 
-def _refine(topo: Topology, paths: PathSets, split: dict[str, float], seed: int, trials: int,
-            opts: Options, scheme: str, resplit: bool = True) -> Plan:
-    """R-InArt from `split`, then again with fan-in cuts at the rate reached (and, with
-    `resplit`, from the split refined for the rounded routing).  The second LP's optimum
-    bounds every plan with the final split, so it is reported as `upper_bound`."""
-    lp = InArtLP(topo, paths, formulation=opts.formulation)
+def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str,
+                 resplit: bool, eq2: float) -> Plan:
+    """R-InArt with the count LP, and (with `resplit`) a local search over splits: round a
+    split, refine the split for the rounded routing (resplit.py) and round again for the
+    refined split while that gains; when it stops gaining, try the best split with one PS's
+    share raised by SHIFT (a symmetric split is a fixed point of refining: fig1's equal
+    split rounds to 2.4, its optimum 2.5 needs 8/15 : 7/15).  At most `ROUNDS` count LPs
+    (`SMALL_ROUNDS` on instances with at most MILP_MAX_FLOWS pairs).  `eq2`: Eq. 2's
+    optimum, which no plan exceeds.  The plan's `upper_bound` is the count LP's bound for
+    its own split."""
+    small = len(topo.workers) * len(topo.pss) <= MILP_MAX_FLOWS
+    budget = SMALL_ROUNDS if small else ROUNDS
+    best: Plan | None = None
+    tried: set[tuple[float, ...]] = set()
+    todo: list[tuple[dict[str, float], Plan | None]] = [(split, None)]
+    steps = []
+    while todo and len(steps) < budget:
+        x, carried = todo.pop(0)
+        key = tuple(round(x[s], 6) for s in topo.pss)
+        if key in tried:
+            continue
+        tried.add(key)
+        floor = carried.rate if carried else 0.0
+        plan, bound, info = _count_round(topo, paths, x, scheme, floor, eq2)
+        steps.append(info)
+        found = max((p for p in (plan, carried) if p is not None), key=lambda p: p.rate,
+                    default=None)
+        if found is None:
+            continue
+        found.upper_bound = bound
+        gained = best is None or found.rate > best.rate * (1 + 1e-6)
+        if gained:
+            best = found
+        if not resplit:
+            break
+        better = _resplit(found)
+        if better.rate > best.rate * (1 + 1e-6):
+            todo.insert(0, (better.partition, better))
+        elif not todo:
+            todo = [(_shift(best.partition, s), None) for s in topo.pss]
+    if best is None:  # no packing fitted (not seen so far): Alg. 2's draws never fail
+        return _paper(topo, paths, split, 0, 32, scheme, resplit)
+    best.meta["rounding"] = "count-lp"
+    best.meta["count_lp"] = steps
+    return best
+
+
+def _shift(split: dict[str, float], s: str) -> dict[str, float]:
+    """`split` with PS s's share raised by the factor 1 + SHIFT, renormalised."""
+    raised = {t: x * (1 + SHIFT) if t == s else x for t, x in split.items()}
+    total = sum(raised.values())
+    return {t: x / total for t, x in raised.items()}
+
+
+def _paper(topo: Topology, paths: PathSets, split: dict[str, float], seed: int, trials: int,
+           scheme: str, resplit: bool, formulation: str = "compact") -> Plan:
+    """R-InArt as the paper states it: LP-InArt, Alg. 2's draws (best of `trials`), then
+    (with `resplit`, from the split refined for the rounded routing) LP-InArt again with
+    fan-in cuts at the rate reached.  The last LP's optimum bounds every plan with the final
+    split, so it is reported as `upper_bound`."""
+    lp = InArtLP(topo, paths, formulation=formulation)
     first = lp.solve(split)
-    plan = _round(topo, paths, first, split, seed, trials, scheme, opts.rounding)
+    plan = round_best(topo, paths, first, split, trials, seed, scheme)
     if resplit:
         plan = _resplit(plan)
     for i in range(CUT_ROUNDS):
         cut = lp.solve(plan.partition, at_least=plan.rate)
         bound = cut.rate
-        again = _round(topo, paths, cut, plan.partition, seed + 1 + i, trials, scheme,
-                       opts.rounding)
+        again = round_best(topo, paths, cut, plan.partition, trials, seed + 1 + i, scheme)
         if again.rate <= plan.rate * (1 + 1e-6):
             break
         plan = again
     plan.upper_bound = bound
-    plan.meta.update({"lp_first_rate": first.rate, "lp_size": first.size})
+    plan.meta.update({"rounding": "random", "lp_first_rate": first.rate,
+                      "lp_size": first.size})
     return plan
 
 
 def _inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
     phase1 = l_inart(topo)
     log.debug(phase1.describe())
-    plan = _refine(topo, paths, phase1.split, seed, trials, opts, "inart")
+    if opts.rounding == "paper":
+        plan = _paper(topo, paths, phase1.split, seed, trials, "inart", True, opts.formulation)
+    else:
+        plan = _count_inart(topo, paths, phase1.split, "inart", True, phase1.rate)
     plan.meta["l_inart"] = {"split": phase1.split, "eq2_rate": phase1.rate,
                             "lambda": phase1.lam, "alpha": phase1.alpha,
                             "theta": phase1.theta, "rho": phase1.rho}
@@ -114,32 +173,27 @@ def _inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Option
 
 
 def _r_inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
-    return _refine(topo, paths, equal_split(topo), seed, trials, opts, "r-inart", resplit=False)
+    if opts.rounding == "paper":
+        return _paper(topo, paths, equal_split(topo), seed, trials, "r-inart", False,
+                      opts.formulation)
+    return _count_inart(topo, paths, equal_split(topo), "r-inart", False, l_inart(topo).rate)
 
 
 def _joint(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
-    """`inart`'s plan, improved while a cut joint or fixed-split LP rounds to a better one."""
+    """The best of `inart`'s plan and the rounded equal and joint-LP splits."""
     start = _inart(topo, paths, seed, trials, opts)
-    joint = InArtLP(topo, paths, joint=True, formulation=opts.formulation)
-    fixed = InArtLP(topo, paths, formulation=opts.formulation)
-    bound = joint.solve()
-    best, steps = start, []
-    for i in range(JOINT_ROUNDS):
-        tries = []
-        for k, (name, lp) in enumerate((("joint-lp", joint), ("fixed-split-lp", fixed))):
-            cut = lp.solve(best.partition, at_least=best.rate)
-            fresh = seed + CUT_ROUNDS + 1 + 2 * i + k  # seeds inart's rounds did not draw
-            rounded = _round(topo, paths, cut, cut.split, fresh, trials, "joint", opts.rounding)
-            tries.append((_resplit(rounded), name))
-        plan, name = max(tries, key=lambda t: t[0].rate)
-        if plan.rate <= best.rate * (1 + 1e-6):
-            break
-        best = plan
-        steps.append(name)
-    best.upper_bound = bound.rate  # no cuts: bounds every plan over every split
-    best.meta.update({"joint": {"kept": "inart" if best is start else "improved",
-                                "inart_rate": start.rate, "steps": steps,
-                                "lp_split": bound.split}})
+    joint_lp = InArtLP(topo, paths, joint=True, formulation=opts.formulation).solve()
+    eq2 = start.meta["l_inart"]["eq2_rate"]
+    best, kept = start, "inart"
+    for name, split in (("equal", equal_split(topo)), ("joint-lp", joint_lp.split)):
+        if opts.rounding == "paper":
+            plan = _paper(topo, paths, split, seed, trials, "joint", True, opts.formulation)
+        else:
+            plan = _count_inart(topo, paths, split, "joint", True, eq2)
+        if plan.rate > best.rate * (1 + 1e-6):
+            best, kept = plan, name
+    best.upper_bound = joint_lp.rate  # bounds every plan over every split
+    best.meta["joint"] = {"kept": kept, "inart_rate": start.rate, "lp_split": joint_lp.split}
     return best
 
 

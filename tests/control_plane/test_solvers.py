@@ -1,9 +1,10 @@
 import json
-import random
 
 import pytest
 
+from control_plane.count_lp import CountLP
 from control_plane.l_inart import l_inart
+from control_plane.lp_inart import InArtLP
 from control_plane.lp_model import LPModel
 from control_plane.milp import solve_milp
 from control_plane.paths import PathSets
@@ -21,7 +22,8 @@ def fig1_plans():
 def test_fig1_known_rates(fig1_plans):
     assert fig1_plans["lbmm"].rate == pytest.approx(4 / 3)
     assert fig1_plans["atp"].rate == pytest.approx(2.0)
-    assert fig1_plans["r-inart"].rate <= 2.4 + 1e-9
+    assert fig1_plans["r-inart"].rate == pytest.approx(2.4)
+    assert fig1_plans["r-inart"].upper_bound == pytest.approx(2.4)  # the count LP is exact
     assert fig1_plans["inart"].rate == pytest.approx(2.5)
     assert fig1_plans["joint"].rate == pytest.approx(2.5)
     assert fig1_plans["milp"].rate == pytest.approx(2.5)
@@ -100,77 +102,96 @@ def test_l_inart_kkt_matches_lp(topo):
     assert sum(res.split.values()) == pytest.approx(1.0)
 
 
-def test_fattree4_schemes_valid_and_ordered():
-    t = fattree(4)
-    plans = {s: solve(t, s, seed=1) for s in ("lbmm", "atp", "r-inart", "inart")}
-    assert plans["inart"].rate >= plans["atp"].rate >= plans["lbmm"].rate
-    assert plans["inart"].rate > plans["lbmm"].rate
-    assert plans["inart"].rate <= plans["inart"].upper_bound + 1e-6
-    assert solve(t, "inart", seed=1).to_dict()["flows"] == plans["inart"].to_dict()["flows"]
+def test_fig1_paper_rounding_keeps_alg2():
+    plan = solve(fig1(), "inart", seed=0, rounding="paper")
+    assert plan.meta["rounding"] == "random"
+    assert plan.rate == pytest.approx(2.5)
+    assert plan.rate <= plan.upper_bound + 1e-6
 
 
-JOINT_CASES = {
-    "fig1": fig1,
-    "fattree:4": lambda: fattree(4),
-    **{f"leafspine:4,3,3 het {n}": (lambda n=n: leafspine(4, 3, 3, ps=2, preset="heterogeneous",
-                                                           seed=n)) for n in (1, 2, 4)},
-    "leafspine:3,2,3 het 4": lambda: leafspine(3, 2, 3, ps=2, preset="heterogeneous", seed=4),
-}
-
-
-@pytest.fixture(scope="module")
-def joint_vs_inart():
-    out = {}
-    for name, build in JOINT_CASES.items():
-        t = build()
-        paths = PathSets(t)
-        out[name] = solve(t, "inart", seed=1, paths=paths), solve(t, "joint", seed=1, paths=paths)
-    return out
-
-
-@pytest.mark.parametrize("name", list(JOINT_CASES))
-def test_joint_never_below_inart(joint_vs_inart, name):
-    inart, joint = joint_vs_inart[name]
-    assert joint.rate >= inart.rate * (1 - 1e-9)
-    assert joint.rate <= joint.upper_bound + 1e-6
-    assert Plan.from_dict(joint.to_dict()).rate == pytest.approx(joint.rate)
-    if joint.meta["joint"]["kept"] == "inart":
-        assert joint.to_dict()["flows"] == inart.to_dict()["flows"]
-
-
-def test_joint_beats_inart_on_fattree4_and_heterogeneous_leafspines(joint_vs_inart):
-    wins = {name: joint.rate / inart.rate for name, (inart, joint) in joint_vs_inart.items()}
-    assert wins["fattree:4"] > 1.01, wins
-    assert sum(r > 1.01 for r in wins.values()) >= 4, wins
-
-
-def small_instance(seed: int):
-    rng = random.Random(seed)
-    return leafspine(rng.randint(2, 3), rng.randint(1, 2), 2, ps=2,
-                     preset=rng.choice(["homogeneous", "heterogeneous"]), seed=seed)
-
-
-def test_rounding_close_to_exact_on_small_instances():
-    ratios = []
-    for seed in range(5):
-        t = small_instance(seed)
-        exact = solve(t, "milp").rate
-        ratios.append(solve(t, "inart", seed=seed).rate / exact)
-        assert ratios[-1] <= 1 + 1e-6
-    assert sum(ratios) / len(ratios) >= 0.8, ratios
-
-
-@pytest.mark.parametrize("preset", ["homogeneous", "heterogeneous"])
-def test_fattree6_inart_beats_atp_by_half(preset):
-    t = fattree(6, ps=4, preset=preset, seed=1)
+def test_worker_classes_share_paths_after_the_first_hop():
+    t = fattree(4, ps=2, preset="heterogeneous", seed=3)
     paths = PathSets(t)
-    inart, base = solve(t, "inart", seed=1, paths=paths), solve(t, "atp", paths=paths)
-    print(f"fattree:6 {preset}: inart {inart.rate:.3f} atp {base.rate:.3f} "
-          f"ratio {inart.rate / base.rate:.2f}; inart/upper_bound "
-          f"{inart.rate / inart.upper_bound:.3f}")
-    assert len(t.workers) == 50
-    assert inart.rate >= 1.5 * base.rate
-    assert inart.rate <= inart.upper_bound + 1e-6
+    assert sorted(w for c in paths.classes for w in c.members) == sorted(t.workers)
+    for cls in paths.classes:
+        tor = t.tor(cls.rep)
+        assert cls.single and cls.uplink == min(t.links[(w, tor)].spare for w in cls.members)
+        for w in cls.members:
+            assert t.tor(w) == tor
+            for dst in t.pss + t.switches:
+                assert paths.get(w, dst) == tuple(cls.path_for(w, p)
+                                                  for p in paths.get(cls.rep, dst))
+            for s in t.pss:
+                assert paths.switches_between(w, s) == paths.switches_between(cls.rep, s)
+
+
+SMALL = [(3, 1, 2, 0), (3, 1, 2, 1), (3, 1, 2, 2), (2, 2, 2, 2)]
+
+
+@pytest.mark.parametrize("leaves,spines,hosts,seed", SMALL)
+def test_count_lp_bound_is_valid_and_tight_for_the_equal_split(leaves, spines, hosts, seed):
+    t = leafspine(leaves, spines, hosts, ps=2, preset="heterogeneous", seed=seed)
+    paths = PathSets(t)
+    equal = {s: 0.5 for s in t.pss}
+    exact = solve_milp(t, paths, split=equal)
+    assert exact.meta["milp_optimal"]
+    lp = CountLP(t, paths, equal)
+    bound = lp.bound(0.0, l_inart(t).rate).rate
+    assert bound >= exact.rate * (1 - 1e-6)  # valid: no plan with the split beats it
+    assert lp.feasible_at(bound * (1 + 1e-6)) is None
+    r_inart = solve(t, "r-inart", paths=paths)
+    assert r_inart.upper_bound == pytest.approx(bound)
+    assert r_inart.rate == pytest.approx(exact.rate)  # tight on these, packing reaches it
+
+
+@pytest.mark.parametrize("leaves,spines,hosts,seed", SMALL)
+def test_inart_within_3_percent_of_exact(leaves, spines, hosts, seed):
+    t = leafspine(leaves, spines, hosts, ps=2, preset="heterogeneous", seed=seed)
+    paths = PathSets(t)
+    inart = solve(t, "inart", seed=seed, paths=paths)
+    exact = solve_milp(t, paths, start=inart)
+    assert exact.meta["milp_optimal"]
+    assert 0.97 * exact.rate <= inart.rate <= exact.rate * (1 + 1e-6)
+    assert Plan.from_dict(inart.to_dict()).rate == pytest.approx(inart.rate)
+
+
+def test_count_lp_bound_below_paper_lp_and_above_plan():
+    t = fattree(4, ps=4, preset="heterogeneous", seed=2)
+    paths = PathSets(t)
+    equal = {s: 0.25 for s in t.pss}
+    count = CountLP(t, paths, equal).bound(0.0, l_inart(t).rate).rate
+    paper = InArtLP(t, paths).solve(equal).rate
+    plan = solve(t, "r-inart", paths=paths)
+    assert plan.rate <= count + 1e-6 <= paper + 2e-6
+    assert plan.upper_bound == pytest.approx(count)
+
+
+def test_fattree4_schemes_valid_ordered_and_deterministic():
+    t = fattree(4)
+    paths = PathSets(t)
+    plans = {s: solve(t, s, seed=1, paths=paths) for s in ("lbmm", "atp", "r-inart", "inart",
+                                                           "joint")}
+    assert plans["joint"].rate >= plans["inart"].rate >= plans["atp"].rate >= plans["lbmm"].rate
+    assert plans["inart"].rate > 1.5 * plans["atp"].rate
+    for plan in plans.values():
+        assert Plan.from_dict(plan.to_dict()).rate == pytest.approx(plan.rate)
+        if plan.upper_bound is not None:
+            assert plan.rate <= plan.upper_bound + 1e-6
+    again = solve(t, "inart", seed=1, paths=paths)
+    assert again.to_dict()["flows"] == plans["inart"].to_dict()["flows"]
+
+
+def test_random_bench_instances_are_seeded_and_summarised():
+    from control_plane.bench_solver import random_instance, random_summary
+
+    spec, topo = random_instance(3)
+    assert spec == random_instance(3)[0] and "--seed 3" in spec
+    assert len(topo.workers) * len(topo.pss) <= 64
+    rows = [{"seed": 1, "inart/milp": 1.0, "proven": True, "paper": 8.0, "milp": 10.0},
+            {"seed": 2, "inart/milp": 0.9, "proven": False, "paper": 9.0, "milp": 10.0}]
+    summary = random_summary(rows)
+    assert summary["inart/milp_min"] == 0.9 and summary[">=0.97"] == 1
+    assert summary["worst"][0] == (2, 0.9) and summary["milp_proven"] == 1
 
 
 def test_impossible_requests_are_clear():
@@ -186,14 +207,3 @@ def test_impossible_requests_are_clear():
         solve(fattree(6), "milp")
     with pytest.raises(ValueError, match="rounding"):
         solve(fig1(), "inart", rounding="magic")
-
-
-def test_bench_joint_table_covers_fig1_and_leafspines():
-    from control_plane.bench_solver import joint_summary, joint_table
-
-    rows = joint_table([], ["3,2,3"], seeds=1, seed=1)
-    assert [r["topology"] for r in rows] == ["fig1", "leafspine:3,2,3 seed 1"]
-    assert rows[0]["joint/inart"] == 1.0 and rows[0]["joint_kept"] == "inart"
-    summary = joint_summary(rows)
-    assert summary["instances"] == summary["joint>=inart"] == 2
-    assert summary["joint>inart"] == 1

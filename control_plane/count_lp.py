@@ -1,0 +1,276 @@
+"""The count LP: LP-InArt per worker class at a fixed split and a target rate, with the
+integer caps that every plan reaching that rate must respect.
+
+Why: LP-InArt in rate variables (lp_inart.py) charges a PS only the fractional stream
+Z[s,v] <= g_s, so it spreads aggregation thinly over many switches; on fattree:6 its optimum
+sits ~25% above every integral plan.  With the split x fixed and a target rate f, every load
+of a plan is an integer count of flows times a known rate u_s = f x_s, so these hold:
+
+    fan-in   a stream (s, v) of n workers puts n u_s on v:   n <= K(s,v) = floor(C(v) / u_s)
+             hence  sum_c n[s,c,v] <= min(K, candidates) z[s,v],  n[s,c,v] <= |c| z[s,v]
+    PS       its direct flows plus its streams, u_s each:  count <= floor(B(s) / u_s)
+    switch, link   sum_s u_s count_s <= capacity; with one share u for every PS (equal
+             split) the integer count itself: count <= floor(capacity / u)
+
+Variables are counts (n: workers of class c aggregated at v for s; d: direct on a path;
+z in [0, 1]: the stream (s, v) is open) and routed flows in units of f.  A plan with split x
+and rate F >= f satisfies every row at f, because the caps only grow as f falls.  So an
+infeasible LP at f proves that no plan with split x reaches f; bisection on f gives
+`bound(x)`, the upper bound `solve` reports (always for the plan's own split).  The same
+solution at the largest feasible f guides the integral packing (pack.py).
+
+Workers with one uplink to the same switch are interchangeable (paths.WorkerClass): one count
+per class instead of one binary per worker, which is what keeps fattree:16 tractable.  Their
+uplinks carry f whatever the plan does, so they leave the LP as the bound f <= uplink.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from control_plane.lp_model import LPModel
+from control_plane.paths import PathSets, arcs
+from control_plane.topology import Topology
+
+EPS = 1e-9
+BISECT_REL = 2e-4  # bound precision: the bisection stops when hi/lo - 1 is below this
+
+
+def floor_cap(capacity: float, unit: float, limit: float) -> float:
+    """How many flows of rate `unit` fit in `capacity` (at most `limit`; all if unit is 0)."""
+    if unit <= EPS:
+        return float(limit)
+    return float(min(limit, math.floor(max(capacity, 0.0) / unit * (1 + 1e-9) + 1e-9)))
+
+
+@dataclass
+class CountSolution:
+    """The count LP's solution at one rate: fractional counts per decision."""
+
+    rate: float
+    n: dict[tuple[str, int, str], float]  # (s, class index, v) -> workers aggregated at v
+    d: dict[tuple[str, int], dict[tuple[str, ...], float]]  # (s, class) -> path -> workers
+    z: dict[tuple[str, str], float]  # (s, v) -> stream fraction
+    segment: dict[tuple[int, str], dict[tuple[str, ...], float]]  # (class, v) -> path -> flow
+    stream: dict[tuple[str, str], dict[tuple[str, ...], float]]  # (s, v) -> path -> fraction
+
+
+@dataclass
+class Bound:
+    """Bisection result: no plan with the split reaches `rate`; `solution` is the LP at the
+    largest rate found feasible (None if none was)."""
+
+    rate: float
+    solution: CountSolution | None
+    solves: int
+    seconds: float
+    size: dict[str, int] = field(default_factory=dict)
+
+
+class CountLP:
+    """The count LP for one split, built once; `feasible_at(f)` changes bounds and the fan-in
+    coefficients in place and re-solves warm (dual simplex)."""
+
+    def __init__(self, topo: Topology, paths: PathSets, split: dict[str, float]) -> None:
+        t0 = time.perf_counter()
+        self.topo, self.paths, self.split = topo, paths, dict(split)
+        self.classes = paths.classes
+        shares = [split[s] for s in topo.pss]
+        self.equal = max(shares) - min(shares) <= 1e-12
+        self.model = m = LPModel()
+        S = topo.pss
+        link_terms: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
+        switch_terms: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        ps_terms: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        self.d_cols: dict[tuple[str, int], list[tuple[tuple[str, ...], int]]] = {}
+        self.n_cols: dict[tuple[str, int, str], int] = {}
+        self.z_cols: dict[tuple[str, str], int] = {}
+        self.candidates: dict[tuple[str, str], int] = defaultdict(int)  # workers that may use v
+        by_segment: dict[tuple[int, str], list[tuple[int, float]]] = defaultdict(list)
+        by_stream: dict[tuple[str, str], list[int]] = defaultdict(list)
+
+        def charge(ci: int, path: tuple[str, ...], col: int, coef: float) -> None:
+            """Add a routed flow to its links; a single-homed class's uplink is not a row."""
+            hops = arcs(path)
+            for arc in hops[1:] if self.classes[ci].single else hops:
+                link_terms[arc].append((col, coef))
+
+        for s in S:
+            x = split[s]
+            for ci, cls in enumerate(self.classes):
+                size = len(cls.members)
+                demand = []
+                self.d_cols[(s, ci)] = []
+                for p in paths.get(cls.rep, s):
+                    col = m.var(cost=-x)  # PS load, minimised
+                    self.d_cols[(s, ci)].append((p, col))
+                    demand.append((col, 1.0))
+                    ps_terms[s].append((col, 1.0))
+                    charge(ci, p, col, x)
+                for v in paths.switches_between(cls.rep, s):
+                    col = m.var()
+                    self.n_cols[(s, ci, v)] = col
+                    demand.append((col, 1.0))
+                    switch_terms[v].append((col, x))
+                    by_segment[(ci, v)].append((col, x))
+                    by_stream[(s, v)].append(col)
+                    self.candidates[(s, v)] += size
+                m.row(demand, float(size), float(size))
+        self.stream_cols: dict[tuple[str, str], list[tuple[tuple[str, ...], int]]] = {}
+        for s, v in by_stream:
+            z = self.z_cols[(s, v)] = m.var(upper=1.0, cost=-split[s])
+            ps_terms[s].append((z, 1.0))
+            route = []
+            for q in paths.get(v, s):
+                col = m.var()
+                route.append((q, col))
+                for arc in arcs(q):
+                    link_terms[arc].append((col, split[s]))
+            self.stream_cols[(s, v)] = route
+            m.row([(c, 1.0) for _, c in route] + [(z, -1.0)], 0.0, 0.0)
+        self.fan_rows = {key: m.row([(c, 1.0) for c in cols] + [(self.z_cols[key], -1.0)],
+                                    upper=0.0) for key, cols in by_stream.items()}
+        for (s, ci, v), col in self.n_cols.items():
+            size = len(self.classes[ci].members)
+            if self.candidates[(s, v)] > size:  # else the fan-in row already implies it
+                m.row([(col, 1.0), (self.z_cols[(s, v)], -float(size))], upper=0.0)
+        self.seg_cols: dict[tuple[int, str], list[tuple[tuple[str, ...], int]]] = {}
+        for (ci, v), terms in by_segment.items():
+            route = []
+            for p in paths.get(self.classes[ci].rep, v):
+                col = m.var()
+                route.append((p, col))
+                charge(ci, p, col, 1.0)
+            self.seg_cols[(ci, v)] = route
+            m.row([(c, 1.0) for _, c in route] + [(c, -coef) for c, coef in terms], 0.0, 0.0)
+        self.switch_rows = {v: m.row(t, upper=0.0) for v, t in switch_terms.items()}
+        self.ps_rows = {s: m.row(t, upper=0.0) for s, t in ps_terms.items()}
+        self.link_rows = {a: m.row(t, upper=0.0) for a, t in link_terms.items()}
+        self.uplink = min((c.uplink for c in self.classes if c.single), default=math.inf)
+        m.load(method="simplex")
+        self._fan: list[float] = []
+        self.solved: dict[float, CountSolution | None] = {}  # by rate, for packing to reuse
+        self.build_seconds = time.perf_counter() - t0
+        self.size = {"vars": m.num_vars, "rows": m.num_rows, "nonzeros": len(m.coo_val),
+                     "classes": len(self.classes)}
+
+    def _caps(self, f: float) -> None:
+        """Set every rate-dependent bound and fan-in coefficient for target rate f."""
+        topo, split, m = self.topo, self.split, self.model
+        share = split[topo.pss[0]]
+        rows, upper = [], []
+        for v, row in self.switch_rows.items():
+            spare = max(topo.nodes[v].spare, 0.0)
+            rows.append(row)
+            upper.append(share * floor_cap(spare, f * share, math.inf) if self.equal and
+                         share > EPS else spare / f)
+        for s, row in self.ps_rows.items():
+            rows.append(row)
+            upper.append(floor_cap(topo.nodes[s].spare, f * split[s],
+                                   len(topo.workers) + len(topo.switches)))
+        for arc, row in self.link_rows.items():
+            spare = max(topo.links[arc].spare, 0.0)
+            rows.append(row)
+            upper.append(share * floor_cap(spare, f * share, math.inf) if self.equal and
+                         share > EPS else spare / f)
+        m.set_row_bounds(np.asarray(rows), np.full(len(rows), -np.inf), np.asarray(upper))
+        fan = [floor_cap(topo.nodes[v].spare, f * split[s], self.candidates[(s, v)])
+               for s, v in self.fan_rows]
+        if fan != self._fan:
+            # a changed coefficient leaves a basis neither primal nor dual feasible, and
+            # HiGHS then takes longer from it than from scratch (measured on fattree:6)
+            m.highs.clearSolver()
+            for (key, row), k in zip(self.fan_rows.items(), fan, strict=True):
+                m.highs.changeCoeff(row, self.z_cols[key], -k)
+            self._fan = fan
+
+    def feasible_at(self, f: float) -> CountSolution | None:
+        """The LP's solution at rate f, or None: then no plan with this split reaches f."""
+        if f > self.uplink * (1 + EPS):
+            return None
+        if f not in self.solved:
+            self._caps(f)
+            sol = self.model.resolve(infeasible_ok=True)
+            self.solved[f] = None if sol is None else self._extract(f, sol.values)
+        return self.solved[f]
+
+    def breakpoints(self, lo: float, hi: float) -> list[float]:
+        """Rates in (lo, hi] at which some integer cap changes: capacity / (x_s N).  With an
+        equal split every row is an integer cap, so feasibility can change only there."""
+        topo, out = self.topo, set()
+        lo = max(lo, hi / 64)
+
+        def add(capacity: float, share: float) -> None:
+            if share <= EPS or capacity <= EPS:
+                return
+            for n in range(max(1, math.ceil(capacity / (share * hi) - 1e-9)),
+                           math.floor(capacity / (share * lo) + 1e-9) + 1):
+                rate = capacity / (share * n)
+                if lo < rate <= hi * (1 + 1e-12):
+                    out.add(rate)
+
+        for s, x in self.split.items():
+            for v in self.switch_rows:
+                add(topo.nodes[v].spare, x)
+            add(topo.nodes[s].spare, x)
+        if self.equal:
+            for arc in self.link_rows:
+                add(topo.links[arc].spare, self.split[topo.pss[0]])
+        if lo < self.uplink <= hi:
+            out.add(self.uplink)
+        return sorted(out)
+
+    def bound(self, lo: float, hi: float, rel: float = BISECT_REL) -> Bound:
+        """The largest rate at which the LP is feasible, between `lo` (a rate some plan with
+        this split reaches, or 0) and `hi` (a rate no plan reaches, e.g. Eq. 2's optimum).
+        Equal split: binary search over the breakpoints, exact.  Otherwise bisection to
+        `rel`; the bound is then the smallest rate found infeasible."""
+        t0 = time.perf_counter()
+        hi = min(hi, self.uplink)
+        solves, best, top = 0, None, hi
+        if self.equal:
+            cands = self.breakpoints(lo, hi)
+            a, b = 0, len(cands) - 1
+            while a <= b:  # the LP's feasibility falls monotonically with f
+                mid = (a + b) // 2
+                solves += 1
+                sol = self.feasible_at(cands[mid])
+                if sol is None:
+                    b = mid - 1
+                else:
+                    best, a = sol, mid + 1
+            if best is not None:  # caps are constant on (breakpoint, next breakpoint]
+                top = best.rate
+            else:
+                hi = cands[0] if cands else hi
+        if best is None:
+            lo = max(lo, 0.0)
+            while hi > max(lo, EPS) * (1 + rel) and solves < 60:
+                probe = (lo + hi) / 2 if lo > 0 else hi / 2
+                solves += 1
+                sol = self.feasible_at(probe)
+                if sol is None:
+                    hi = probe
+                else:
+                    best, lo = sol, probe
+            top = hi
+        return Bound(top, best, solves, time.perf_counter() - t0 + self.build_seconds,
+                     dict(self.size, build_ms=int(self.build_seconds * 1000)))
+
+    def _extract(self, f: float, x: np.ndarray) -> CountSolution:
+        def dist(route: list[tuple[tuple[str, ...], int]]) -> dict[tuple[str, ...], float]:
+            return {p: float(x[c]) for p, c in route if x[c] > 1e-9}
+
+        return CountSolution(
+            rate=f,
+            n={k: float(x[c]) for k, c in self.n_cols.items() if x[c] > 1e-9},
+            d={k: dist(r) for k, r in self.d_cols.items()},
+            z={k: float(x[c]) for k, c in self.z_cols.items() if x[c] > 1e-9},
+            segment={k: dist(r) for k, r in self.seg_cols.items()},
+            stream={k: dist(r) for k, r in self.stream_cols.items()},
+        )

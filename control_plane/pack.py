@@ -1,0 +1,276 @@
+"""Integral packing at a target rate, guided by the count LP: our rounding of LP-InArt.
+
+Why not Alg. 2's independent draws: they ignore capacities, and a fractional z[s,v] rounded
+up costs the PS a whole stream.  Here the target rate f fixes every flow's rate u_s = f x_s,
+so a plan is feasible at f exactly when its flows fit the capacities; `pack` builds one:
+
+1. LP-guided: streams (s, v) in decreasing order of the workers the count LP aggregates there
+   take about that many workers of each class (rounded), if they fit;
+2. the rest, one (PS, worker) pair at a time: an open stream with room (LP's choice first),
+   else a new stream at the candidate switch with the most room, else the direct route;
+3. repair when a pair fits nowhere: move a flow already aggregated at one of its switches to
+   another open stream with room, then retry.
+
+Paths are chosen among the path set by the LP's weight, then by the most residual capacity.
+`best_pack` bisects on f; feasibility is not monotone for a greedy, so every packed plan is
+scored by its true rate and the best is kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from control_plane.count_lp import CountLP, CountSolution
+from control_plane.paths import PathSets, arcs
+from control_plane.plan import Flow, Plan
+from control_plane.topology import Topology
+
+EPS = 1e-9
+Path_ = tuple[str, ...]
+
+
+class Packer:
+    """Residual capacities and decisions of one packing at rate f."""
+
+    def __init__(self, topo: Topology, paths: PathSets, split: dict[str, float], f: float,
+                 guide: CountSolution | None) -> None:
+        self.topo, self.paths, self.split, self.f, self.guide = topo, paths, split, f, guide
+        self.node = {n: max(topo.nodes[n].spare, 0.0) for n in topo.switches + topo.pss}
+        self.link = {k: max(lk.spare, 0.0) for k, lk in topo.links.items()}
+        self.unit = {s: f * split[s] for s in topo.pss}
+        self.stream: dict[tuple[str, str], Path_] = {}
+        self.fan: dict[tuple[str, str], int] = defaultdict(int)
+        self.flow: dict[tuple[str, str], Flow] = {}
+        self.cls_of = {w: ci for ci, c in enumerate(paths.classes) for w in c.members}
+        self.at_switch: dict[str, set[tuple[str, str]]] = defaultdict(set)  # v -> {(s, w)}
+
+    # -- capacity bookkeeping ----------------------------------------------------------------
+    def _fits_path(self, path: Path_, need: float) -> bool:
+        link = self.link
+        return all(link[a] >= need - EPS for a in arcs(path))
+
+    def _take_path(self, path: Path_, amount: float) -> None:
+        for a in arcs(path):
+            self.link[a] -= amount
+
+    def _slack(self, path: Path_) -> float:
+        return min((self.link[a] for a in arcs(path)), default=math.inf)
+
+    def _choose(self, options: tuple[Path_, ...], weights: dict[Path_, float],
+                need: float, member: str | None = None) -> Path_ | None:
+        """The fitting path with the largest LP weight, then the most residual capacity;
+        `member` translates a class representative's paths to one member's."""
+        best, best_key = None, None
+        cls = self.paths.classes[self.cls_of[member]] if member is not None else None
+        for p in options:
+            real = cls.path_for(member, p) if cls is not None else p
+            if not self._fits_path(real, need):
+                continue
+            key = (weights.get(p, 0.0) > 1e-6, self._slack(real))
+            if best_key is None or key > best_key:
+                best, best_key = real, key
+        return best
+
+    # -- placing one (PS, worker) pair -------------------------------------------------------
+    def _segment(self, w: str, v: str, need: float) -> Path_ | None:
+        ci = self.cls_of[w]
+        rep = self.paths.classes[ci].rep
+        weights = self.guide.segment.get((ci, v), {}) if self.guide else {}
+        return self._choose(self.paths.get(rep, v), weights, need, w)
+
+    def aggregate(self, s: str, w: str, v: str) -> bool:
+        """Aggregate (s, w) at v, opening the stream (s, v) if needed; False if it won't fit."""
+        need = self.unit[s]
+        if self.node[v] < need - EPS:
+            return False
+        seg = self._segment(w, v, need)
+        if seg is None:
+            return False
+        if (s, v) not in self.stream:
+            if self.node[s] < need - EPS:
+                return False
+            self._take_path(seg, need)  # the segment may share links with the stream
+            weights = self.guide.stream.get((s, v), {}) if self.guide else {}
+            sp = self._choose(self.paths.get(v, s), weights, need)
+            self._take_path(seg, -need)
+            if sp is None:
+                return False
+            self.stream[(s, v)] = sp
+            self.node[s] -= need
+            self._take_path(sp, need)
+        self.node[v] -= need
+        self._take_path(seg, need)
+        self.fan[(s, v)] += 1
+        self.flow[(s, w)] = Flow(w, s, v, seg)
+        self.at_switch[v].add((s, w))
+        return True
+
+    def direct(self, s: str, w: str) -> bool:
+        need = self.unit[s]
+        if self.node[s] < need - EPS:
+            return False
+        ci = self.cls_of[w]
+        weights = self.guide.d.get((s, ci), {}) if self.guide else {}
+        path = self._choose(self.paths.get(self.paths.classes[ci].rep, s), weights, need, w)
+        if path is None:
+            return False
+        self.node[s] -= need
+        self._take_path(path, need)
+        self.flow[(s, w)] = Flow(w, s, None, path)
+        return True
+
+    def remove(self, s: str, w: str) -> Flow:
+        """Undo a pair's placement (closing its stream when it was the last member)."""
+        flow = self.flow.pop((s, w))
+        need = self.unit[s]
+        self._take_path(flow.path, -need)
+        v = flow.aggregate_at
+        if v is None:
+            self.node[s] += need
+            return flow
+        self.node[v] += need
+        self.at_switch[v].discard((s, w))
+        self.fan[(s, v)] -= 1
+        if self.fan[(s, v)] == 0:
+            del self.fan[(s, v)]
+            self.node[s] += need
+            self._take_path(self.stream.pop((s, v)), -need)
+        return flow
+
+    def place(self, s: str, w: str) -> bool:
+        """Best option for a leftover pair: an open stream, a new stream, the direct route."""
+        ci = self.cls_of[w]
+        cands = self.paths.switches_between(self.paths.classes[ci].rep, s)
+        lp = self.guide.n if self.guide else {}
+        open_ = [v for v in cands if (s, v) in self.stream]
+        open_.sort(key=lambda v: (-lp.get((s, ci, v), 0.0), -self.node[v]))
+        for v in open_:
+            if self.aggregate(s, w, v):
+                return True
+        fresh = [v for v in cands if (s, v) not in self.stream]
+        fresh.sort(key=lambda v: (-self.node[v], -lp.get((s, ci, v), 0.0)))
+        for v in fresh:
+            if self.aggregate(s, w, v):
+                return True
+        return self.direct(s, w)
+
+    def repair(self, s: str, w: str) -> bool:
+        """Make room at one of (s, w)'s open streams by moving another aggregated flow to a
+        different open stream of its own PS, then place (s, w) there."""
+        ci = self.cls_of[w]
+        cands = self.paths.switches_between(self.paths.classes[ci].rep, s)
+        for v in (v for v in cands if (s, v) in self.stream):
+            for s2, w2 in sorted(self.at_switch[v], key=lambda p: -self.unit[p[0]]):
+                if (s2, w2) == (s, w) or self.fan.get((s2, v), 0) <= 1:
+                    continue
+                old = self.remove(s2, w2)
+                rep2 = self.paths.classes[self.cls_of[w2]].rep
+                moved = any(self.aggregate(s2, w2, v2)
+                            for v2 in self.paths.switches_between(rep2, s2)
+                            if v2 != v and (s2, v2) in self.stream)
+                if moved:
+                    if self.aggregate(s, w, v):
+                        return True
+                    self.remove(s2, w2)
+                self._restore(old)
+        return False
+
+    def _restore(self, flow: Flow) -> None:
+        """Put back a flow removed by `remove` (its stream path, if reopened, is re-chosen)."""
+        s, w, v = flow.ps, flow.worker, flow.aggregate_at
+        need = self.unit[s]
+        if v is None:
+            self.node[s] -= need
+        else:
+            if (s, v) not in self.stream:
+                weights = self.guide.stream.get((s, v), {}) if self.guide else {}
+                sp = self._choose(self.paths.get(v, s), weights, -math.inf) or \
+                    self.paths.get(v, s)[0]
+                self.stream[(s, v)] = sp
+                self.node[s] -= need
+                self._take_path(sp, need)
+            self.node[v] -= need
+            self.fan[(s, v)] += 1
+            self.at_switch[v].add((s, w))
+        self._take_path(flow.path, need)
+        self.flow[(s, w)] = flow
+
+    # -- the whole packing -------------------------------------------------------------------
+    def run(self) -> bool:
+        topo, paths, guide = self.topo, self.paths, self.guide
+        if guide is not None:
+            per_stream: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
+            for (s, ci, v), n in guide.n.items():
+                per_stream[(s, v)].append((n, ci))
+            order = sorted(per_stream, key=lambda k: -sum(n for n, _ in per_stream[k]))
+            for s, v in order:
+                for n, ci in sorted(per_stream[(s, v)], reverse=True):
+                    want = math.floor(n + 0.5)
+                    for w in paths.classes[ci].members:
+                        if want <= 0:
+                            break
+                        if (s, w) not in self.flow:
+                            if not self.aggregate(s, w, v):
+                                break
+                            want -= 1
+        for s in sorted(topo.pss, key=lambda s: self.node[s]):
+            for w in topo.workers:
+                if (s, w) not in self.flow and not self.place(s, w) and not self.repair(s, w):
+                    return False
+        return True
+
+    def plan(self, scheme: str) -> Plan:
+        order = {s: i for i, s in enumerate(self.topo.pss)}
+        windex = {w: i for i, w in enumerate(self.topo.workers)}
+        flows = sorted(self.flow.values(), key=lambda fl: (order[fl.ps], windex[fl.worker]))
+        stream_paths = {f"{v}->{s}": list(p) for (s, v), p in self.stream.items()}
+        plan = Plan(scheme, self.topo, dict(self.split), flows,
+                    meta={"stream_paths": stream_paths})
+        plan.rate = plan.evaluate().rate
+        return plan
+
+
+def pack(topo: Topology, paths: PathSets, split: dict[str, float], f: float,
+         guide: CountSolution | None, scheme: str) -> Plan | None:
+    """A plan whose loads fit at rate f, or None if the packing finds none."""
+    packer = Packer(topo, paths, split, f, guide)
+    return packer.plan(scheme) if packer.run() else None
+
+
+def best_pack(lp: CountLP, lo: float, top: float, scheme: str, rel: float = 1e-3) -> Plan | None:
+    """The best plan packed at a target rate in [lo, top] (top: the count LP's bound), each
+    packing guided by the count LP at its target.  Targets: `top` first, then a binary search
+    over the breakpoints below it (equal split; otherwise bisection to `rel`).  A greedy's
+    success is not monotone in f, so every packed plan is scored by its true rate."""
+    topo, paths, split = lp.topo, lp.paths, lp.split
+    best: Plan | None = None
+
+    def attempt(f: float) -> bool:
+        nonlocal best
+        sol = lp.feasible_at(f)
+        plan = pack(topo, paths, split, f, sol, scheme) if sol is not None else None
+        if plan is not None and (best is None or plan.rate > best.rate):
+            best = plan
+        return plan is not None
+
+    if attempt(top):
+        return best
+    if lp.equal:
+        cands = [c for c in lp.breakpoints(lo, top) if c < top]
+        a, b = 0, len(cands) - 1
+        while a <= b:
+            mid = (a + b) // 2
+            if attempt(cands[mid]):
+                a = mid + 1
+            else:
+                b = mid - 1
+        return best
+    hi = top
+    while hi > lo * (1 + rel) and lo > 0:
+        mid = (lo + hi) / 2
+        if attempt(mid):
+            lo = max(mid, best.rate if best else mid)
+        else:
+            hi = mid
+    return best
