@@ -71,7 +71,7 @@ def parse_seeds(text: str) -> list[int]:
 
 def breakdown(plan: Plan) -> dict:
     """Where inart's plan stands: first count LP bound and packing, split search, binding."""
-    steps = plan.meta.get("count_lp") or [{}]
+    steps = (plan.meta.get("count_lp") or {}).get("steps") or [{}]
     return {"count_bound_first": _r(steps[0].get("bound")),
             "packed_first": _r(steps[0].get("packed")),
             "count_lps": len(steps),

@@ -73,15 +73,19 @@ class Bound:
 
 
 class CountLP:
-    """The count LP for one split, built once; `feasible_at(f)` changes bounds and the fan-in
-    coefficients in place and re-solves warm (dual simplex)."""
+    """The count LP, built once per topology and path sets.  `use_split(x)` and
+    `feasible_at(f)` only change row bounds, column bounds and the fan-in coefficients, so
+    HiGHS re-solves warm (dual simplex) across rates and splits.
 
-    def __init__(self, topo: Topology, paths: PathSets, split: dict[str, float]) -> None:
+    Variables are weighted by the split (a = x_s n, ..., "load per unit of f"), which puts
+    the split into bounds alone: demand rows sum_v a + sum_p delta = x_s |c|, streams
+    zeta <= x_s.  Only the fan-in cap K(s, v) stays a coefficient.
+    """
+
+    def __init__(self, topo: Topology, paths: PathSets) -> None:
         t0 = time.perf_counter()
-        self.topo, self.paths, self.split = topo, paths, dict(split)
+        self.topo, self.paths = topo, paths
         self.classes = paths.classes
-        shares = [split[s] for s in topo.pss]
-        self.equal = max(shares) - min(shares) <= 1e-12
         self.model = m = LPModel()
         S = topo.pss
         link_terms: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
@@ -91,46 +95,45 @@ class CountLP:
         self.n_cols: dict[tuple[str, int, str], int] = {}
         self.z_cols: dict[tuple[str, str], int] = {}
         self.candidates: dict[tuple[str, str], int] = defaultdict(int)  # workers that may use v
-        by_segment: dict[tuple[int, str], list[tuple[int, float]]] = defaultdict(list)
+        self.demand_rows: dict[tuple[str, int], int] = {}
+        by_segment: dict[tuple[int, str], list[int]] = defaultdict(list)
         by_stream: dict[tuple[str, str], list[int]] = defaultdict(list)
 
-        def charge(ci: int, path: tuple[str, ...], col: int, coef: float) -> None:
+        def charge(ci: int, path: tuple[str, ...], col: int) -> None:
             """Add a routed flow to its links; a single-homed class's uplink is not a row."""
             hops = arcs(path)
             for arc in hops[1:] if self.classes[ci].single else hops:
-                link_terms[arc].append((col, coef))
+                link_terms[arc].append((col, 1.0))
 
         for s in S:
-            x = split[s]
             for ci, cls in enumerate(self.classes):
-                size = len(cls.members)
                 demand = []
                 self.d_cols[(s, ci)] = []
                 for p in paths.get(cls.rep, s):
-                    col = m.var(cost=-x)  # PS load, minimised
+                    col = m.var(cost=-1.0)  # PS load, minimised
                     self.d_cols[(s, ci)].append((p, col))
                     demand.append((col, 1.0))
                     ps_terms[s].append((col, 1.0))
-                    charge(ci, p, col, x)
+                    charge(ci, p, col)
                 for v in paths.switches_between(cls.rep, s):
                     col = m.var()
                     self.n_cols[(s, ci, v)] = col
                     demand.append((col, 1.0))
-                    switch_terms[v].append((col, x))
-                    by_segment[(ci, v)].append((col, x))
+                    switch_terms[v].append((col, 1.0))
+                    by_segment[(ci, v)].append(col)
                     by_stream[(s, v)].append(col)
-                    self.candidates[(s, v)] += size
-                m.row(demand, float(size), float(size))
+                    self.candidates[(s, v)] += len(cls.members)
+                self.demand_rows[(s, ci)] = m.row(demand, 0.0, 0.0)
         self.stream_cols: dict[tuple[str, str], list[tuple[tuple[str, ...], int]]] = {}
         for s, v in by_stream:
-            z = self.z_cols[(s, v)] = m.var(upper=1.0, cost=-split[s])
+            z = self.z_cols[(s, v)] = m.var(cost=-1.0)
             ps_terms[s].append((z, 1.0))
             route = []
             for q in paths.get(v, s):
                 col = m.var()
                 route.append((q, col))
                 for arc in arcs(q):
-                    link_terms[arc].append((col, split[s]))
+                    link_terms[arc].append((col, 1.0))
             self.stream_cols[(s, v)] = route
             m.row([(c, 1.0) for _, c in route] + [(z, -1.0)], 0.0, 0.0)
         self.fan_rows = {key: m.row([(c, 1.0) for c in cols] + [(self.z_cols[key], -1.0)],
@@ -140,44 +143,65 @@ class CountLP:
             if self.candidates[(s, v)] > size:  # else the fan-in row already implies it
                 m.row([(col, 1.0), (self.z_cols[(s, v)], -float(size))], upper=0.0)
         self.seg_cols: dict[tuple[int, str], list[tuple[tuple[str, ...], int]]] = {}
-        for (ci, v), terms in by_segment.items():
+        for (ci, v), cols in by_segment.items():
             route = []
             for p in paths.get(self.classes[ci].rep, v):
                 col = m.var()
                 route.append((p, col))
-                charge(ci, p, col, 1.0)
+                charge(ci, p, col)
             self.seg_cols[(ci, v)] = route
-            m.row([(c, 1.0) for _, c in route] + [(c, -coef) for c, coef in terms], 0.0, 0.0)
+            m.row([(c, 1.0) for _, c in route] + [(c, -1.0) for c in cols], 0.0, 0.0)
         self.switch_rows = {v: m.row(t, upper=0.0) for v, t in switch_terms.items()}
         self.ps_rows = {s: m.row(t, upper=0.0) for s, t in ps_terms.items()}
         self.link_rows = {a: m.row(t, upper=0.0) for a, t in link_terms.items()}
         self.uplink = min((c.uplink for c in self.classes if c.single), default=math.inf)
         m.load(method="simplex")
         self._fan: list[float] = []
+        self.split: dict[str, float] = {}
+        self.equal = False
         self.solved: dict[float, CountSolution | None] = {}  # by rate, for packing to reuse
         self.build_seconds = time.perf_counter() - t0
         self.size = {"vars": m.num_vars, "rows": m.num_rows, "nonzeros": len(m.coo_val),
                      "classes": len(self.classes)}
 
+    def use_split(self, split: dict[str, float]) -> None:
+        """Make every later solve about plans with this split."""
+        if split == self.split:
+            return
+        self.split = dict(split)
+        shares = [split[s] for s in self.topo.pss]
+        self.equal = max(shares) - min(shares) <= 1e-12
+        self.solved = {}
+        rows = list(self.demand_rows.values())
+        rhs = np.asarray([split[s] * len(self.classes[ci].members)
+                          for s, ci in self.demand_rows])
+        self.model.set_row_bounds(np.asarray(rows), rhs, rhs)
+        cols = np.asarray(list(self.z_cols.values()), dtype=np.int32)
+        upper = np.asarray([split[s] for s, _ in self.z_cols])
+        self.model.highs.changeColsBounds(len(cols), cols, np.zeros(len(cols)), upper)
+
     def _caps(self, f: float) -> None:
         """Set every rate-dependent bound and fan-in coefficient for target rate f."""
         topo, split, m = self.topo, self.split, self.model
         share = split[topo.pss[0]]
+
+        def cap(spare: float) -> float:
+            """A switch or link row's bound: integer flows of one share when all are equal."""
+            spare = max(spare, 0.0)
+            return share * floor_cap(spare, f * share, math.inf) if self.equal and \
+                share > EPS else spare / f
+
         rows, upper = [], []
         for v, row in self.switch_rows.items():
-            spare = max(topo.nodes[v].spare, 0.0)
             rows.append(row)
-            upper.append(share * floor_cap(spare, f * share, math.inf) if self.equal and
-                         share > EPS else spare / f)
+            upper.append(cap(topo.nodes[v].spare))
         for s, row in self.ps_rows.items():
             rows.append(row)
-            upper.append(floor_cap(topo.nodes[s].spare, f * split[s],
-                                   len(topo.workers) + len(topo.switches)))
+            upper.append(split[s] * floor_cap(topo.nodes[s].spare, f * split[s],
+                                              len(topo.workers) + len(topo.switches)))
         for arc, row in self.link_rows.items():
-            spare = max(topo.links[arc].spare, 0.0)
             rows.append(row)
-            upper.append(share * floor_cap(spare, f * share, math.inf) if self.equal and
-                         share > EPS else spare / f)
+            upper.append(cap(topo.links[arc].spare))
         m.set_row_bounds(np.asarray(rows), np.full(len(rows), -np.inf), np.asarray(upper))
         fan = [floor_cap(topo.nodes[v].spare, f * split[s], self.candidates[(s, v)])
                for s, v in self.fan_rows]
@@ -190,7 +214,8 @@ class CountLP:
             self._fan = fan
 
     def feasible_at(self, f: float) -> CountSolution | None:
-        """The LP's solution at rate f, or None: then no plan with this split reaches f."""
+        """The LP's solution at rate f for the current split, or None: then no plan with
+        this split reaches f."""
         if f > self.uplink * (1 + EPS):
             return None
         if f not in self.solved:
@@ -199,9 +224,10 @@ class CountLP:
             self.solved[f] = None if sol is None else self._extract(f, sol.values)
         return self.solved[f]
 
-    def breakpoints(self, lo: float, hi: float) -> list[float]:
+    def breakpoints(self, lo: float, hi: float, switches_only: bool = False) -> list[float]:
         """Rates in (lo, hi] at which some integer cap changes: capacity / (x_s N).  With an
-        equal split every row is an integer cap, so feasibility can change only there."""
+        equal split every row is an integer cap, so feasibility can change only there; the
+        fan-in coefficients change only at the switches' ones."""
         topo, out = self.topo, set()
         lo = max(lo, hi / 64)
 
@@ -214,9 +240,12 @@ class CountLP:
                 if lo < rate <= hi * (1 + 1e-12):
                     out.add(rate)
 
-        for s, x in self.split.items():
+        for x in set(self.split.values()):
             for v in self.switch_rows:
                 add(topo.nodes[v].spare, x)
+        if switches_only:
+            return sorted(out)
+        for s, x in self.split.items():
             add(topo.nodes[s].spare, x)
         if self.equal:
             for arc in self.link_rows:
@@ -225,52 +254,70 @@ class CountLP:
             out.add(self.uplink)
         return sorted(out)
 
-    def bound(self, lo: float, hi: float, rel: float = BISECT_REL) -> Bound:
-        """The largest rate at which the LP is feasible, between `lo` (a rate some plan with
-        this split reaches, or 0) and `hi` (a rate no plan reaches, e.g. Eq. 2's optimum).
-        Equal split: binary search over the breakpoints, exact.  Otherwise bisection to
-        `rel`; the bound is then the smallest rate found infeasible."""
-        t0 = time.perf_counter()
-        hi = min(hi, self.uplink)
-        solves, best, top = 0, None, hi
-        if self.equal:
-            cands = self.breakpoints(lo, hi)
-            a, b = 0, len(cands) - 1
-            while a <= b:  # the LP's feasibility falls monotonically with f
-                mid = (a + b) // 2
-                solves += 1
-                sol = self.feasible_at(cands[mid])
-                if sol is None:
-                    b = mid - 1
-                else:
-                    best, a = sol, mid + 1
-            if best is not None:  # caps are constant on (breakpoint, next breakpoint]
-                top = best.rate
+    def _last_feasible(self, cands: list[float]) -> tuple[int, CountSolution | None]:
+        """Binary search: index of the largest feasible rate in `cands` (-1 if none)."""
+        a, b, found, best = 0, len(cands) - 1, -1, None
+        while a <= b:  # the LP's feasibility falls monotonically with f
+            mid = (a + b) // 2
+            sol = self.feasible_at(cands[mid])
+            if sol is None:
+                b = mid - 1
             else:
-                hi = cands[0] if cands else hi
-        if best is None:
-            lo = max(lo, 0.0)
-            while hi > max(lo, EPS) * (1 + rel) and solves < 60:
-                probe = (lo + hi) / 2 if lo > 0 else hi / 2
-                solves += 1
+                a, found, best = mid + 1, mid, sol
+        return found, best
+
+    def bound(self, lo: float, hi: float, rel: float = BISECT_REL) -> Bound:
+        """The largest rate at which the LP is feasible for the current split, between `lo`
+        (a rate some plan with the split reaches, or 0) and `hi` (a rate no plan reaches,
+        e.g. Eq. 2's optimum).  First over the switch breakpoints (the fan-in coefficients
+        are constant between two of them, so the search after that re-solves warm), then
+        inside the interval found: over the remaining breakpoints with an equal split (exact:
+        caps are constant on (breakpoint, next breakpoint]), else by bisection to `rel`, the
+        bound then being the smallest rate found infeasible."""
+        t0 = time.perf_counter()
+        before = len(self.solved)
+        hi = min(hi, self.uplink)
+        outer = self.breakpoints(lo, hi, switches_only=True)
+        i, best = self._last_feasible(outer)
+        low = outer[i] if i >= 0 else 0.0
+        high = outer[i + 1] if i + 1 < len(outer) else hi
+        if self.equal:
+            inner = [c for c in self.breakpoints(max(low, lo), high)
+                     if c < high or i + 1 == len(outer)]
+            j, sol = self._last_feasible(inner)
+            best = sol if j >= 0 else best
+            if best is not None:
+                top = best.rate
+            else:  # nothing feasible: the smallest rate tested is infeasible
+                top = min([high, *(f for f, v in self.solved.items() if v is None)])
+        else:
+            while (best is None or high > low * (1 + rel)) and high > EPS and \
+                    len(self.solved) - before < 60:
+                probe = (low + high) / 2 if low > 0 else high / 2
                 sol = self.feasible_at(probe)
                 if sol is None:
-                    hi = probe
+                    high = probe
                 else:
-                    best, lo = sol, probe
-            top = hi
-        return Bound(top, best, solves, time.perf_counter() - t0 + self.build_seconds,
+                    best, low = sol, probe
+            top = high
+        return Bound(top, best, len(self.solved) - before, time.perf_counter() - t0,
                      dict(self.size, build_ms=int(self.build_seconds * 1000)))
 
     def _extract(self, f: float, x: np.ndarray) -> CountSolution:
+        """Counts back from split-weighted values (a PS with no share has nothing to count)."""
+        share = self.split
+
         def dist(route: list[tuple[tuple[str, ...], int]]) -> dict[tuple[str, ...], float]:
-            return {p: float(x[c]) for p, c in route if x[c] > 1e-9}
+            return {p: float(x[c]) for p, c in route if x[c] > 1e-12}
 
         return CountSolution(
             rate=f,
-            n={k: float(x[c]) for k, c in self.n_cols.items() if x[c] > 1e-9},
-            d={k: dist(r) for k, r in self.d_cols.items()},
-            z={k: float(x[c]) for k, c in self.z_cols.items() if x[c] > 1e-9},
+            n={k: float(x[c]) / share[k[0]] for k, c in self.n_cols.items()
+               if share[k[0]] > EPS and x[c] > 1e-9 * share[k[0]]},
+            d={k: {p: v / share[k[0]] for p, v in dist(r).items()} if share[k[0]] > EPS else {}
+               for k, r in self.d_cols.items()},
+            z={k: float(x[c]) / share[k[0]] for k, c in self.z_cols.items()
+               if share[k[0]] > EPS and x[c] > 1e-9 * share[k[0]]},
             segment={k: dist(r) for k, r in self.seg_cols.items()},
             stream={k: dist(r) for k, r in self.stream_cols.items()},
         )

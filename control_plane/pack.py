@@ -19,7 +19,8 @@ scored by its true rate and the best is kept.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+import random
+from collections import defaultdict, deque
 
 from control_plane.count_lp import CountLP, CountSolution
 from control_plane.paths import PathSets, arcs
@@ -27,6 +28,7 @@ from control_plane.plan import Flow, Plan
 from control_plane.topology import Topology
 
 EPS = 1e-9
+RESTARTS = 4  # randomized largest-fan-in-first packings per target rate
 Path_ = tuple[str, ...]
 
 
@@ -139,41 +141,68 @@ class Packer:
         return flow
 
     def place(self, s: str, w: str) -> bool:
-        """Best option for a leftover pair: an open stream, a new stream, the direct route."""
+        """Best option for a leftover pair: an open stream with room, an open stream made
+        room for by a chain of moves (neither costs the PS anything), a new stream at the
+        candidate switch with the most room, the direct route."""
         ci = self.cls_of[w]
         cands = self.paths.switches_between(self.paths.classes[ci].rep, s)
         lp = self.guide.n if self.guide else {}
         open_ = [v for v in cands if (s, v) in self.stream]
         open_.sort(key=lambda v: (-lp.get((s, ci, v), 0.0), -self.node[v]))
-        for v in open_:
-            if self.aggregate(s, w, v):
-                return True
+        if any(self.aggregate(s, w, v) for v in open_) or self.chain(s, w):
+            return True
         fresh = [v for v in cands if (s, v) not in self.stream]
         fresh.sort(key=lambda v: (-self.node[v], -lp.get((s, ci, v), 0.0)))
-        for v in fresh:
+        return any(self.aggregate(s, w, v) for v in fresh) or self.direct(s, w)
+
+    def chain(self, s: str, w: str) -> bool:
+        """Augmenting path for a pair whose open streams sit on full switches: a breadth-first
+        search over switches for a chain of moves (a flow aggregated at one switch moves to
+        another open stream of its own PS) that ends at a switch with room; applied from the
+        end, so each move finds the room the next one freed.  This is what a max-flow
+        assignment of pairs to open streams does; undone if a path does not fit."""
+        ci = self.cls_of[w]
+        start = [v for v in self.paths.switches_between(self.paths.classes[ci].rep, s)
+                 if (s, v) in self.stream]
+        parent: dict[str, tuple[str, tuple[str, str]] | None] = {v: None for v in start}
+        incoming = {v: self.unit[s] for v in start}
+        queue = deque(start)
+        while queue:
+            v = queue.popleft()
+            if parent[v] is not None and self.node[v] >= incoming[v] - EPS:
+                return self._apply_chain(s, w, v, parent)
+            for s2, w2 in sorted(self.at_switch[v]):
+                if self.node[v] + self.unit[s2] < incoming[v] - EPS:
+                    continue  # moving it away would not free enough
+                rep2 = self.paths.classes[self.cls_of[w2]].rep
+                for v2 in self.paths.switches_between(rep2, s2):
+                    if v2 not in parent and (s2, v2) in self.stream:
+                        parent[v2] = (v, (s2, w2))
+                        incoming[v2] = self.unit[s2]
+                        queue.append(v2)
+        return False
+
+    def _apply_chain(self, s: str, w: str, end: str,
+                     parent: dict[str, tuple[str, tuple[str, str]] | None]) -> bool:
+        moves = []
+        v = end
+        while parent[v] is not None:
+            prev, pair = parent[v]
+            moves.append((pair, v))
+            v = prev
+        done: list[tuple[Flow, tuple[str, str]]] = []  # (old flow, pair) to undo
+        for (s2, w2), target in moves:
+            old = self.remove(s2, w2)
+            if not self.aggregate(s2, w2, target):
+                self._restore(old)
+                break
+            done.append((old, (s2, w2)))
+        else:
             if self.aggregate(s, w, v):
                 return True
-        return self.direct(s, w)
-
-    def repair(self, s: str, w: str) -> bool:
-        """Make room at one of (s, w)'s open streams by moving another aggregated flow to a
-        different open stream of its own PS, then place (s, w) there."""
-        ci = self.cls_of[w]
-        cands = self.paths.switches_between(self.paths.classes[ci].rep, s)
-        for v in (v for v in cands if (s, v) in self.stream):
-            for s2, w2 in sorted(self.at_switch[v], key=lambda p: -self.unit[p[0]]):
-                if (s2, w2) == (s, w) or self.fan.get((s2, v), 0) <= 1:
-                    continue
-                old = self.remove(s2, w2)
-                rep2 = self.paths.classes[self.cls_of[w2]].rep
-                moved = any(self.aggregate(s2, w2, v2)
-                            for v2 in self.paths.switches_between(rep2, s2)
-                            if v2 != v and (s2, v2) in self.stream)
-                if moved:
-                    if self.aggregate(s, w, v):
-                        return True
-                    self.remove(s2, w2)
-                self._restore(old)
+        for old, pair in reversed(done):
+            self.remove(*pair)
+            self._restore(old)
         return False
 
     def _restore(self, flow: Flow) -> None:
@@ -216,7 +245,66 @@ class Packer:
                             want -= 1
         for s in sorted(topo.pss, key=lambda s: self.node[s]):
             for w in topo.workers:
-                if (s, w) not in self.flow and not self.place(s, w) and not self.repair(s, w):
+                if (s, w) not in self.flow and not self.place(s, w):
+                    return False
+        return True
+
+    def run_fanin(self, rng: random.Random | None = None) -> bool:
+        """Largest fan-in first: repeatedly open the stream (s, v) that can take the most
+        still-unplaced workers of s (limited by v's room), filling it with workers of the
+        classes that have the fewest unplaced members for s (so that whole classes stay
+        together for the small streams at their own switch later); ties go to the LP's
+        choice.  Then the leftovers as in `run`."""
+        topo, paths = self.topo, self.paths
+        lp = self.guide
+        cand: dict[tuple[str, str], list[int]] = defaultdict(list)  # (s, v) -> classes
+        for s in topo.pss:
+            for ci, cls in enumerate(paths.classes):
+                for v in paths.switches_between(cls.rep, s):
+                    cand[(s, v)].append(ci)
+        left = {(s, ci): list(cls.members) for s in topo.pss
+                for ci, cls in enumerate(paths.classes)}
+        weight = defaultdict(float)
+        if lp is not None:
+            for (s, _, v), n in lp.n.items():
+                weight[(s, v)] += n
+
+        def potential(s: str, v: str) -> int:
+            unit = self.unit[s]
+            slots = math.floor(self.node[v] / unit + 1e-9) if unit > EPS else 10**9
+            return min(slots, sum(len(left[(s, ci)]) for ci in cand[(s, v)]))
+
+        while True:
+            pots = {key: potential(*key) for key in cand if key not in self.stream}
+            contest: dict[str, int] = defaultdict(int)
+            for (_, v), k in pots.items():
+                contest[v] += k >= 2
+            uncovered = {s: sum(len(left[(s, ci)]) for ci in range(len(paths.classes)))
+                         for s in topo.pss}
+            pressure = {s: uncovered[s] / max(self.node[s] / self.unit[s], 0.5)
+                        if self.unit[s] > EPS else 0.0 for s in topo.pss}
+            best, best_key = None, None
+            for (s, v), k in pots.items():
+                key = (k, pressure[s] * (1 + 0.3 * rng.random()) if rng else pressure[s],
+                       -contest[v], weight[(s, v)])
+                if k >= 2 and (best_key is None or key > best_key):
+                    best, best_key = (s, v), key
+            if best is None:
+                break
+            s, v = best
+            placed = 0
+            for ci in sorted(cand[(s, v)], key=lambda c: (len(left[(s, c)]) or 10**9)):
+                for w in list(left[(s, ci)]):
+                    if placed >= best_key[0]:
+                        break
+                    if self.aggregate(s, w, v):
+                        left[(s, ci)].remove(w)
+                        placed += 1
+            if placed == 0:
+                cand[(s, v)] = []  # cannot open here (PS or links full)
+        for s in sorted(topo.pss, key=lambda s: self.node[s]):
+            for w in topo.workers:
+                if (s, w) not in self.flow and not self.place(s, w):
                     return False
         return True
 
@@ -232,17 +320,28 @@ class Packer:
 
 
 def pack(topo: Topology, paths: PathSets, split: dict[str, float], f: float,
-         guide: CountSolution | None, scheme: str) -> Plan | None:
-    """A plan whose loads fit at rate f, or None if the packing finds none."""
+         guide: CountSolution | None, scheme: str, restarts: int = RESTARTS) -> Plan | None:
+    """A plan whose loads fit at rate f, or None if no packing finds one: the LP-guided
+    packing, then largest-fan-in-first, then `restarts` of it with seeded random tie-breaks
+    between PSs (each takes milliseconds; the LP solve at f costs more)."""
     packer = Packer(topo, paths, split, f, guide)
-    return packer.plan(scheme) if packer.run() else None
+    if packer.run():
+        return packer.plan(scheme)
+    rng = random.Random(0)
+    for i in range(restarts + 1):
+        packer = Packer(topo, paths, split, f, guide)
+        if packer.run_fanin(rng if i else None):
+            return packer.plan(scheme)
+    return None
 
 
-def best_pack(lp: CountLP, lo: float, top: float, scheme: str, rel: float = 1e-3) -> Plan | None:
-    """The best plan packed at a target rate in [lo, top] (top: the count LP's bound), each
-    packing guided by the count LP at its target.  Targets: `top` first, then a binary search
-    over the breakpoints below it (equal split; otherwise bisection to `rel`).  A greedy's
-    success is not monotone in f, so every packed plan is scored by its true rate."""
+def best_pack(lp: CountLP, lo: float, top: float, scheme: str, tries: int = 8,
+              rel: float = 1e-3) -> Plan | None:
+    """The best plan packed for the LP's current split at a target rate in [lo, top] (top:
+    the count LP's bound), each packing guided by the count LP at its target.  Targets from
+    the top down: with an equal split the breakpoints (a plan's rate is always one), else
+    steps of `rel`; after `tries` failures a binary search below.  A greedy's success is not
+    monotone in f, so every packed plan is scored by its true rate."""
     topo, paths, split = lp.topo, lp.paths, lp.split
     best: Plan | None = None
 
@@ -254,19 +353,26 @@ def best_pack(lp: CountLP, lo: float, top: float, scheme: str, rel: float = 1e-3
             best = plan
         return plan is not None
 
-    if attempt(top):
-        return best
     if lp.equal:
-        cands = [c for c in lp.breakpoints(lo, top) if c < top]
-        a, b = 0, len(cands) - 1
+        cands = sorted(lp.breakpoints(lo, top), reverse=True)
+        for f in cands[:tries]:
+            if attempt(f):
+                return best
+        rest = sorted(cands[tries:])
+        a, b = 0, len(rest) - 1
         while a <= b:
             mid = (a + b) // 2
-            if attempt(cands[mid]):
+            if attempt(rest[mid]):
                 a = mid + 1
             else:
                 b = mid - 1
         return best
-    hi = top
+    f = top
+    for _ in range(tries):
+        if attempt(f):
+            return best
+        f *= 1 - rel
+    hi = f
     while hi > lo * (1 + rel) and lo > 0:
         mid = (lo + hi) / 2
         if attempt(mid):

@@ -68,16 +68,15 @@ def _resplit(plan: Plan) -> Plan:
     return better if better.rate >= plan.rate else plan
 
 
-def _count_round(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str,
-                 lo: float, hi: float) -> tuple[Plan | None, float, dict]:
+def _count_round(lp: CountLP, split: dict[str, float], scheme: str, lo: float,
+                 hi: float) -> tuple[Plan | None, float, dict]:
     """Count LP and packing for one split: (best packed plan or None, the split's bound,
-    what it took).  `lo`: a rate some plan with this split reaches (or 0); `hi`: a rate no
-    plan reaches."""
-    lp = CountLP(topo, paths, split)
+    what it took).  `lo`: a rate some plan reaches (or 0); `hi`: a rate no plan reaches."""
+    lp.use_split(split)
     bound = lp.bound(lo, hi)
-    plan = best_pack(lp, max(lo, bound.rate / 8), bound.rate, scheme)
+    plan = best_pack(lp, max(lo, bound.rate / 2), bound.rate, scheme)
     info = {"bound": bound.rate, "packed": plan.rate if plan else None,
-            "lp_solves": len(lp.solved), "lp_size": bound.size}
+            "lp_solves": len(lp.solved)}
     return plan, bound.rate, info
 
 
@@ -93,6 +92,7 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
     its own split."""
     small = len(topo.workers) * len(topo.pss) <= MILP_MAX_FLOWS
     budget = SMALL_ROUNDS if small else ROUNDS
+    lp = CountLP(topo, paths)
     best: Plan | None = None
     tried: set[tuple[float, ...]] = set()
     todo: list[tuple[dict[str, float], Plan | None]] = [(split, None)]
@@ -104,7 +104,7 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
             continue
         tried.add(key)
         floor = carried.rate if carried else 0.0
-        plan, bound, info = _count_round(topo, paths, x, scheme, floor, eq2)
+        plan, bound, info = _count_round(lp, x, scheme, floor, eq2)
         steps.append(info)
         found = max((p for p in (plan, carried) if p is not None), key=lambda p: p.rate,
                     default=None)
@@ -124,7 +124,8 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
     if best is None:  # no packing fitted (not seen so far): Alg. 2's draws never fail
         return _paper(topo, paths, split, 0, 32, scheme, resplit)
     best.meta["rounding"] = "count-lp"
-    best.meta["count_lp"] = steps
+    best.meta["count_lp"] = {"size": lp.size, "build_ms": int(lp.build_seconds * 1000),
+                             "steps": steps}
     return best
 
 

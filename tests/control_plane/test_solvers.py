@@ -135,7 +135,8 @@ def test_count_lp_bound_is_valid_and_tight_for_the_equal_split(leaves, spines, h
     equal = {s: 0.5 for s in t.pss}
     exact = solve_milp(t, paths, split=equal)
     assert exact.meta["milp_optimal"]
-    lp = CountLP(t, paths, equal)
+    lp = CountLP(t, paths)
+    lp.use_split(equal)
     bound = lp.bound(0.0, l_inart(t).rate).rate
     assert bound >= exact.rate * (1 - 1e-6)  # valid: no plan with the split beats it
     assert lp.feasible_at(bound * (1 + 1e-6)) is None
@@ -159,7 +160,9 @@ def test_count_lp_bound_below_paper_lp_and_above_plan():
     t = fattree(4, ps=4, preset="heterogeneous", seed=2)
     paths = PathSets(t)
     equal = {s: 0.25 for s in t.pss}
-    count = CountLP(t, paths, equal).bound(0.0, l_inart(t).rate).rate
+    lp = CountLP(t, paths)
+    lp.use_split(equal)
+    count = lp.bound(0.0, l_inart(t).rate).rate
     paper = InArtLP(t, paths).solve(equal).rate
     plan = solve(t, "r-inart", paths=paths)
     assert plan.rate <= count + 1e-6 <= paper + 2e-6
