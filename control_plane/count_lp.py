@@ -38,7 +38,7 @@ from control_plane.paths import PathSets, arcs
 from control_plane.topology import Topology
 
 EPS = 1e-9
-BISECT_REL = 2e-4  # bound precision: the bisection stops when hi/lo - 1 is below this
+BISECT_REL = 1e-3  # bound precision (unequal splits): bisection stops at hi/lo - 1 below this
 
 
 def floor_cap(capacity: float, unit: float, limit: float) -> float:
@@ -85,6 +85,8 @@ class CountLP:
     def __init__(self, topo: Topology, paths: PathSets) -> None:
         t0 = time.perf_counter()
         self.topo, self.paths = topo, paths
+        self.pss = topo.pss  # Topology sorts on every access
+        self.flows_max = len(topo.workers) + len(topo.switches)
         self.classes = paths.classes
         self.model = m = LPModel()
         S = topo.pss
@@ -169,7 +171,7 @@ class CountLP:
         if split == self.split:
             return
         self.split = dict(split)
-        shares = [split[s] for s in self.topo.pss]
+        shares = [split[s] for s in self.pss]
         self.equal = max(shares) - min(shares) <= 1e-12
         self.solved = {}
         rows = list(self.demand_rows.values())
@@ -183,7 +185,7 @@ class CountLP:
     def _caps(self, f: float) -> None:
         """Set every rate-dependent bound and fan-in coefficient for target rate f."""
         topo, split, m = self.topo, self.split, self.model
-        share = split[topo.pss[0]]
+        share = split[self.pss[0]]
 
         def cap(spare: float) -> float:
             """A switch or link row's bound: integer flows of one share when all are equal."""
@@ -198,7 +200,7 @@ class CountLP:
         for s, row in self.ps_rows.items():
             rows.append(row)
             upper.append(split[s] * floor_cap(topo.nodes[s].spare, f * split[s],
-                                              len(topo.workers) + len(topo.switches)))
+                                              self.flows_max))
         for arc, row in self.link_rows.items():
             rows.append(row)
             upper.append(cap(topo.links[arc].spare))
@@ -249,7 +251,7 @@ class CountLP:
             add(topo.nodes[s].spare, x)
         if self.equal:
             for arc in self.link_rows:
-                add(topo.links[arc].spare, self.split[topo.pss[0]])
+                add(topo.links[arc].spare, self.split[self.pss[0]])
         if lo < self.uplink <= hi:
             out.add(self.uplink)
         return sorted(out)

@@ -46,6 +46,7 @@ class Packer:
         self.flow: dict[tuple[str, str], Flow] = {}
         self.cls_of = {w: ci for ci, c in enumerate(paths.classes) for w in c.members}
         self.at_switch: dict[str, set[tuple[str, str]]] = defaultdict(set)  # v -> {(s, w)}
+        self.pss, self.workers = topo.pss, topo.workers  # sorted on every access
 
     # -- capacity bookkeeping ----------------------------------------------------------------
     def _fits_path(self, path: Path_, need: float) -> bool:
@@ -153,9 +154,42 @@ class Packer:
             return True
         fresh = [v for v in cands if (s, v) not in self.stream]
         fresh.sort(key=lambda v: (-self.node[v], -lp.get((s, ci, v), 0.0)))
-        return any(self.aggregate(s, w, v) for v in fresh) or self.direct(s, w)
+        if any(self.aggregate(s, w, v) for v in fresh) or self.direct(s, w):
+            return True
+        return self.merge(s) and (any(self.aggregate(s, w, v) for v in fresh) or
+                                  self.direct(s, w))
 
-    def chain(self, s: str, w: str) -> bool:
+    def merge(self, s: str) -> bool:
+        """Free one unit of PS s: empty its smallest stream into its other open streams
+        (directly or by chains of moves), which closes it.  Undone if that fails."""
+        for key in sorted((k for k in self.fan if k[0] == s), key=lambda k: self.fan[k]):
+            v = key[1]
+            members = [pair for pair in self.at_switch[v] if pair[0] == s]
+            moved: list[tuple[Flow, tuple[str, str]]] = []
+            for pair in members:
+                old = self.remove(*pair)
+                if self._rehome(pair, v):
+                    moved.append((old, pair))
+                    continue
+                self._restore(old)
+                for back, again in reversed(moved):
+                    self.remove(*again)
+                    self._restore(back)
+                break
+            else:
+                return True
+        return False
+
+    def _rehome(self, pair: tuple[str, str], avoid: str) -> bool:
+        """Place an aggregated pair at another open stream of its PS than `avoid`."""
+        s, w = pair
+        rep = self.paths.classes[self.cls_of[w]].rep
+        others = [u for u in self.paths.switches_between(rep, s)
+                  if u != avoid and (s, u) in self.stream]
+        others.sort(key=lambda u: -self.node[u])
+        return any(self.aggregate(s, w, u) for u in others) or self.chain(s, w, avoid)
+
+    def chain(self, s: str, w: str, avoid: str | None = None) -> bool:
         """Augmenting path for a pair whose open streams sit on full switches: a breadth-first
         search over switches for a chain of moves (a flow aggregated at one switch moves to
         another open stream of its own PS) that ends at a switch with room; applied from the
@@ -163,7 +197,7 @@ class Packer:
         assignment of pairs to open streams does; undone if a path does not fit."""
         ci = self.cls_of[w]
         start = [v for v in self.paths.switches_between(self.paths.classes[ci].rep, s)
-                 if (s, v) in self.stream]
+                 if (s, v) in self.stream and v != avoid]
         parent: dict[str, tuple[str, tuple[str, str]] | None] = {v: None for v in start}
         incoming = {v: self.unit[s] for v in start}
         queue = deque(start)
@@ -176,7 +210,7 @@ class Packer:
                     continue  # moving it away would not free enough
                 rep2 = self.paths.classes[self.cls_of[w2]].rep
                 for v2 in self.paths.switches_between(rep2, s2):
-                    if v2 not in parent and (s2, v2) in self.stream:
+                    if v2 not in parent and v2 != avoid and (s2, v2) in self.stream:
                         parent[v2] = (v, (s2, w2))
                         incoming[v2] = self.unit[s2]
                         queue.append(v2)
@@ -227,7 +261,7 @@ class Packer:
 
     # -- the whole packing -------------------------------------------------------------------
     def run(self) -> bool:
-        topo, paths, guide = self.topo, self.paths, self.guide
+        paths, guide = self.paths, self.guide
         if guide is not None:
             per_stream: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
             for (s, ci, v), n in guide.n.items():
@@ -243,8 +277,8 @@ class Packer:
                             if not self.aggregate(s, w, v):
                                 break
                             want -= 1
-        for s in sorted(topo.pss, key=lambda s: self.node[s]):
-            for w in topo.workers:
+        for s in sorted(self.pss, key=lambda s: self.node[s]):
+            for w in self.workers:
                 if (s, w) not in self.flow and not self.place(s, w):
                     return False
         return True
@@ -255,62 +289,69 @@ class Packer:
         classes that have the fewest unplaced members for s (so that whole classes stay
         together for the small streams at their own switch later); ties go to the LP's
         choice.  Then the leftovers as in `run`."""
-        topo, paths = self.topo, self.paths
-        lp = self.guide
+        paths = self.paths
+        pss, classes = self.pss, paths.classes
         cand: dict[tuple[str, str], list[int]] = defaultdict(list)  # (s, v) -> classes
-        for s in topo.pss:
-            for ci, cls in enumerate(paths.classes):
-                for v in paths.switches_between(cls.rep, s):
+        where: dict[tuple[str, int], list[str]] = {}  # (s, class) -> candidate switches
+        for s in pss:
+            for ci, cls in enumerate(classes):
+                where[(s, ci)] = paths.switches_between(cls.rep, s)
+                for v in where[(s, ci)]:
                     cand[(s, v)].append(ci)
-        left = {(s, ci): list(cls.members) for s in topo.pss
-                for ci, cls in enumerate(paths.classes)}
-        weight = defaultdict(float)
-        if lp is not None:
-            for (s, _, v), n in lp.n.items():
+        left = {(s, ci): list(cls.members) for s in pss for ci, cls in enumerate(classes)}
+        count = {key: sum(len(left[(key[0], ci)]) for ci in cis) for key, cis in cand.items()}
+        uncovered = {s: len(self.workers) for s in pss}
+        weight: dict[tuple[str, str], float] = defaultdict(float)
+        if self.guide is not None:
+            for (s, _, v), n in self.guide.n.items():
                 weight[(s, v)] += n
 
         def potential(s: str, v: str) -> int:
             unit = self.unit[s]
             slots = math.floor(self.node[v] / unit + 1e-9) if unit > EPS else 10**9
-            return min(slots, sum(len(left[(s, ci)]) for ci in cand[(s, v)]))
+            return min(slots, count[(s, v)])
 
         while True:
             pots = {key: potential(*key) for key in cand if key not in self.stream}
             contest: dict[str, int] = defaultdict(int)
             for (_, v), k in pots.items():
                 contest[v] += k >= 2
-            uncovered = {s: sum(len(left[(s, ci)]) for ci in range(len(paths.classes)))
-                         for s in topo.pss}
             pressure = {s: uncovered[s] / max(self.node[s] / self.unit[s], 0.5)
-                        if self.unit[s] > EPS else 0.0 for s in topo.pss}
+                        if self.unit[s] > EPS else 0.0 for s in pss}
             best, best_key = None, None
             for (s, v), k in pots.items():
-                key = (k, pressure[s] * (1 + 0.3 * rng.random()) if rng else pressure[s],
-                       -contest[v], weight[(s, v)])
-                if k >= 2 and (best_key is None or key > best_key):
+                if k < 2:
+                    continue
+                noise = 1 + 0.3 * rng.random() if rng else 1.0
+                key = (k, pressure[s] * noise, -contest[v], weight[(s, v)])
+                if best_key is None or key > best_key:
                     best, best_key = (s, v), key
             if best is None:
                 break
             s, v = best
             placed = 0
-            for ci in sorted(cand[(s, v)], key=lambda c: (len(left[(s, c)]) or 10**9)):
+            for ci in sorted(cand[(s, v)], key=lambda c: len(left[(s, c)]) or 10**9):
                 for w in list(left[(s, ci)]):
                     if placed >= best_key[0]:
                         break
                     if self.aggregate(s, w, v):
                         left[(s, ci)].remove(w)
                         placed += 1
+                        uncovered[s] -= 1
+                        for u in where[(s, ci)]:
+                            count[(s, u)] -= 1
             if placed == 0:
                 cand[(s, v)] = []  # cannot open here (PS or links full)
-        for s in sorted(topo.pss, key=lambda s: self.node[s]):
-            for w in topo.workers:
+                count[(s, v)] = 0
+        for s in sorted(self.pss, key=lambda s: self.node[s]):
+            for w in self.workers:
                 if (s, w) not in self.flow and not self.place(s, w):
                     return False
         return True
 
     def plan(self, scheme: str) -> Plan:
-        order = {s: i for i, s in enumerate(self.topo.pss)}
-        windex = {w: i for i, w in enumerate(self.topo.workers)}
+        order = {s: i for i, s in enumerate(self.pss)}
+        windex = {w: i for i, w in enumerate(self.workers)}
         flows = sorted(self.flow.values(), key=lambda fl: (order[fl.ps], windex[fl.worker]))
         stream_paths = {f"{v}->{s}": list(p) for (s, v), p in self.stream.items()}
         plan = Plan(scheme, self.topo, dict(self.split), flows,
@@ -335,48 +376,65 @@ def pack(topo: Topology, paths: PathSets, split: dict[str, float], f: float,
     return None
 
 
-def best_pack(lp: CountLP, lo: float, top: float, scheme: str, tries: int = 8,
-              rel: float = 1e-3) -> Plan | None:
+def best_pack(lp: CountLP, lo: float, top: float, scheme: str, restarts: int = RESTARTS,
+              tries: int = 4, gap: float = 4e-3) -> Plan | None:
     """The best plan packed for the LP's current split at a target rate in [lo, top] (top:
-    the count LP's bound), each packing guided by the count LP at its target.  Targets from
-    the top down: with an equal split the breakpoints (a plan's rate is always one), else
-    steps of `rel`; after `tries` failures a binary search below.  A greedy's success is not
-    monotone in f, so every packed plan is scored by its true rate."""
+    the count LP's bound).  Targets: the top, then `tries` more from the top down, then a
+    binary search below; with an equal split they are breakpoints (a plan's rate is always
+    one), each at least `gap` below the previous (a packing's true rate is often above its
+    target, so closer targets rarely add a plan).  Each packing is guided by the LP at its
+    own target (a warm re-solve: guidance from a higher rate packs worse, e.g. 5.40 instead
+    of 6.00 on fattree:6 heterogeneous seed 0).  A greedy's success is not monotone in f,
+    so every packed plan is scored by its true rate."""
     topo, paths, split = lp.topo, lp.paths, lp.split
     best: Plan | None = None
 
     def attempt(f: float) -> bool:
         nonlocal best
         sol = lp.feasible_at(f)
-        plan = pack(topo, paths, split, f, sol, scheme) if sol is not None else None
+        plan = pack(topo, paths, split, f, sol, scheme, restarts) if sol is not None else None
         if plan is not None and (best is None or plan.rate > best.rate):
             best = plan
         return plan is not None
 
     if lp.equal:
-        cands = sorted(lp.breakpoints(lo, top), reverse=True)
-        for f in cands[:tries]:
-            if attempt(f):
-                return best
-        rest = sorted(cands[tries:])
-        a, b = 0, len(rest) - 1
-        while a <= b:
-            mid = (a + b) // 2
-            if attempt(rest[mid]):
-                a = mid + 1
-            else:
-                b = mid - 1
-        return best
-    f = top
-    for _ in range(tries):
+        raw = sorted(lp.breakpoints(lo, top), reverse=True)
+    else:
+        raw = [top * (1 - gap) ** i for i in range(int(math.log(max(lo, 1e-9) / top)
+                                                       / math.log(1 - gap)) + 1)]
+    cands: list[float] = []
+    for f in raw:
+        if not cands or f <= cands[-1] * (1 - gap):
+            cands.append(f)
+    for f in cands[:tries + 1]:
         if attempt(f):
             return best
-        f *= 1 - rel
-    hi = f
-    while hi > lo * (1 + rel) and lo > 0:
+    rest = sorted(cands[tries + 1:])
+    a, b = 0, len(rest) - 1
+    while a <= b:
+        mid = (a + b) // 2
+        if attempt(rest[mid]):
+            a = mid + 1
+        else:
+            b = mid - 1
+    return best
+
+
+def pack_search(topo: Topology, paths: PathSets, split: dict[str, float], hi: float,
+                scheme: str, steps: int = 12) -> Plan | None:
+    """Without an LP (instances too large for one): bisection on the target rate in
+    (0, hi] with largest-fan-in-first packing alone; the best plan by its true rate."""
+    lo, best = 0.0, None
+    for _ in range(steps):
         mid = (lo + hi) / 2
-        if attempt(mid):
-            lo = max(mid, best.rate if best else mid)
+        packer = Packer(topo, paths, split, mid, None)
+        if packer.run_fanin():
+            plan = packer.plan(scheme)
+            if best is None or plan.rate > best.rate:
+                best = plan
+            lo = max(mid, plan.rate)
         else:
             hi = mid
+        if hi <= lo * (1 + 1e-3):
+            break
     return best

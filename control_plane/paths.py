@@ -58,6 +58,9 @@ class PathSets:
         }
         self.all = lru_cache(maxsize=None)(self._enumerate)
         self.get = lru_cache(maxsize=None)(self._pick)
+        self.switches_between = lru_cache(maxsize=None)(self._switches_between)
+        self._dist_to = lru_cache(maxsize=None)(self._distances)  # one BFS per destination
+        self._hops: dict[str, dict[str, list[str]]] = {}
 
     @cached_property
     def classes(self) -> list[WorkerClass]:
@@ -74,7 +77,7 @@ class PathSets:
             classes.append(WorkerClass(members[0], tuple(members), single, max(uplink, 0.0)))
         return classes
 
-    def _dist_to(self, dst: str) -> dict[str, int]:
+    def _distances(self, dst: str) -> dict[str, int]:
         """Hop distance to dst along arcs, entering dst or traversing switches only."""
         dist = {dst: 0}
         frontier = [dst]
@@ -92,17 +95,17 @@ class PathSets:
 
     def _pick(self, src: str, dst: str) -> tuple[Path_, ...]:
         """Up to k of the minimum-hop paths, each sharing the fewest links with those chosen."""
-        pool = list(self.all(src, dst))
+        pool = [(p, set(arcs(p))) for p in self.all(src, dst)]
         chosen: list[Path_] = []
         used: set[tuple[str, str]] = set()
         while pool and len(chosen) < self.k:
-            best = min(pool, key=lambda p: sum(a in used for a in arcs(p)))
+            best = min(pool, key=lambda item: len(item[1] & used))
             pool.remove(best)
-            chosen.append(best)
-            used.update(arcs(best))
+            chosen.append(best[0])
+            used |= best[1]
         return tuple(chosen)
 
-    def switches_between(self, src: str, dst: str) -> list[str]:
+    def _switches_between(self, src: str, dst: str) -> list[str]:
         """Candidate aggregation switches for src -> dst: those on any minimum-hop path
         ("all"), on the k chosen paths ("chosen"), or every switch ("any": a detour is fine)."""
         if self.candidates == "any":
@@ -114,31 +117,30 @@ class PathSets:
         return sorted(found, key=natural_key)
 
     def _enumerate(self, src: str, dst: str) -> tuple[Path_, ...]:
+        """All minimum-hop paths (up to ENUM_LIMIT) in natural id order, depth first."""
         if src == dst:
             return ((src,),)
         dist = self._dist_to(dst)
         if src not in dist:
             raise TopologyError(f"no path from '{src}' to '{dst}' through switches")
+        hops = self._hops.setdefault(dst, {})  # next hops on the distance DAG, filled lazily
+        nodes, succ = self.topo.nodes, self._succ
+
+        def downhill(u: str) -> list[str]:
+            if u not in hops:
+                hops[u] = [v for v in succ[u] if dist.get(v) == dist[u] - 1 and
+                           (v == dst or nodes[v].kind == "switch")]
+            return hops[u]
+
         out: list[Path_] = []
-
-        def walk(path: list[str]) -> None:
-            u = path[-1]
-            if u == dst:
-                out.append(tuple(path))
-                return
-            for nxt in self._succ[u]:
-                if len(out) >= ENUM_LIMIT:
-                    return
-                if dist.get(nxt) == dist[u] - 1 and (
-                    nxt == dst or self.topo.nodes[nxt].kind == "switch"
-                ):
-                    path.append(nxt)
-                    walk(path)
-                    path.pop()
-
-        walk([src])
+        stack: list[Path_] = [(src,)]
+        while stack and len(out) < ENUM_LIMIT:
+            path = stack.pop()
+            if path[-1] == dst:
+                out.append(path)
+                continue
+            stack.extend(path + (v,) for v in reversed(downhill(path[-1])))
         return tuple(out)
-
 
 def arcs(path: Path_) -> list[tuple[str, str]]:
     """The directed links a path uses."""

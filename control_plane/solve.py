@@ -25,6 +25,7 @@ Schemes (names used on the CLI and in plan JSON):
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -34,7 +35,7 @@ from control_plane.count_lp import CountLP
 from control_plane.l_inart import l_inart
 from control_plane.lp_inart import InArtLP
 from control_plane.milp import solve_milp
-from control_plane.pack import best_pack
+from control_plane.pack import best_pack, pack_search
 from control_plane.paths import PathSets
 from control_plane.plan import Plan
 from control_plane.resplit import best_split
@@ -56,9 +57,10 @@ ROUNDINGS = ("best", "paper")
 PAPER_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
 MILP_MAX_FLOWS = 64
 CUT_ROUNDS = 3  # paper rounding: LP re-solves with fan-in cuts at the best rate so far
-ROUNDS = 3  # count LPs per split search (count rounding)
+ROUNDS = 2  # count LPs per split search (count rounding)
 SMALL_ROUNDS = 10  # the same on instances small enough for the exact MILP
 SHIFT = 0.2  # split search: a PS's share is raised by this factor when refining stalls
+LP_MAX_FLOWS = 1500  # larger instances are packed without the count LP (fattree:16: 4080)
 
 
 def _resplit(plan: Plan) -> Plan:
@@ -90,8 +92,10 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
     (`SMALL_ROUNDS` on instances with at most MILP_MAX_FLOWS pairs).  `eq2`: Eq. 2's
     optimum, which no plan exceeds.  The plan's `upper_bound` is the count LP's bound for
     its own split."""
-    small = len(topo.workers) * len(topo.pss) <= MILP_MAX_FLOWS
-    budget = SMALL_ROUNDS if small else ROUNDS
+    flows = len(topo.workers) * len(topo.pss)
+    if flows > LP_MAX_FLOWS:
+        return _large(topo, paths, split, scheme, resplit, eq2)
+    budget = SMALL_ROUNDS if flows <= MILP_MAX_FLOWS else ROUNDS
     lp = CountLP(topo, paths)
     best: Plan | None = None
     tried: set[tuple[float, ...]] = set()
@@ -127,6 +131,23 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
     best.meta["count_lp"] = {"size": lp.size, "build_ms": int(lp.build_seconds * 1000),
                              "steps": steps}
     return best
+
+
+def _large(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str,
+           resplit: bool, eq2: float) -> Plan:
+    """Instances too large for the count LP (fattree:16's takes minutes per solve): the
+    packing alone, by bisection on the rate, then the split refined once.  `upper_bound` is
+    Eq. 2's optimum or the least worker uplink, whichever is lower: both bound every plan."""
+    uplink = min((c.uplink for c in paths.classes if c.single), default=math.inf)
+    bound = min(eq2, uplink)
+    plan = pack_search(topo, paths, split, bound, scheme)
+    if plan is None:
+        return _paper(topo, paths, split, 0, 32, scheme, resplit)
+    if resplit:
+        plan = _resplit(plan)
+    plan.upper_bound = bound
+    plan.meta["rounding"] = "packing (no LP: instance too large)"
+    return plan
 
 
 def _shift(split: dict[str, float], s: str) -> dict[str, float]:
