@@ -279,8 +279,13 @@ class CountLP:
         t0 = time.perf_counter()
         before = len(self.solved)
         hi = min(hi, self.uplink)
-        outer = self.breakpoints(lo, hi, switches_only=True)
+        start = max(lo, hi / 4)  # the bound is rarely below a quarter of Eq. 2's
+        outer = self.breakpoints(start, hi, switches_only=True)
         i, best = self._last_feasible(outer)
+        if i < 0 and start > lo:
+            below = self.breakpoints(lo, start, switches_only=True)
+            i, best = self._last_feasible(below)
+            outer = below + outer
         low = outer[i] if i >= 0 else 0.0
         high = outer[i + 1] if i + 1 < len(outer) else hi
         if self.equal:

@@ -58,8 +58,9 @@ PAPER_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
 MILP_MAX_FLOWS = 64
 CUT_ROUNDS = 3  # paper rounding: LP re-solves with fan-in cuts at the best rate so far
 ROUNDS = 2  # count LPs per split search (count rounding)
-SMALL_ROUNDS = 10  # the same on instances small enough for the exact MILP
+SMALL_ROUNDS = 12  # the same on instances small enough for the exact MILP
 SHIFT = 0.2  # split search: a PS's share is raised by this factor when refining stalls
+GRID, GRID_PACKED = 0.05, 4  # small two-PS instances: split grid, and how many are packed
 LP_MAX_FLOWS = 1500  # larger instances are packed without the count LP (fattree:16: 4080)
 
 
@@ -95,11 +96,14 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
     flows = len(topo.workers) * len(topo.pss)
     if flows > LP_MAX_FLOWS:
         return _large(topo, paths, split, scheme, resplit, eq2)
-    budget = SMALL_ROUNDS if flows <= MILP_MAX_FLOWS else ROUNDS
+    small = flows <= MILP_MAX_FLOWS
+    budget = SMALL_ROUNDS if small else ROUNDS
     lp = CountLP(topo, paths)
     best: Plan | None = None
     tried: set[tuple[float, ...]] = set()
     todo: list[tuple[dict[str, float], Plan | None]] = [(split, None)]
+    if small and resplit and len(topo.pss) == 2:
+        todo += [(x, None) for x in _promising_splits(lp, topo.pss, eq2)]
     steps = []
     while todo and len(steps) < budget:
         x, carried = todo.pop(0)
@@ -148,6 +152,18 @@ def _large(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str
     plan.upper_bound = bound
     plan.meta["rounding"] = "packing (no LP: instance too large)"
     return plan
+
+
+def _promising_splits(lp: CountLP, pss: list[str], eq2: float) -> list[dict[str, float]]:
+    """Two PSs: the splits of a grid (step GRID) whose count LP bound is highest, best
+    first.  On a small instance a bound costs a few tiny LP solves; packing is what
+    costs, so only the most promising splits are packed."""
+    scored = []
+    for i in range(1, round(1 / GRID)):
+        x = {pss[0]: i * GRID, pss[1]: 1 - i * GRID}
+        lp.use_split(x)
+        scored.append((lp.bound(0.0, eq2).rate, i, x))
+    return [x for _, _, x in sorted(scored, key=lambda t: (-t[0], t[1]))[:GRID_PACKED]]
 
 
 def _shift(split: dict[str, float], s: str) -> dict[str, float]:

@@ -210,3 +210,16 @@ def test_impossible_requests_are_clear():
         solve(fattree(6), "milp")
     with pytest.raises(ValueError, match="rounding"):
         solve(fig1(), "inart", rounding="magic")
+
+
+def test_large_instances_are_packed_without_the_lp(monkeypatch):
+    import control_plane.solve as solve_module
+
+    monkeypatch.setattr(solve_module, "LP_MAX_FLOWS", 0)
+    t = fattree(4, ps=2, preset="heterogeneous", seed=1)
+    plan = solve(t, "inart", seed=1)
+    uplink = min(t.links[(w, t.tor(w))].spare for w in t.workers)
+    assert plan.upper_bound == pytest.approx(min(l_inart(t).rate, uplink))
+    assert 0 < plan.rate <= plan.upper_bound
+    assert Plan.from_dict(plan.to_dict()).rate == pytest.approx(plan.rate)
+    assert plan.rate > solve(t, "atp").rate
