@@ -82,7 +82,10 @@ class CountLP:
     zeta <= x_s.  Only the fan-in cap K(s, v) stays a coefficient.
     """
 
-    def __init__(self, topo: Topology, paths: PathSets) -> None:
+    def __init__(self, topo: Topology, paths: PathSets, class_rows: bool = True) -> None:
+        """`class_rows`: also n[s,c,v] <= |c| z[s,v] per class (valid, tighter when a stream
+        can gather several classes).  On fattree:6/8 they changed no bound but made every
+        solve 3-4x slower, so `solve` keeps them for small instances only."""
         t0 = time.perf_counter()
         self.topo, self.paths = topo, paths
         self.pss = topo.pss  # Topology sorts on every access
@@ -140,7 +143,7 @@ class CountLP:
             m.row([(c, 1.0) for _, c in route] + [(z, -1.0)], 0.0, 0.0)
         self.fan_rows = {key: m.row([(c, 1.0) for c in cols] + [(self.z_cols[key], -1.0)],
                                     upper=0.0) for key, cols in by_stream.items()}
-        for (s, ci, v), col in self.n_cols.items():
+        for (s, ci, v), col in self.n_cols.items() if class_rows else ():
             size = len(self.classes[ci].members)
             if self.candidates[(s, v)] > size:  # else the fan-in row already implies it
                 m.row([(col, 1.0), (self.z_cols[(s, v)], -float(size))], upper=0.0)
@@ -159,6 +162,7 @@ class CountLP:
         self.uplink = min((c.uplink for c in self.classes if c.single), default=math.inf)
         m.load(method="simplex")
         self._fan: list[float] = []
+        self._perturbed = False
         self.split: dict[str, float] = {}
         self.equal = False
         self.solved: dict[float, CountSolution | None] = {}  # by rate, for packing to reuse
@@ -221,10 +225,35 @@ class CountLP:
         if f > self.uplink * (1 + EPS):
             return None
         if f not in self.solved:
+            self._costs(None)
             self._caps(f)
             sol = self.model.resolve(infeasible_ok=True)
             self.solved[f] = None if sol is None else self._extract(f, sol.values)
         return self.solved[f]
+
+    def perturbed_at(self, f: float, rng: np.random.Generator) -> CountSolution | None:
+        """Another optimal-ish vertex at rate f: stream costs drawn in [1, 1.5] and small
+        random costs on aggregation, so rounding sees a different fractional structure."""
+        if self.feasible_at(f) is None:
+            return None
+        self._costs(rng)
+        sol = self.model.resolve(infeasible_ok=True)
+        return None if sol is None else self._extract(f, sol.values)
+
+    def _costs(self, rng: np.random.Generator | None) -> None:
+        """Base costs (PS load) or randomly perturbed ones."""
+        if rng is None and not self._perturbed:
+            return
+        h = self.model.highs
+        z = np.asarray(list(self.z_cols.values()), dtype=np.int32)
+        n = np.asarray(list(self.n_cols.values()), dtype=np.int32)
+        if rng is None:
+            h.changeColsCost(len(z), z, -np.ones(len(z)))
+            h.changeColsCost(len(n), n, np.zeros(len(n)))
+        else:
+            h.changeColsCost(len(z), z, -1.0 - 0.5 * rng.random(len(z)))
+            h.changeColsCost(len(n), n, 0.05 * rng.random(len(n)))
+        self._perturbed = rng is not None
 
     def breakpoints(self, lo: float, hi: float, switches_only: bool = False) -> list[float]:
         """Rates in (lo, hi] at which some integer cap changes: capacity / (x_s N).  With an

@@ -22,6 +22,8 @@ import math
 import random
 from collections import defaultdict, deque
 
+import numpy as np
+
 from control_plane.count_lp import CountLP, CountSolution
 from control_plane.paths import PathSets, arcs
 from control_plane.plan import Flow, Plan
@@ -29,6 +31,7 @@ from control_plane.topology import Topology
 
 EPS = 1e-9
 RESTARTS = 4  # randomized largest-fan-in-first packings per target rate
+PERTURB = 6  # packings of perturbed LP solutions at the top target
 Path_ = tuple[str, ...]
 
 
@@ -377,14 +380,16 @@ def pack(topo: Topology, paths: PathSets, split: dict[str, float], f: float,
 
 
 def best_pack(lp: CountLP, lo: float, top: float, scheme: str, restarts: int = RESTARTS,
-              tries: int = 4, gap: float = 4e-3) -> Plan | None:
+              tries: int = 4, gap: float = 4e-3, perturb: int = PERTURB) -> Plan | None:
     """The best plan packed for the LP's current split at a target rate in [lo, top] (top:
     the count LP's bound).  Targets: the top, then `tries` more from the top down, then a
     binary search below; with an equal split they are breakpoints (a plan's rate is always
     one), each at least `gap` below the previous (a packing's true rate is often above its
-    target, so closer targets rarely add a plan).  Each packing is guided by the LP at its
-    own target (a warm re-solve: guidance from a higher rate packs worse, e.g. 5.40 instead
-    of 6.00 on fattree:6 heterogeneous seed 0).  A greedy's success is not monotone in f,
+    target, so closer targets rarely add a plan).  When the top fails, `perturb` more LP
+    solutions there (random stream costs) are packed before going down: fattree:6
+    heterogeneous seed 0 reaches its bound 5.998 that way.  Each packing is guided by the LP
+    at its own target (a warm re-solve: guidance from a higher rate packs worse, e.g. 5.40
+    instead of 6.00 on fattree:6 heterogeneous seed 0).  A greedy's success is not monotone in f,
     so every packed plan is scored by its true rate."""
     topo, paths, split = lp.topo, lp.paths, lp.split
     best: Plan | None = None
@@ -406,7 +411,16 @@ def best_pack(lp: CountLP, lo: float, top: float, scheme: str, restarts: int = R
     for f in raw:
         if not cands or f <= cands[-1] * (1 - gap):
             cands.append(f)
-    for f in cands[:tries + 1]:
+    if cands and not attempt(cands[0]):
+        rng = np.random.default_rng(0)  # the top target again, from other LP vertices
+        for _ in range(perturb):
+            sol = lp.perturbed_at(cands[0], rng)
+            plan = pack(topo, paths, split, cands[0], sol, scheme, 1) if sol else None
+            if plan is not None:
+                return plan
+    elif cands:
+        return best
+    for f in cands[1:tries + 1]:
         if attempt(f):
             return best
     rest = sorted(cands[tries + 1:])

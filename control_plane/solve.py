@@ -98,7 +98,7 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
         return _large(topo, paths, split, scheme, resplit, eq2)
     small = flows <= MILP_MAX_FLOWS
     budget = SMALL_ROUNDS if small else ROUNDS
-    lp = CountLP(topo, paths)
+    lp = CountLP(topo, paths, class_rows=small)
     best: Plan | None = None
     tried: set[tuple[float, ...]] = set()
     todo: list[tuple[dict[str, float], Plan | None]] = [(split, None)]
