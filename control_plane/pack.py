@@ -314,28 +314,30 @@ class Packer:
             slots = math.floor(self.node[v] / unit + 1e-9) if unit > EPS else 10**9
             return min(slots, count[(s, v)])
 
+        pots = {key: potential(*key) for key in cand}
+        by_switch: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        buckets: dict[int, set[tuple[str, str]]] = defaultdict(set)  # potential -> streams
+        contest: dict[str, int] = defaultdict(int)
+        for key, k in pots.items():
+            by_switch[key[1]].append(key)
+            buckets[k].add(key)
+            contest[key[1]] += k >= 2
         while True:
-            pots = {key: potential(*key) for key in cand if key not in self.stream}
-            contest: dict[str, int] = defaultdict(int)
-            for (_, v), k in pots.items():
-                contest[v] += k >= 2
+            top = max((k for k, keys in buckets.items() if keys and k >= 2), default=None)
+            if top is None:
+                break
             pressure = {s: uncovered[s] / max(self.node[s] / self.unit[s], 0.5)
                         if self.unit[s] > EPS else 0.0 for s in pss}
-            best, best_key = None, None
-            for (s, v), k in pots.items():
-                if k < 2:
-                    continue
+
+            def rank(key: tuple[str, str], pressure: dict[str, float] = pressure) -> tuple:
                 noise = 1 + 0.3 * rng.random() if rng else 1.0
-                key = (k, pressure[s] * noise, -contest[v], weight[(s, v)])
-                if best_key is None or key > best_key:
-                    best, best_key = (s, v), key
-            if best is None:
-                break
-            s, v = best
-            placed = 0
+                return (pressure[key[0]] * noise, -contest[key[1]], weight[key], key)
+
+            s, v = max(buckets[top], key=rank)
+            placed, touched = 0, set(by_switch[v])
             for ci in sorted(cand[(s, v)], key=lambda c: len(left[(s, c)]) or 10**9):
                 for w in list(left[(s, ci)]):
-                    if placed >= best_key[0]:
+                    if placed >= top:
                         break
                     if self.aggregate(s, w, v):
                         left[(s, ci)].remove(w)
@@ -343,9 +345,17 @@ class Packer:
                         uncovered[s] -= 1
                         for u in where[(s, ci)]:
                             count[(s, u)] -= 1
+                            touched.add((s, u))
             if placed == 0:
                 cand[(s, v)] = []  # cannot open here (PS or links full)
                 count[(s, v)] = 0
+            for key in touched:  # only these potentials can have changed
+                k = 0 if key in self.stream else potential(*key)
+                if k != pots[key]:
+                    buckets[pots[key]].discard(key)
+                    buckets[k].add(key)
+                    contest[key[1]] += (k >= 2) - (pots[key] >= 2)
+                    pots[key] = k
         for s in sorted(self.pss, key=lambda s: self.node[s]):
             for w in self.workers:
                 if (s, w) not in self.flow and not self.place(s, w):
