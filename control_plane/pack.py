@@ -167,7 +167,7 @@ class Packer:
         (directly or by chains of moves), which closes it.  Undone if that fails."""
         for key in sorted((k for k in self.fan if k[0] == s), key=lambda k: self.fan[k]):
             v = key[1]
-            members = [pair for pair in self.at_switch[v] if pair[0] == s]
+            members = sorted(pair for pair in self.at_switch[v] if pair[0] == s)
             moved: list[tuple[Flow, tuple[str, str]]] = []
             for pair in members:
                 old = self.remove(*pair)
@@ -333,7 +333,7 @@ class Packer:
                 noise = 1 + 0.3 * rng.random() if rng else 1.0
                 return (pressure[key[0]] * noise, -contest[key[1]], weight[key], key)
 
-            s, v = max(buckets[top], key=rank)
+            s, v = max(sorted(buckets[top]), key=rank)  # sorted: no hash order
             placed, touched = 0, set(by_switch[v])
             for ci in sorted(cand[(s, v)], key=lambda c: len(left[(s, c)]) or 10**9):
                 for w in list(left[(s, ci)]):
