@@ -13,9 +13,13 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-# subcommand -> (module defining register(subparsers), one-line help)
+# subcommand -> (module defining register(subparsers), one-line help); "module:function" names
+# another function than register (one module may define several commands)
 COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("control_plane.cli_plan", "solve a topology with InArt and its baselines"),
+    "install": ("control_plane.cli_install", "install a plan onto running P4 switches"),
+    "uninstall": ("control_plane.cli_install:register_uninstall",
+                  "remove exactly a plan's entries from running P4 switches"),
     "bench": ("control_plane.cli_bench", "run a benchmark (solver, target, transport, ...)"),
     "demo": ("emulation.cli_demo", "run the main demo (fig1 planned and emulated)"),
     "experiment": ("host_stack.experiments.cli", "reproduce a seed paper's experiment"),
@@ -23,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),
     "shell": ("emulation.cli_shell", "p4runtime-shell on a switch of a running emulation"),
     "switch": ("emulation.cli_switch", "run one P4 switch (embedded target or bmv2) alone"),
+    "serve": ("control_plane.cli_serve", "run the controller service (gRPC API, re-planning)"),
+    "ctl": ("control_plane.cli_ctl", "talk to a running `inart serve`"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
@@ -31,12 +37,16 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "collectives": ("host_stack.collectives.bench", "ring, RAT tree, RSGCM vs torch all_reduce"),
     "target": ("emulation.targets.embedded.bench", "embedded P4 target pkt/s and RSS, beside bmv2"),
     "transport": ("host_stack.ina.bench_transport", "INA transport vs a plain UDP sender"),
+    "controller": ("control_plane.bench_controller",
+                   "inart install entries/s vs p4runtime-shell one by one (embedded, bmv2)"),
+    "replan": ("control_plane.service.bench", "inart serve: replan latency, event -> entries"),
 }
 
 
 def load_register(module: str) -> Callable[[argparse._SubParsersAction], None]:
-    """Import a command module and return its ``register`` function."""
-    return importlib.import_module(module).register
+    """Import a command module and return its ``register`` (or the named) function."""
+    name, _, function = module.partition(":")
+    return getattr(importlib.import_module(name), function or "register")
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:

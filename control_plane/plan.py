@@ -152,12 +152,18 @@ class Plan:
                 stream_paths[f"{item['switch']}->{item['ps']}"] = list(item["path"])
             except (KeyError, TypeError) as exc:
                 raise PlanError(f"plan streams[{i}]: needs switch, ps, fan_in, path") from exc
+        job, rate = data.get("job", 1), data.get("rate", 0.0)
+        if isinstance(job, bool) or not isinstance(job, int) or not 0 <= job < 1 << 16:
+            raise PlanError(f"plan 'job'={job!r}: expected an integer 0..65535 (the INA "
+                            "header's 16-bit job id)")
+        if (isinstance(rate, bool) or not isinstance(rate, int | float)
+                or not math.isfinite(rate) or rate < 0):
+            raise PlanError(f"plan 'rate'={rate!r}: expected a finite number >= 0")
         meta = dict(data.get("meta") or {})
         meta["stream_paths"] = stream_paths
         plan = cls(scheme=data["scheme"], topology=topo,
                    partition={str(k): v for k, v in data["partition"].items()}, flows=flows,
-                   rate=data.get("rate", 0.0), upper_bound=data.get("upper_bound"),
-                   job=int(data.get("job", 1)), meta=meta)
+                   rate=rate, upper_bound=data.get("upper_bound"), job=job, meta=meta)
         _validate_decisions(plan)
         declared = {(s["switch"], s["ps"]): s.get("fan_in") for s in data["streams"]}
         derived = {(s.switch, s.ps): s.fan_in for s in plan.streams}
@@ -165,7 +171,7 @@ class Plan:
             raise PlanError(f"plan 'streams': {declared} do not match the aggregated flows "
                             f"{derived} (one stream per switch and PS, fan_in = its flows)")
         loads = validate(plan)
-        if not isinstance(plan.rate, int | float) or plan.rate > loads.rate * (1 + TOLERANCE):
+        if plan.rate > loads.rate * (1 + TOLERANCE):
             raise PlanError(f"plan 'rate'={plan.rate}: its loads allow at most {loads.rate:.6g} "
                             f"(binding: {loads.binding})")
         return plan
@@ -269,4 +275,6 @@ def _check_path(topo: Topology, path: tuple[str, ...], src: str, dst: str, where
             raise PlanError(f"{where}: intermediate node {node!r} is not a switch")
     for a, b in arcs(path):
         if (a, b) not in topo.links:
-            raise PlanError(f"{where}: no link {a}->{b}")
+            have = ", ".join(f"{a}->{y}" for x, y in sorted(topo.links) if x == a)
+            raise PlanError(f"{where}: no link {a}->{b} in the topology (links from {a}: "
+                            f"{have or 'none'})")

@@ -4,10 +4,11 @@ Schemes (names used on the CLI and in plan JSON):
 - ``inart``: L-InArt split (l_inart.py), then R-InArt's LP and rounding.  With
   ``rounding="best"`` (default) the LP is the count LP (count_lp.py: LP-InArt per worker
   class with the integer caps of a target rate) and the rounding is the packing it guides
-  (pack.py), tried at the LP's bound first and then below; the split is then refined for the
-  rounded routing (resplit.py) and, if that helps, the count LP and packing run again for the
-  refined split.  ``upper_bound`` is the count LP's bound for the plan's final split: no plan
-  with that split reaches a higher rate.
+  (pack.py), tried at the LP's bound first and then below; then a search over splits
+  (`_count_inart`: refine the split for the rounded routing, raise one PS's share, and on
+  small two-PS instances the splits of a grid with the best bounds).  ``upper_bound`` is the
+  count LP's bound for the plan's final split: no plan with that split reaches a higher
+  rate.  Instances above LP_MAX_FLOWS pairs are packed without the LP (`_large`).
 - ``r-inart``: the same with the equal split kept (the paper's R-InArt).
 - ``rounding="paper"``: Alg. 2 as the paper states it, for fidelity: LP-InArt in rate
   variables (lp_inart.py) and the best of `trials` randomized roundings (rounding.py), split
@@ -89,8 +90,8 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
     split, refine the split for the rounded routing (resplit.py) and round again for the
     refined split while that gains; when it stops gaining, try the best split with one PS's
     share raised by SHIFT (a symmetric split is a fixed point of refining: fig1's equal
-    split rounds to 2.4, its optimum 2.5 needs 8/15 : 7/15).  At most `ROUNDS` count LPs
-    (`SMALL_ROUNDS` on instances with at most MILP_MAX_FLOWS pairs).  `eq2`: Eq. 2's
+    split rounds to 2.4, its optimum 2.5 is found at 7/15 : 8/15).  At most `ROUNDS` count
+    LPs (`SMALL_ROUNDS` on instances with at most MILP_MAX_FLOWS pairs).  `eq2`: Eq. 2's
     optimum, which no plan exceeds.  The plan's `upper_bound` is the count LP's bound for
     its own split."""
     flows = len(topo.workers) * len(topo.pss)
@@ -210,11 +211,16 @@ def _inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Option
     return plan
 
 
-def _r_inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
+def _fixed(topo: Topology, paths: PathSets, split: dict[str, float], seed: int, trials: int,
+           opts: Options, scheme: str) -> Plan:
+    """R-InArt with `split` kept: phase 2 alone."""
     if opts.rounding == "paper":
-        return _paper(topo, paths, equal_split(topo), seed, trials, "r-inart", False,
-                      opts.formulation)
-    return _count_inart(topo, paths, equal_split(topo), "r-inart", False, l_inart(topo).rate)
+        return _paper(topo, paths, split, seed, trials, scheme, False, opts.formulation)
+    return _count_inart(topo, paths, split, scheme, False, l_inart(topo).rate)
+
+
+def _r_inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
+    return _fixed(topo, paths, equal_split(topo), seed, trials, opts, "r-inart")
 
 
 def _joint(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
@@ -273,6 +279,30 @@ def solve(topology: Topology, scheme: str = "inart", seed: int = 0, k_paths: int
     paths = paths or PathSets(topology, k_paths)
     t0 = time.perf_counter()
     plan = SOLVERS[scheme](topology, paths, seed, trials, Options(formulation, rounding))
+    return _finished(plan, scheme, seed, t0)
+
+
+def route(topology: Topology, split: dict[str, float], scheme: str = "inart", seed: int = 0,
+          k_paths: int = 3, trials: int = 32, rounding: str = "best",
+          paths: PathSets | None = None) -> Plan:
+    """Phase 2 alone: aggregation points and paths for a given split, as ``r-inart`` does for
+    the equal one.  The service re-plans with it on network events: keeping a job's split
+    keeps the shards its PSs hold.  ``upper_bound`` holds for plans with this split."""
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding '{rounding}': expected one of {ROUNDINGS}")
+    if set(split) != set(topology.pss):
+        raise ValueError(f"split: keys {sorted(split)} must be the topology's PSs "
+                         f"{topology.pss}")
+    if any(not 0 <= x <= 1 for x in split.values()) or abs(sum(split.values()) - 1) > 1e-6:
+        raise ValueError(f"split: shares {split} must lie in [0, 1] and sum to 1")
+    paths = paths or PathSets(topology, k_paths)
+    t0 = time.perf_counter()
+    plan = _fixed(topology, paths, split, seed, trials, Options(rounding=rounding), scheme)
+    return _finished(plan, scheme, seed, t0)
+
+
+def _finished(plan: Plan, scheme: str, seed: int, t0: float) -> Plan:
+    """Validate the plan (its rate recomputed) and record how it was made."""
     plan.finalize()
     plan.scheme = scheme
     plan.meta["solve_seconds"] = round(time.perf_counter() - t0, 4)

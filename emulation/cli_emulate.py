@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from control_plane.cli_args import command, names_of
 from control_plane.repo import out_dir
 from control_plane.solve import SCHEMES
 from control_plane.topologies import build_topology
@@ -47,14 +48,12 @@ def add_emulation_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("emulate", help="run schemes on a Mininet emulation",
-                              description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command(subparsers, "emulate", "run schemes on a Mininet emulation", __doc__)
     p.add_argument("--topology", "-t", default="fig1", help="fig1 | fattree:K | leafspine:..")
     p.add_argument("--ps", type=int, default=None, help="number of PSs (fat-tree, leaf-spine)")
     p.add_argument("--workers", type=int, default=None, help="number of workers")
     p.add_argument("--preset", default=None, help="homogeneous | heterogeneous")
-    p.add_argument("--scheme", "-s", default="inart",
+    p.add_argument("--scheme", "-s", default="inart", type=names_of(SCHEMES),
                    help=f"comma-separated schemes ({', '.join(SCHEMES)})")
     p.add_argument("--find-max-rate", action="store_true",
                    help="raise the paced rate until rounds need retransmissions or the "
@@ -86,12 +85,7 @@ def comm_ratios(rows: list[dict]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    schemes = [s.strip() for s in args.scheme.split(",") if s.strip()]
-    bad = [s for s in schemes if s not in SCHEMES]
-    if bad or not schemes:
-        print(f"inart emulate: error: --scheme {args.scheme}: expected names from "
-              f"{', '.join(SCHEMES)}", file=sys.stderr)
-        return 2
+    schemes = args.scheme
     if args.rounds < 1 or args.scale <= 0:
         print("inart emulate: error: --rounds must be >= 1 and --scale > 0", file=sys.stderr)
         return 2

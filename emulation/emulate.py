@@ -14,15 +14,23 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tqdm import tqdm
+
 from control_plane.deploy.addressing import Addressing, assign
 from control_plane.deploy.entries import Compiled, compile_plan
-from control_plane.deploy.install import connect, install, summary_table
 from control_plane.deploy.pipeline import Pipeline
+from control_plane.deploy.transaction import (
+    DEFAULT_ELECTION_ID,
+    addressed_switches,
+    install,
+    open_client,
+)
 from control_plane.plan import Plan
 from control_plane.solve import solve
 from control_plane.topology import Topology
 from emulation.measure import event_names, link_bytes, summarize
 from emulation.network import Network, queue_for
+from emulation.targets.embedded.stats import StatsError, read_stats, reasons
 from emulation.traffic import JobResult, TrafficConfig, run_job
 
 STATE_FILE = Path("/tmp/inart-emulation.json")
@@ -77,31 +85,56 @@ class Emulation:
         return self.scale * 1e6
 
     def install(self, plan: Plan) -> Compiled:
+        """The plan on every switch through the deploy layer, as `inart install --reset`
+        would: a fresh pipeline (zeroed registers and counters), then all entries; a refused
+        write undoes the others and raises DeployError naming the switch and the entry."""
         compiled = compile_plan(plan, self.addr)
-        summary = install(self.addr, compiled, self.program, self.quiet)
+        with tqdm(total=compiled.total(), desc="install", unit="entry",
+                  disable=self.quiet) as bar:
+            def progress(switch: str, stage: str, count: int) -> None:
+                bar.set_postfix(switch=switch)
+                if stage == "written":
+                    bar.update(count)
+
+            install(compiled, addressed_switches(self.addr), self.program, reset=True,
+                    progress=progress)
         self.net.set_result_arp(compiled.result_addr)
         self.installed = plan.scheme
         (self.out_dir / f"entries-{plan.scheme}.txt").write_text(
-            summary_table(summary) + "\n\n" + "\n".join(
+            compiled.summary_table() + "\n\n" + "\n".join(
                 f"{sw}: {e.describe()}" for sw, s in compiled.switches.items()
                 for e in s.entries) + "\n")
         if not self.quiet:
             print(f"installed {plan.scheme}: {compiled.total()} entries/groups on "
                   f"{len(compiled.switches)} switches")
-            print(summary_table(summary))
+            print(compiled.summary_table())
         return compiled
 
     def switch_events(self) -> dict[str, dict[str, int]]:
         names = event_names()
         out = {}
+        switches = addressed_switches(self.addr)
         for sw in self.topo.switches:
-            client = connect(self.addr, sw)
+            client = open_client(switches[sw], DEFAULT_ELECTION_ID, 15.0, primary=False)
             try:
                 client.use_p4info(self.program.p4info)
                 cells = client.read_counters("InaIngress.events")
             finally:
                 client.close()
             out[sw] = {name: cells[i].packets for name, i in names.items() if i in cells}
+        return out
+
+    def target_stats(self) -> dict[str, dict]:
+        """Each embedded switch's statistics document (empty for other targets, and for a
+        switch that does not answer: the run goes on without its drop reasons)."""
+        if self.net.target != "embedded":
+            return {}
+        out = {}
+        for sw in self.topo.switches:
+            try:
+                out[sw] = read_stats(self.addr.grpc_address(sw))
+            except StatsError as exc:
+                print(f"(no drop statistics from {sw}: {exc})")
         return out
 
     def run(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig, tag: str) -> Run:
@@ -114,17 +147,20 @@ class Emulation:
         ps_facing = {f"{self.addr.tor[s]}-eth{self.addr.port[(self.addr.tor[s], s)]}"
                      for s in self.topo.pss}
         ev0 = self.switch_events()
+        st0 = self.target_stats()
         if0 = self.net.interface_bytes()
         job = run_job(self.net, self.addr, plan, compiled, cfg, self.out_dir / "hosts" / tag,
                       self.quiet)
         if1 = self.net.interface_bytes()
         ev1 = self.switch_events()
+        st1 = self.target_stats()
         events = {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
         total = link_bytes(if0, if1, host_facing)
         ps_in = sum(if1[i][0] - if0[i][0] for i in ps_facing)
         row = summarize(plan, job, cfg, total, ps_in, events)
         row["rate_factor"] = cfg.rate_factor
         row["scale_mbps_per_unit"] = self.scale
+        row["target_drops"] = {sw: reasons(st1[sw], since=st0[sw]) for sw in st1 if sw in st0}
         return Run(plan, compiled, job, row)
 
     def find_max_rate(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig,

@@ -9,7 +9,11 @@
   interface counters cannot tell apart from gradients;
 - PS ingress: bytes delivered to the PSs' interfaces per iteration (gradients and aggregates);
 - per-switch event counters (aggregated, absorbed, duplicate, collision, ...) read over
-  P4Runtime.
+  P4Runtime;
+- on the embedded target, per switch, why frames vanished inside it during the run (drop
+  reasons and flagged parser/checksum errors, emulation.targets.embedded.stats), in the row's
+  ``target_drops``, and under the table those the program did not decide itself (its own
+  drops -- absorbed contributions, duplicates, no route -- are in its event counters).
 
 The plan's promise for comparison: each worker sends f * x_s * unit to PS s, so its rate is
 f * unit and a round takes max_s chunks_s * frame / (f * x_s * unit).
@@ -22,6 +26,7 @@ from statistics import mean
 
 from control_plane.plan import Plan
 from control_plane.repo import P4_BUILD
+from emulation.targets.embedded.stats import PROGRAM_DROPS, describe
 from emulation.traffic import JobResult, TrafficConfig
 
 EVENTS_FALLBACK = {  # p4src/common/constants.p4; build-info.json wins when present
@@ -128,10 +133,17 @@ HEADERS = ["scheme", "plan Mb/s", "Mb/s", "ratio", "plan s", "comm s", "ratio", 
 
 
 def table(rows: list[dict]) -> str:
-    """The rows as aligned text (one line per scheme)."""
+    """The rows as aligned text (one line per scheme), then one line per scheme and embedded
+    switch that lost frames inside the target for a reason other than the program's own drops:
+    ``embedded drops v1: reason=count ...``."""
     widths = [len(fmt.format(rows[0][k])) if rows else 8 for k, fmt in COLUMNS]
     head = " ".join(h.rjust(w) for h, w in zip(HEADERS, widths, strict=True))
     lines = [head]
     for row in rows:
         lines.append(" ".join(fmt.format(row[k]) for k, fmt in COLUMNS))
+    for row in rows:
+        for sw, counts in row.get("target_drops", {}).items():
+            lost = {r: n for r, n in counts.items() if r not in PROGRAM_DROPS}
+            if lost:
+                lines.append(f"{row['scheme']}: embedded drops {sw}: {describe(lost)}")
     return "\n".join(lines)

@@ -15,7 +15,6 @@ import json
 import queue
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from control_plane.plan import Plan
 from emulation.network import Network
 from host_stack.ina import wire
 from host_stack.ina.pacing import FRAME_OVERHEAD
+from host_stack.train.launcher import JsonLineReader
 from host_stack.train.worker import expected_digests
 
 MODES = ("synthetic", "train")
@@ -86,27 +86,15 @@ def host_address_map(addr: Addressing, pss: list[str], workers: list[str]) -> di
     return out
 
 
-def host_plan(plan: Plan, compiled: Compiled, rate_factor: float) -> dict:
-    """The plan file the hosts run on: the plan plus ranks and the paced rate."""
+def host_plan(plan: Plan, compiled: Compiled) -> dict:
+    """The plan file the hosts run on: the plan plus the switches' worker ranks.
+
+    The rate stays the plan's own (the hosts refuse a plan claiming more than its loads
+    allow); a sweep paces at f x factor by scaling ``--unit-bps`` instead.
+    """
     doc = plan.to_dict()
     doc["ranks"] = dict(compiled.ranks)
-    doc["rate"] = plan.rate * rate_factor
     return doc
-
-
-class _Reader(threading.Thread):
-    def __init__(self, name: str, proc: subprocess.Popen, out: queue.Queue) -> None:
-        super().__init__(daemon=True)
-        self.name_, self.proc, self.out = name, proc, out
-
-    def run(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.out.put((self.name_, json.loads(line)))
-            except json.JSONDecodeError:
-                self.out.put((self.name_, {"event": "log", "line": line.rstrip()}))
-        self.out.put((self.name_, {"event": "eof"}))
 
 
 def _tail(path: Path) -> str:
@@ -123,7 +111,7 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
     workdir.mkdir(parents=True, exist_ok=True)
     topo = plan.topology
     plan_path, addr_path = workdir / "plan.json", workdir / "addresses.json"
-    plan_path.write_text(json.dumps(host_plan(plan, compiled, cfg.rate_factor), indent=1))
+    plan_path.write_text(json.dumps(host_plan(plan, compiled), indent=1))
     addr_path.write_text(json.dumps(host_address_map(addr, topo.pss, topo.workers)))
     job = ["--plan", str(plan_path), "--addresses", str(addr_path), "--n", str(cfg.n),
            "--seed", str(cfg.seed), "--window", str(cfg.window),
@@ -133,7 +121,7 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
     else:
         job += ["--model", cfg.model]
     if cfg.unit_bps is not None:
-        job += ["--unit-bps", repr(cfg.unit_bps)]
+        job += ["--unit-bps", repr(cfg.unit_bps * cfg.rate_factor)]
     events: queue.Queue = queue.Queue()
     procs: dict[str, subprocess.Popen] = {}
     py = [sys.executable, "-m"]
@@ -145,7 +133,7 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
         proc = net.popen(name, cmd, stdout=subprocess.PIPE, stderr=err, text=True)
         err.close()
         procs[name] = proc
-        _Reader(name, proc, events).start()
+        JsonLineReader(name, proc, events).start()
 
     def next_event() -> tuple[str, dict]:
         while True:

@@ -11,7 +11,6 @@ gradients, so the test can recompute every round's expected sum.  Impairments:
 import json
 import os
 import select
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 from host_stack.ina.addresses import AddressMap, loopback
 from host_stack.ina.jobplan import star_plan
+from host_stack.netns import Netns, can_create_veths, link, namespaces
 from host_stack.train.worker import expected_digests
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,8 +28,7 @@ IMPAIR = "loss=0.05,dup=0.05,reorder=0.05"
 
 
 def run_sum_job(tmp_path, addresses: AddressMap, ps_prefix=(), worker_prefix=(), extra=()):
-    plan = star_plan(WORKERS, [0.5, 0.5])
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    star_plan(WORKERS, [0.5, 0.5]).save(tmp_path / "plan.json")
     (tmp_path / "addr.json").write_text(addresses.to_json())
     job = ["--plan", str(tmp_path / "plan.json"), "--addresses", str(tmp_path / "addr.json"),
            "--model", "synthetic", "--values", str(VALUES), *extra]
@@ -87,51 +86,34 @@ def test_processes_exactly_once_on_loopback_with_injected_impairment(tmp_path):
 
 
 class VethPair:
-    """Two namespaces joined by a veth pair; removed on close (namespaces take the veths)."""
+    """Two namespaces (PS side, worker side) joined by a veth pair, from host_stack.netns."""
 
-    def __init__(self) -> None:
+    ip = ("10.213.0.1", "10.213.0.2")
+
+    def __init__(self, ns: list[Netns]) -> None:
         tag = f"{os.getpid() % 100000}"
-        self.ns = (f"inart-hs{tag}-ps", f"inart-hs{tag}-wk")
+        self.ns = ns
         self.dev = (f"ihs{tag}p", f"ihs{tag}w")
-        self.ip = ("10.213.0.1", "10.213.0.2")
-        try:
-            for ns in self.ns:
-                self._run("ip", "netns", "add", ns)
-                self._run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-            self._run("ip", "link", "add", self.dev[0], "type", "veth", "peer", "name",
-                      self.dev[1])
-            for ns, dev, ip in zip(self.ns, self.dev, self.ip, strict=True):
-                self._run("ip", "link", "set", dev, "netns", ns)
-                self._run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{ip}/24", "dev", dev)
-                self._run("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
-        except Exception:
-            self.close()
-            raise
-
-    @staticmethod
-    def _run(*cmd):
-        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=30)
+        link(ns[0], self.dev[0], ns[1], self.dev[1], f"{self.ip[0]}/24", f"{self.ip[1]}/24")
 
     def netem(self, spec: str) -> None:
         for ns, dev in zip(self.ns, self.dev, strict=True):
-            self._run("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root",
-                      "netem", *spec.split())
+            subprocess.run([*ns.exec_prefix(), "tc", "qdisc", "add", "dev", dev, "root",
+                            "netem", *spec.split()], check=True, capture_output=True, text=True,
+                           timeout=30)
 
     def prefix(self, i):
-        return ("ip", "netns", "exec", self.ns[i])
-
-    def close(self) -> None:
-        for ns in self.ns:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+        return tuple(self.ns[i].exec_prefix())
 
 
 @pytest.fixture
 def veth():
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("needs root and iproute2 to create network namespaces")
-    pair = VethPair()
-    yield pair
-    pair.close()
+    reason = can_create_veths()
+    if reason:
+        pytest.skip(reason)
+    tag = f"{os.getpid() % 100000}"
+    with namespaces([f"inart-hs{tag}-ps", f"inart-hs{tag}-wk"]) as ns:
+        yield VethPair(ns)
 
 
 def veth_addresses(pair):

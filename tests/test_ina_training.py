@@ -17,7 +17,7 @@ def train_args(*argv):
 
 def plan_file(tmp_path, workers, shares, **kw):
     path = tmp_path / "plan.json"
-    path.write_text(json.dumps(star_plan(workers, shares, **kw)))
+    star_plan(workers, shares, **kw).save(path)
     return str(path)
 
 
@@ -57,7 +57,7 @@ def test_cli_train_errors_are_clear(tmp_path, capsys):
     assert main(["train", "--plan", str(tmp_path / "nope.json"), "--quiet"]) == 1
     assert "plan file" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
-    doc = star_plan(2, [0.5, 0.5])
+    doc = star_plan(2, [0.5, 0.5]).to_dict()
     doc["partition"]["s1"] = 0.9
     bad.write_text(json.dumps(doc))
     assert main(["train", "--plan", str(bad), "--quiet"]) == 1

@@ -4,6 +4,7 @@ Everything runs in this process (PS and workers as threads over real loopback UD
 loss, duplication and reordering are injected at the sockets by host_stack.ina.impair.
 """
 
+import contextlib
 import socket
 import threading
 import time
@@ -15,7 +16,7 @@ from host_stack.ina import wire
 from host_stack.ina.addresses import loopback
 from host_stack.ina.aggregator import ChunkAggregator
 from host_stack.ina.impair import Impairment, wrap
-from host_stack.ina.jobplan import parse_plan, star_plan
+from host_stack.ina.jobplan import job_plan, star_plan
 from host_stack.ina.pacing import Pacer
 from host_stack.ina.ps import PsServer
 from host_stack.ina.ps_apply import SumApply
@@ -35,7 +36,7 @@ class Cluster:
     """PS threads in sum mode plus worker transports for one star plan."""
 
     def __init__(self, workers, shares, n_chunks, impairment=None, job=1, config=None):
-        self.plan = parse_plan(star_plan(workers, shares, job=job))
+        self.plan = job_plan(star_plan(workers, shares, job=job))
         self.addr = loopback(self.plan.ps_ids + self.plan.worker_ids)
         self.ranges = self.plan.chunk_ranges(n_chunks * N, N)
         self.imp = impairment
@@ -99,16 +100,29 @@ def run_rounds(cluster, data):
     return out
 
 
-def test_exactly_once_under_loss_duplication_and_reordering():
+@pytest.fixture
+def closing():
+    """Hand over anything with close() (clusters, sockets, transports): closed when the test
+    ends, last first, also when it fails."""
+    with contextlib.ExitStack() as stack:
+        yield lambda thing: stack.enter_context(contextlib.closing(thing))
+
+
+def udp(addr=("127.0.0.1", 0), timeout=2.0):
+    """A UDP socket bound to ``addr`` (default: a free loopback port) with a receive timeout."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(addr)
+    s.settimeout(timeout)
+    return s
+
+
+def test_exactly_once_under_loss_duplication_and_reordering(closing):
     rounds, workers, chunks = 4, 4, 500  # 2,000 chunks per worker over 4 rounds
     imp = Impairment(loss=0.05, dup=0.05, reorder=0.05, delay_s=0.003)
-    cluster = Cluster(workers, [0.6, 0.4], chunks, imp)
+    cluster = closing(Cluster(workers, [0.6, 0.4], chunks, imp))
     rng = np.random.default_rng(7)
     data = rng.integers(-2**28, 2**28, size=(rounds, workers, chunks, N), dtype=np.int32)
-    try:
-        out = run_rounds(cluster, data)
-    finally:
-        cluster.close()
+    out = run_rounds(cluster, data)
     expected = data.astype(np.int64).sum(axis=1)
     for sums, counters in out.values():
         for r in range(rounds):
@@ -126,38 +140,32 @@ def test_exactly_once_under_loss_duplication_and_reordering():
     print(f"PS counters {ps}\nPS-side injections {injected}")
 
 
-def test_unequal_shares_and_single_worker_without_impairment():
-    cluster = Cluster(1, [0.9, 0.1], 37)
+def test_unequal_shares_and_single_worker_without_impairment(closing):
+    cluster = closing(Cluster(1, [0.9, 0.1], 37))
     data = np.random.default_rng(0).integers(-5, 5, size=(2, 1, 37, N), dtype=np.int32)
-    try:
-        out = run_rounds(cluster, data)
-    finally:
-        cluster.close()
+    out = run_rounds(cluster, data)
     np.testing.assert_array_equal(out[0][0][1], data[1, 0])
     assert out[0][1].get("retx_sent", 0) == 0
 
 
-def test_ps_that_never_answers_gives_a_clear_error_quickly():
-    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    silent.bind(("127.0.0.1", 0))  # bound but never reads
-    me = make_socket(("127.0.0.1", 0))
+def test_ps_that_never_answers_gives_a_clear_error_quickly(closing):
+    silent = closing(udp())  # bound but never reads
     cfg = TransportConfig(n=N, timeout_s=0.02, min_timeout_s=0.01, max_timeout_s=0.05,
                           max_retries=4, hello_timeout_s=0.3)
-    tr = WorkerTransport(me, 1, 0, [PsLink("s9", silent.getsockname(), None)], cfg)
+    tr = closing(WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0,
+                                 [PsLink("s9", silent.getsockname(), None)], cfg))
     t0 = time.monotonic()
     with pytest.raises(PsUnreachable, match=r"s9 .*HELLO|HELLO.*s9"):
         tr.hello()
     with pytest.raises(PsUnreachable, match="PS s9 at .* did not answer chunk 0 of round 3"):
         tr.exchange(3, [np.zeros((5, N), dtype=np.int32)])
     assert time.monotonic() - t0 < 5
-    tr.close()
-    silent.close()
 
 
-def test_ps_counts_bad_packets_and_keeps_serving():
-    cluster = Cluster(1, [1.0], 4, job=5)
+def test_ps_counts_bad_packets_and_keeps_serving(closing):
+    cluster = closing(Cluster(1, [1.0], 4, job=5))
     ps_addr = cluster.addr["s1"]
-    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    raw = closing(udp())
     zeros = np.zeros(N, dtype=np.int32)
     good = wire.pack(wire.InaHeader(type=wire.TYPE_GRAD, job=5, round=0, chunk=0, bitmap=1),
                      zeros)
@@ -169,53 +177,36 @@ def test_ps_counts_bad_packets_and_keeps_serving():
         wire.pack(wire.InaHeader(type=1, job=5, round=0, chunk=99, bitmap=1), zeros),  # chunk
         wire.pack(wire.InaHeader(type=1, job=5, round=0, chunk=0, bitmap=2), zeros),  # rank
     ]
-    try:
-        for pkt in bad:
-            raw.sendto(pkt, ps_addr)
-        time.sleep(0.3)
-        stats = cluster.servers[0].stats()
-        assert stats["drop_malformed"] == 3
-        assert stats["drop_wrong_job"] == 1
-        assert stats["agg_drop_bad_chunk"] == 1 and stats["agg_drop_bad_bitmap"] == 1
-        data = np.ones((1, 1, 4, N), dtype=np.int32)
-        out = run_rounds(cluster, data)
-        np.testing.assert_array_equal(out[0][0][0], data[0, 0])
-    finally:
-        raw.close()
-        cluster.close()
+    for pkt in bad:
+        raw.sendto(pkt, ps_addr)
+    time.sleep(0.3)
+    stats = cluster.servers[0].stats()
+    assert stats["drop_malformed"] == 3
+    assert stats["drop_wrong_job"] == 1
+    assert stats["agg_drop_bad_chunk"] == 1 and stats["agg_drop_bad_bitmap"] == 1
+    data = np.ones((1, 1, 4, N), dtype=np.int32)
+    out = run_rounds(cluster, data)
+    np.testing.assert_array_equal(out[0][0][0], data[0, 0])
 
 
-def test_overflow_aggregate_is_nacked_and_worker_resends_as_retx():
+def test_overflow_aggregate_is_nacked_and_worker_resends_as_retx(closing):
     """A switch aggregate flagged OVERFLOW: the PS drops it and NACKs the bitmap's workers;
     a worker that gets a NACK resends that chunk as RETX."""
-    cluster = Cluster(2, [1.0], 1)
-    switch = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    w_socks = []
-    try:
-        # PS side: the NACK goes to both workers named in the bitmap
-        for w in cluster.plan.worker_ids:
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(cluster.addr[w])
-            s.settimeout(2)
-            w_socks.append(s)
-        agg = wire.InaHeader(type=wire.TYPE_GRAD, job=1, round=0, chunk=0, count=2, bitmap=3,
-                             flags=wire.FLAG_AGGREGATED | wire.FLAG_OVERFLOW)
-        switch.sendto(wire.pack(agg, np.zeros(N, np.int32)), cluster.addr["s1"])
-        for rank, s in enumerate(w_socks):
-            hdr, _ = wire.unpack(s.recv(2048))
-            assert (hdr.type, hdr.slot, hdr.chunk, hdr.bitmap) == (
-                wire.TYPE_ACK, wire.CTRL_OVERFLOW_NACK, 0, 1 << rank)
-        assert cluster.servers[0].stats()["overflow_aggregate"] == 1
-    finally:
-        switch.close()
-        for s in w_socks:
-            s.close()
+    cluster = closing(Cluster(2, [1.0], 1))
+    # PS side: the NACK goes to both workers named in the bitmap
+    w_socks = [closing(udp(cluster.addr[w])) for w in cluster.plan.worker_ids]
+    agg = wire.InaHeader(type=wire.TYPE_GRAD, job=1, round=0, chunk=0, count=2, bitmap=3,
+                         flags=wire.FLAG_AGGREGATED | wire.FLAG_OVERFLOW)
+    closing(udp()).sendto(wire.pack(agg, np.zeros(N, np.int32)), cluster.addr["s1"])
+    for rank, s in enumerate(w_socks):
+        hdr, _ = wire.unpack(s.recv(2048))
+        assert (hdr.type, hdr.slot, hdr.chunk, hdr.bitmap) == (
+            wire.TYPE_ACK, wire.CTRL_OVERFLOW_NACK, 0, 1 << rank)
+    assert cluster.servers[0].stats()["overflow_aggregate"] == 1
     # worker side: a scripted PS that NACKs the first GRAD, then answers the RETX
-    fake = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    fake.bind(("127.0.0.1", 0))
-    fake.settimeout(2)
-    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0,
-                         [PsLink("s1", fake.getsockname(), None)], TransportConfig(n=N))
+    fake = closing(udp())
+    tr = closing(WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0,
+                                 [PsLink("s1", fake.getsockname(), None)], TransportConfig(n=N)))
     seen = []
 
     def script():
@@ -231,13 +222,8 @@ def test_overflow_aggregate_is_nacked_and_worker_resends_as_retx():
     zeros = np.zeros(N, np.int32)
     thread = threading.Thread(target=script)
     thread.start()
-    try:
-        result = tr.exchange(0, [np.ones((1, N), np.int32)])
-    finally:
-        thread.join(timeout=5)
-        fake.close()
-        tr.close()
-        cluster.close()
+    result = tr.exchange(0, [np.ones((1, N), np.int32)])
+    thread.join(timeout=5)
     assert result[0][0].tolist() == [9] * N
     assert seen[0].flags == 0 and seen[1].flags == wire.FLAG_RETX
     assert tr.counters["overflow_resent"] == 1
@@ -252,84 +238,64 @@ def test_pacer_starts_empty_and_bursts_only_what_it_earned():
     assert pacer.delay(100, later) == pytest.approx(0.1)
 
 
-def test_rto_floor_is_the_windows_time_at_the_paced_rate():
+def test_rto_floor_is_the_windows_time_at_the_paced_rate(closing):
     cfg = TransportConfig(n=N, window=10, max_timeout_s=1.0)
     addr = ("127.0.0.1", 9)
-    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0, [], cfg)
-    try:
-        frame_bits = tr.bytes_per_packet() * 8
-        assert tr.rto_floor(PsLink("s1", addr, None)) == 0.0  # unpaced: RTT samples only
-        assert tr.rto_floor(PsLink("s1", addr, 100 * frame_bits)) == pytest.approx(0.1)
-        assert tr.rto_floor(PsLink("s1", addr, frame_bits)) == 1.0  # capped at max_timeout_s
-    finally:
-        tr.close()
+    tr = closing(WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0, [], cfg))
+    frame_bits = tr.bytes_per_packet() * 8
+    assert tr.rto_floor(PsLink("s1", addr, None)) == 0.0  # unpaced: RTT samples only
+    assert tr.rto_floor(PsLink("s1", addr, 100 * frame_bits)) == pytest.approx(0.1)
+    assert tr.rto_floor(PsLink("s1", addr, frame_bits)) == 1.0  # capped at max_timeout_s
 
 
-def test_pacing_holds_the_target_rate():
-    cluster = Cluster(1, [1.0], 400)
+def test_pacing_holds_the_target_rate(closing):
+    cluster = closing(Cluster(1, [1.0], 400))
     rate = 2e6  # bit/s
     link = PsLink("s1", cluster.addr["s1"], rate)
-    tr = WorkerTransport(make_socket(cluster.addr["w1"]), 1, 0, [link], TransportConfig(n=N))
-    try:
-        t0 = time.monotonic()
-        tr.exchange(0, [np.zeros((400, N), np.int32)])
-        elapsed = time.monotonic() - t0
-    finally:
-        tr.close()
-        cluster.close()
+    tr = closing(WorkerTransport(make_socket(cluster.addr["w1"]), 1, 0, [link],
+                                 TransportConfig(n=N)))
+    t0 = time.monotonic()
+    tr.exchange(0, [np.zeros((400, N), np.int32)])
+    elapsed = time.monotonic() - t0
     bits = 400 * tr.bytes_per_packet() * 8  # the bucket starts empty: no initial burst
     assert elapsed >= 0.9 * bits / rate
-    print(f"paced at {400 * tr.bytes_per_packet() * 8 / elapsed / 1e6:.2f} Mbit/s "
-          f"(target {rate / 1e6:.2f})")
+    print(f"paced at {bits / elapsed / 1e6:.2f} Mbit/s (target {rate / 1e6:.2f})")
 
 
-def test_worker_of_another_job_gets_a_clear_error():
-    cluster = Cluster(1, [1.0], 4, job=5)
+def test_worker_of_another_job_gets_a_clear_error(closing):
+    cluster = closing(Cluster(1, [1.0], 4, job=5))
     cfg = TransportConfig(n=N, hello_timeout_s=0.5)
     links = [PsLink("s1", cluster.addr["s1"], None)]
-    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 6, 0, links, cfg)
-    try:
-        with pytest.raises(TransportError, match=r"PS s1 at .* serves job 5, but this "
-                                                 r"worker's plan is for job 6"):
-            tr.hello()
-        assert cluster.servers[0].stats()["drop_wrong_job"] >= 1
-    finally:
-        tr.close()
-        cluster.close()
+    tr = closing(WorkerTransport(make_socket(("127.0.0.1", 0)), 6, 0, links, cfg))
+    with pytest.raises(TransportError, match=r"PS s1 at .* serves job 5, but this "
+                                             r"worker's plan is for job 6"):
+        tr.hello()
+    assert cluster.servers[0].stats()["drop_wrong_job"] >= 1
 
 
-def test_result_goes_once_to_a_multicast_target_when_configured():
+def test_result_goes_once_to_a_multicast_target_when_configured(closing):
     """With --result-to (a switch that replicates), one RESULT per chunk, not one per worker;
     a late request is still answered by unicast to its sender."""
-    cluster = Cluster(2, [1.0], 1)
-    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sink.bind(("127.0.0.1", 0))
-    sink.settimeout(2)
+    cluster = closing(Cluster(2, [1.0], 1))
+    sink = closing(udp())
     cluster.servers[0].targets = [sink.getsockname()]
-    workers = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
-    try:
-        for rank, w in enumerate(workers):
-            w.settimeout(0.5)
-            w.sendto(wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=1 << rank),
-                               np.full(N, rank + 1, np.int32)), cluster.addr["s1"])
-        hdr, vals = wire.unpack(sink.recv(2048))
-        assert hdr.type == wire.TYPE_RESULT and hdr.count == 2 and vals.tolist() == [3] * N
-        with pytest.raises(TimeoutError):
-            workers[0].recv(2048)  # no per-worker copy
-        workers[1].sendto(wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=2,
-                                                   flags=wire.FLAG_RETX),
-                                    np.full(N, 2, np.int32)), cluster.addr["s1"])
-        hdr, _ = wire.unpack(workers[1].recv(2048))
-        assert hdr.type == wire.TYPE_RESULT and hdr.flags == wire.FLAG_RETX
-        # a late switch aggregate is not answered (its source is the switch)
-        workers[0].sendto(wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=3,
-                                                   count=2, flags=wire.FLAG_AGGREGATED),
-                                    np.zeros(N, np.int32)), cluster.addr["s1"])
-        with pytest.raises(TimeoutError):
-            workers[0].recv(2048)
-        assert cluster.servers[0].stats()["late_aggregate_ignored"] == 1
-    finally:
-        sink.close()
-        for w in workers:
-            w.close()
-        cluster.close()
+    workers = [closing(udp(timeout=0.5)) for _ in range(2)]
+    for rank, w in enumerate(workers):
+        w.sendto(wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=1 << rank),
+                           np.full(N, rank + 1, np.int32)), cluster.addr["s1"])
+    hdr, vals = wire.unpack(sink.recv(2048))
+    assert hdr.type == wire.TYPE_RESULT and hdr.count == 2 and vals.tolist() == [3] * N
+    with pytest.raises(TimeoutError):
+        workers[0].recv(2048)  # no per-worker copy
+    workers[1].sendto(wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=2,
+                                               flags=wire.FLAG_RETX),
+                                np.full(N, 2, np.int32)), cluster.addr["s1"])
+    hdr, _ = wire.unpack(workers[1].recv(2048))
+    assert hdr.type == wire.TYPE_RESULT and hdr.flags == wire.FLAG_RETX
+    # a late switch aggregate is not answered (its source is the switch)
+    workers[0].sendto(wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=3,
+                                               count=2, flags=wire.FLAG_AGGREGATED),
+                                np.zeros(N, np.int32)), cluster.addr["s1"])
+    with pytest.raises(TimeoutError):
+        workers[0].recv(2048)
+    assert cluster.servers[0].stats()["late_aggregate_ignored"] == 1

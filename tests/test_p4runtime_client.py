@@ -20,7 +20,9 @@ from control_plane.drivers.p4runtime import (
     build_default_entry,
     build_table_entry,
     clone_session_update,
+    encode_update,
     encode_value,
+    encode_write_request,
     multicast_group_update,
     table_update,
 )
@@ -169,3 +171,17 @@ def test_register_index_checked_before_any_rpc(p4info):
     with pytest.raises(P4RuntimeError, match=r"slot_count'\[3\].*does not fit in 16 bits"):
         client.write_register("InaIngress.slot_count", 3, 1 << 16)
     client.close()
+
+
+def test_encoded_write_request_is_the_built_one(p4info):
+    """write_encoded's bytes parse as exactly the request ``write`` would build."""
+    entry = build_table_entry(p4info, "InaIngress.route_dst", {"dst_addr": "10.0.0.1/32"},
+                              "InaIngress.set_next_hop", {"port": 300, "dst_mac": 2, "src_mac": 3})
+    updates = [table_update(entry, p4runtime_pb2.Update.INSERT),
+               multicast_group_update(9, [(2, 200)] * 70, p4runtime_pb2.Update.DELETE)]
+    election = p4runtime_pb2.Uint128(high=1, low=1 << 40)
+    built = p4runtime_pb2.WriteRequest(device_id=1 << 33, election_id=election)
+    built.updates.extend(updates)
+    encoded = encode_write_request(1 << 33, election, [
+        encode_update(u.type, u.entity.SerializeToString()) for u in updates])
+    assert p4runtime_pb2.WriteRequest.FromString(encoded) == built

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def write_job(tmp_path, workers=2, shares=(0.5, 0.5)):
     plan = star_plan(workers, list(shares))
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
-    ids = list(plan["partition"]) + [f"w{i + 1}" for i in range(workers)]
+    plan.save(tmp_path / "plan.json")
+    ids = plan.topology.pss + plan.topology.workers
     (tmp_path / "addr.json").write_text(loopback(ids).to_json())
     return ["--plan", str(tmp_path / "plan.json"), "--addresses", str(tmp_path / "addr.json")]
 

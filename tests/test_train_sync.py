@@ -1,10 +1,17 @@
+import json
 import subprocess
 import sys
 
 import pytest
 
+from control_plane.cli import build_parser, main
 from control_plane.solve import solve
 from control_plane.topologies import fig1
+from host_stack.train.jobargs import GIVEN
+from host_stack.train.models import build_model
+from host_stack.train.sync_registry import MODES, mode_flags
+
+MLP_BYTES = 4 * sum(p.numel() for p in build_model("mlp", 0).parameters())
 
 
 @pytest.fixture(scope="module")
@@ -15,13 +22,42 @@ def plan_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("sync", ["ring", "tree", "selective"])
-def test_train_with_other_schemes(plan_file, sync):
+def test_train_with_other_schemes(plan_file, sync, tmp_path):
+    report = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "control_plane.cli", "train", "--plan", str(plan_file),
-         "--model", "mlp", "--rounds", "15", "--sync", sync, "--quiet"],
+         "--model", "mlp", "--rounds", "15", "--sync", sync, "--json", str(report),
+         *([] if sync == "selective" else ["--quiet"])],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     if sync == "selective":
         assert "average_model_accuracy=" in proc.stdout
-    else:
-        assert "identical parameters: True" in proc.stdout
+        return
+    assert "identical parameters: True" in proc.stdout
+    # the table's communication columns are measured, as for INA (issue 13, defect 2):
+    # ring and RAT trees send 2(W-1)/W of the gradient per worker and round, W = 6 on fig1
+    rounds = json.loads(report.read_text())["rounds"]
+    assert [r["bytes"] for r in rounds] == [pytest.approx(2 * 5 / 6 * MLP_BYTES)] * 15
+    assert all(0 < r["comm_s"] <= r["round_s"] and r["rate_mbps"] > 0 for r in rounds)
+
+
+@pytest.mark.parametrize("sync, argv, named", [
+    ("selective", ["--window", "32", "--impair", "loss=0.1"], "--impair, --window"),
+    ("selective", ["--quiet", "--csv", "x.csv"], "--csv, --quiet"),
+    ("ring", ["--unit-bps", "1e6"], "--unit-bps"),
+    ("torch", ["--checkpoint-dir", "ckpt"], "--checkpoint-dir"),
+    ("ina", ["--group-p", "3"], "--group-p"),
+])
+def test_an_option_the_mode_does_not_use_is_refused_by_name(sync, argv, named, capsys):
+    """Issue 13, defect 3: given explicitly (--window 32 is also the default) but ignored."""
+    rc = main(["train", "--plan", "star:2:1", "--model", "mlp", "--rounds", "2",
+               "--sync", sync, *argv])
+    assert rc == 2
+    assert f"{named}: not used by --sync {sync} (it uses " in capsys.readouterr().err
+
+
+def test_every_train_option_is_used_by_some_mode_and_defaults_are_not_given():
+    args = build_parser(["train"]).parse_args(["train", "--plan", "p.json"])
+    options = set(vars(args)) - {"command", "func", GIVEN}
+    assert set().union(*(mode_flags(m) for m in MODES)) == options
+    assert getattr(args, GIVEN) == {"plan"}

@@ -1,6 +1,7 @@
 """Compile a plan into the P4Runtime entries of every switch (names of p4src/README.md).
 
-Pure: plan + addressing in, per-switch entries out; control_plane/deploy/install.py writes them.
+Pure: plan + addressing in, per-switch entries out; control_plane/deploy/transaction.py writes
+them (all or nothing).
 
 Routes (``InaIngress.route_pair`` keyed on (src, dst), ``InaIngress.route_dst`` on dst /32):
 - every host is reachable from every switch through ``route_dst``: the next hop is the first
@@ -32,6 +33,8 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass, field
+
+import networkx as nx
 
 from control_plane.deploy.addressing import Addressing
 from control_plane.plan import Plan
@@ -98,6 +101,15 @@ class Compiled:
     def total(self) -> int:
         return sum(len(s.entries) + len(s.groups) for s in self.switches.values())
 
+    def summary_table(self) -> str:
+        """Switch x table entry counts (and multicast groups) as aligned text."""
+        summary = {sw: s.summary() for sw, s in self.switches.items()}
+        cols = sorted({k for row in summary.values() for k in row})
+        lines = [f"{'switch':8s}" + "".join(f"{c:>18s}" for c in cols)]
+        for sw, row in summary.items():
+            lines.append(f"{sw:8s}" + "".join(f"{row.get(c, 0):18d}" for c in cols))
+        return "\n".join(lines)
+
 
 def ranks(topology: Topology) -> dict[str, int]:
     """Bitmap rank of each worker: natural id order (w1, w2, ..., w10)."""
@@ -121,11 +133,14 @@ def pool_size(pools_per_switch: int, slots: int = INA_SLOTS) -> int:
 
 
 class _Builder:
-    def __init__(self, plan: Plan, addr: Addressing, slots: int) -> None:
+    def __init__(self, plan: Plan, addr: Addressing, slots: int, slot_base: int = 0,
+                 group_base: int = 0, rid_base: int = 0) -> None:
         self.plan = plan
         self.topo = plan.topology
         self.addr = addr
         self.slots = slots
+        self.slot_base, self.group_base, self.rid_base = slot_base, group_base, rid_base
+        self.graph = self.topo.graph  # the links routes may use
         self.switches = {sw: SwitchEntries(sw) for sw in self.topo.switches}
         self.keys: dict[tuple[str, str, tuple], Entry] = {}
         self.job = plan.job
@@ -166,7 +181,7 @@ class _Builder:
 
     def _switch_bfs(self, root: str, avoid: frozenset[str] = frozenset()) -> dict[str, str]:
         """Parent pointers of a BFS from ``root`` through switches only (natural order)."""
-        graph = self.topo.graph
+        graph = self.graph
         parent = {root: root}
         queue = deque([root])
         while queue:
@@ -267,7 +282,7 @@ class _Builder:
                         (("job", self.job), ("ps_addr", self._host_ip(s)),
                          ("worker_addr", self._host_ip(w))),
                         "InaIngress.aggregate",
-                        (("pool_base", i * size), ("pool_size", size),
+                        (("pool_base", self.slot_base + i * size), ("pool_size", size),
                          ("fan_in", len(workers)), ("rank", rank[w]),
                          ("agg_addr", self.addr.agg_addr[v])), why))
         return size
@@ -276,7 +291,7 @@ class _Builder:
     def multicast(self, result_addr: str) -> dict[str, dict[str, list[str]]]:
         trees: dict[str, dict[str, list[str]]] = {}
         next_rid: Counter[str] = Counter()
-        for g, s in enumerate(self.topo.pss, start=1):
+        for g, s in enumerate(self.topo.pss, start=self.group_base + 1):
             parent = self._switch_bfs(s)
             children: dict[str, list[str]] = {}
             for w in self.topo.workers:
@@ -296,7 +311,7 @@ class _Builder:
                 why = f"RESULT of {s} (group {g})"
                 for kid in sorted(kids, key=natural_key):
                     next_rid[sw] += 1
-                    rid = next_rid[sw]
+                    rid = self.rid_base + next_rid[sw]
                     port = self.addr.port[(sw, kid)]
                     replicas.append((port, rid))
                     dst = result_addr if self._is_switch(kid) else self._host_ip(kid)
@@ -313,8 +328,31 @@ class _Builder:
         return trees
 
 
-def compile_plan(plan: Plan, addressing: Addressing, slots: int = INA_SLOTS) -> Compiled:
-    """Every switch's entries for ``plan``; raises EntriesError naming what cannot be expressed."""
+def host_routes(topology: Topology, addressing: Addressing,
+                up: nx.Graph | None = None) -> dict[str, SwitchEntries]:
+    """The ``route_dst`` entries ``compile_plan`` writes for every worker and PS of
+    ``topology``, over the links and switches of ``up`` (default: all of them).  They depend
+    on the network only, so a controller that installs several plans side by side owns them
+    once, and re-routes them when links fail (control_plane/deploy/versions.py); switches
+    missing from ``up`` get nothing."""
+    b = _Builder(Plan("routes", topology, {}, []), addressing, INA_SLOTS)
+    if up is not None:
+        b.graph = up
+    b.dst_routes()
+    return {sw: e for sw, e in b.switches.items() if sw in b.graph}
+
+
+def compile_plan(plan: Plan, addressing: Addressing, slots: int = INA_SLOTS, slot_base: int = 0,
+                 group_base: int = 0, rid_base: int = 0, with_host_routes: bool = True
+                 ) -> Compiled:
+    """Every switch's entries for ``plan``; raises EntriesError naming what cannot be expressed.
+
+    ``slots`` aggregator slots from ``slot_base`` on, multicast groups after ``group_base`` and
+    replica ids after ``rid_base`` are the plan's: plans installed side by side (several jobs,
+    two versions of one job) get disjoint ranges; the defaults give a plan the whole switch.
+    Without ``with_host_routes`` the ``route_dst`` entries are left out (``host_routes``
+    makes them for a whole network).
+    """
     topo = plan.topology
     missing = [n for n in topo.workers + topo.pss if n not in addressing.ip]
     missing += [n for n in topo.switches if n not in addressing.device_id]
@@ -327,9 +365,18 @@ def compile_plan(plan: Plan, addressing: Addressing, slots: int = INA_SLOTS) -> 
         for node in (flow.worker, flow.ps, *flow.path):
             if node not in topo.nodes:
                 raise EntriesError(f"flow {flow.worker}->{flow.ps}: unknown node '{node}'")
-    b = _Builder(plan, addressing, slots)
+    if slot_base < 0 or slot_base + slots > INA_SLOTS:
+        raise EntriesError(f"slots [{slot_base}, {slot_base + slots}): expected a range inside "
+                           f"[0, {INA_SLOTS})")
+    if group_base < 0 or group_base + len(topo.pss) >= 1 << 16:
+        raise EntriesError(f"multicast groups after {group_base}: {len(topo.pss)} groups must "
+                           f"fit in 1..65535")
+    if rid_base < 0:
+        raise EntriesError(f"replica ids after {rid_base}: expected a base >= 0")
+    b = _Builder(plan, addressing, slots, slot_base, group_base, rid_base)
     rank = ranks(topo)
-    b.dst_routes()
+    if with_host_routes:
+        b.dst_routes()
     b.flow_routes()
     b.stream_routes()
     size = b.aggregation(rank)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
-import socket
 import time
 import traceback
 from collections.abc import Callable
@@ -20,18 +19,13 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from control_plane.localhost import free_port
+
 BACKENDS = ("gloo", "nccl")
 
 
 class LaunchError(RuntimeError):
     """A worker failed or the run timed out; the message carries the worker's traceback."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the store binds it right after)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def check_backend(backend: str) -> None:
@@ -109,9 +103,15 @@ def run_processes(fn: Callable[..., Any], world: int, args: tuple = (), backend:
                 raise LaunchError(f"rank {rank} failed:\n{value}")
             results[rank] = value
     finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.terminate()
-                p.join(timeout=5)
+        reap(procs)
     return [results[r] for r in range(world)]
+
+
+def reap(procs: list[mp.process.BaseProcess]) -> None:
+    """Join every process, killing one still alive after 10 s: a run never leaves one behind,
+    also when it failed half-way."""
+    for p in procs:
+        p.join(timeout=10)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=5)

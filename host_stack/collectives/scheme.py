@@ -15,17 +15,20 @@ import torch
 import torch.distributed as dist
 
 from host_stack.collectives.sync import make_sync
-from host_stack.train.sync import GradientSync
+from host_stack.train.jobargs import LAUNCHER_FLAGS
+from host_stack.train.sync import MeasuredSync
 
 USES_PS = False
+FLAGS = LAUNCHER_FLAGS  # no transport options: gloo carries the data
 INIT_ENV = "INART_DIST_INIT"
 
 
 class _ProcessGroupSync:
     """A collective GradientSync that also tears its process group down."""
 
-    def __init__(self, inner: GradientSync) -> None:
+    def __init__(self, inner: MeasuredSync) -> None:
         self.inner = inner
+        self.history = inner.history
 
     def step(self, round_: int, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         return self.inner.step(round_, params, grad)
@@ -36,7 +39,7 @@ class _ProcessGroupSync:
             dist.destroy_process_group()
 
 
-def build(ctx) -> GradientSync:
+def build(ctx) -> MeasuredSync:
     """Join the job's process group and return the rank's collective sync."""
     init = os.environ.get(INIT_ENV)
     if not init:
@@ -47,9 +50,7 @@ def build(ctx) -> GradientSync:
                             timeout=timedelta(seconds=120))
     extra = {}
     if ctx.args.sync == "tree":
-        from control_plane.plan import Plan
-
-        extra["topology"] = Plan.load(ctx.args.plan).topology.graph
+        extra["topology"] = ctx.job.plan.topology.graph
     sync = make_sync(ctx.args.sync, ctx.rank, world, lr=ctx.args.lr,
                      momentum=ctx.args.momentum, **extra)
     return _ProcessGroupSync(sync)

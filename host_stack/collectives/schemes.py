@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 import torch
-import torch.distributed as dist
 
+from host_stack.collectives.p2p import all_reduce
 from host_stack.collectives.rat import Tree, build_trees, hierarchy, rack_topology
 from host_stack.collectives.ring import DEFAULT_CHUNK_BYTES, ring_all_reduce
 from host_stack.collectives.rsgcm.env import Schedule
@@ -70,6 +70,6 @@ def bind(cfg: SchemeConfig, rank: int) -> Callable[[torch.Tensor], torch.Tensor]
         return ScheduleExecutor(cfg.schedule, timeout_s=cfg.timeout_s)
 
     def torch_all_reduce(t: torch.Tensor) -> torch.Tensor:
-        dist.all_reduce(t)
+        all_reduce(t)
         return t
     return torch_all_reduce

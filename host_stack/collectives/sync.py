@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from host_stack.collectives.p2p import SENT
 from host_stack.collectives.schemes import SchemeConfig, bind, prepare
-from host_stack.train.sync import AllReduceSync, GradientSync, MomentumSGD
+from host_stack.train.sync import AllReduceSync, MomentumSGD
 
 
 def make_sync(scheme: str | SchemeConfig, rank: int, world: int, lr: float,
-              momentum: float = 0.9, **prepare_kwargs: Any) -> GradientSync:
+              momentum: float = 0.9, **prepare_kwargs: Any) -> AllReduceSync:
     """A rank's sync for ``scheme`` ("ring", "tree", "rsgcm", "torch") or a prepared config.
 
     Passing a config prepared once in the parent guarantees every rank uses the same trees or
@@ -21,4 +22,5 @@ def make_sync(scheme: str | SchemeConfig, rank: int, world: int, lr: float,
                                                                     **prepare_kwargs)
     if cfg.world != world:
         raise ValueError(f"world: the config was prepared for {cfg.world} ranks, got {world}")
-    return AllReduceSync(bind(cfg, rank), world, MomentumSGD(lr, momentum))
+    return AllReduceSync(bind(cfg, rank), world, MomentumSGD(lr, momentum),
+                         sent=lambda: SENT.total)

@@ -3,13 +3,16 @@
 EXPERIMENTS maps a name to (module exposing ``configure(parser)`` that adds the experiment's
 options and sets ``func``, one-line help).  Only the chosen module is imported, so a broken
 or slow-to-import experiment cannot break the others.  Every experiment takes --out DIR,
---seeds N and --quick (a tiny grid used by the tests).
+--seeds N and --quick (a tiny grid used by the tests); ``add_common_args`` adds them.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+from pathlib import Path
+
+from control_plane.repo import out_dir
 
 EXPERIMENTS: dict[str, tuple[str, str]] = {
     "selective": ("host_stack.experiments.selective.experiment",
@@ -20,6 +23,23 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
                         "InArt/ATP/LBMM on Mininet + P4 switches: rate, comm time, throughput, "
                         "PS ingress per model or worker count (seed 004, Figs. 8-13)"),
 }
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: expected an integer >= 1")
+    return value
+
+
+def add_common_args(parser: argparse.ArgumentParser, name: str, seeds: int, seeds_help: str,
+                    quick_help: str) -> None:
+    """--out (default out/NAME), --seeds (default ``seeds``) and --quick."""
+    parser.add_argument("--out", type=Path, default=out_dir(name),
+                        help="output directory (CSV, JSON, PNG)")
+    parser.add_argument("--seeds", type=positive_int, default=seeds, help=seeds_help)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

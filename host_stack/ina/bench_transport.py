@@ -96,7 +96,7 @@ def plain_udp(rows: np.ndarray, repeats: int) -> dict:
 def ina(chunks: int, rounds: int, n: int, window: int, workdir: Path) -> dict:
     """One worker exchanging ``rounds`` rounds with a PS process in sum mode."""
     plan_path = workdir / "plan.json"
-    plan_path.write_text(json.dumps(star_plan(1, [1.0])))
+    star_plan(1, [1.0]).save(plan_path)
     addrs = loopback(["s1", "w1"])
     addr_path = workdir / "addresses.json"
     addr_path.write_text(addrs.to_json())

@@ -1,43 +1,67 @@
-"""What the host stack needs from an ``inart.plan/1`` file (DESIGN.md section 2).
+"""What the host stack needs from an ``inart.plan/1`` plan: a view over `control_plane.plan.Plan`.
 
-The control plane writes plans; the host stack only reads them.  This loader works at the JSON
-level (no control_plane import, DESIGN.md section 1) and validates every field it uses, so a
-wrong plan fails before any process starts, with a message naming the field.
+`Plan` is the one parser and validator of plans (topology, paths over real links, split, and a
+claimed rate no higher than the plan's own loads allow), so a plan the control plane would
+refuse never reaches a PS or worker.  This module only derives what those processes run on:
+ids in rank order, shares, chunk ranges, aggregation points and the rate that drives pacing.
 
-Host-stack additions to the plan, all optional:
-- ``job``: job id carried in every INA header (default 1, 0..65535).
-- ``ranks``: worker id -> bitmap rank; default is the sorted order of worker ids.
+Host-stack addition to the plan file, optional: ``ranks`` (worker id -> bitmap rank), which the
+emulation writes from the switches' entries; without it ranks follow the natural id order, the
+order control_plane.deploy gives the switches.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from control_plane.plan import Flow, Plan, PlanError
+from control_plane.topology import Link, Node, Topology
 from host_stack.ina.wire import MAX_WORKERS
-
-SCHEMA = "inart.plan/1"
-SHARE_TOLERANCE = 1e-6
-
-
-class PlanError(ValueError):
-    """A plan the host stack cannot run; the message names the field."""
 
 
 @dataclass(frozen=True)
 class JobPlan:
-    """The parts of a plan one training job runs on."""
+    """A validated plan and the worker order (bitmap ranks) one training job runs on."""
 
-    job: int
-    rate: float  # per-worker gradient sending rate f, in topology units
-    ps_ids: tuple[str, ...]  # sorted PS ids that hold a share (share may be 0)
-    shares: dict[str, float]  # x_s
+    plan: Plan
     worker_ids: tuple[str, ...]  # in rank order
-    aggregate_at: dict[tuple[str, str], str | None] = field(default_factory=dict)
-    scheme: str = ""
+
+    @property
+    def job(self) -> int:
+        return self.plan.job
+
+    @property
+    def rate(self) -> float:
+        """Per-worker gradient sending rate f, in topology units."""
+        return float(self.plan.rate)
+
+    @property
+    def scheme(self) -> str:
+        return self.plan.scheme
+
+    @property
+    def topology(self) -> Topology:
+        return self.plan.topology
+
+    @property
+    def ps_ids(self) -> tuple[str, ...]:
+        """PS ids in natural order (a PS may hold a zero share)."""
+        return tuple(self.plan.topology.pss)
+
+    @property
+    def shares(self) -> dict[str, float]:
+        """x_s per PS."""
+        return {s: float(x) for s, x in self.plan.partition.items()}
+
+    @cached_property
+    def aggregate_at(self) -> dict[tuple[str, str], str | None]:
+        """(worker, PS) -> the switch that aggregates that flow, or None (direct)."""
+        return {(f.worker, f.ps): f.aggregate_at for f in self.plan.flows}
 
     @property
     def workers(self) -> int:
@@ -63,11 +87,12 @@ class JobPlan:
     def chunk_ranges(self, n_values: int, n: int) -> dict[str, tuple[int, int]]:
         """Contiguous, chunk-aligned [first_chunk, end_chunk) of the flat vector per PS.
 
-        The C = ceil(n_values / n) chunks are dealt by largest remainder of x_s * C in sorted
-        PS order, so every PS gets whole chunks and the ranges tile [0, C) exactly.
+        The C = ceil(n_values / n) chunks are dealt by largest remainder of x_s * C in PS
+        order, so every PS gets whole chunks and the ranges tile [0, C) exactly.
         """
         total = math.ceil(n_values / n)
-        exact = [self.shares[s] * total for s in self.ps_ids]
+        shares = self.shares
+        exact = [shares[s] * total for s in self.ps_ids]
         counts = [int(math.floor(e)) for e in exact]
         order = sorted(range(len(exact)), key=lambda i: (counts[i] - exact[i], i))
         for i in order[: total - sum(counts)]:
@@ -79,63 +104,25 @@ class JobPlan:
         return ranges
 
 
-def _require(cond: bool, message: str) -> None:
-    if not cond:
-        raise PlanError(message)
+def job_plan(plan: Plan, ranks: Any = None) -> JobPlan:
+    """The job view of a valid plan; ``ranks`` is the plan file's optional worker -> rank."""
+    workers = plan.topology.workers
+    if len(workers) > MAX_WORKERS:
+        raise PlanError(f"plan 'topology': {len(workers)} workers, at most {MAX_WORKERS} per "
+                        "job (one bit each in the INA header's bitmap)")
+    if ranks is not None:
+        if (not isinstance(ranks, dict) or sorted(ranks) != sorted(workers)
+                or sorted(ranks.values()) != list(range(len(workers)))):
+            raise PlanError(f"plan 'ranks'={ranks!r}: expected every worker mapped to a "
+                            f"distinct rank 0..{len(workers) - 1}")
+        workers = sorted(workers, key=ranks.__getitem__)
+    return JobPlan(plan, tuple(workers))
 
 
 def parse_plan(doc: Any) -> JobPlan:
-    """Validate a decoded plan document and return its JobPlan."""
-    _require(isinstance(doc, dict), "plan: expected a JSON object")
-    _require(doc.get("schema") == SCHEMA,
-             f"plan field 'schema'={doc.get('schema')!r}: expected {SCHEMA!r}")
-    job = doc.get("job", 1)
-    _require(isinstance(job, int) and not isinstance(job, bool) and 0 <= job < 1 << 16,
-             f"plan field 'job'={job!r}: expected an integer 0..65535")
-    rate = doc.get("rate", 0)
-    _require(isinstance(rate, int | float) and not isinstance(rate, bool) and rate >= 0
-             and math.isfinite(rate), f"plan field 'rate'={rate!r}: expected a number >= 0")
-    topo = doc.get("topology")
-    _require(isinstance(topo, dict) and isinstance(topo.get("nodes"), list),
-             "plan field 'topology.nodes': expected a list of nodes")
-    kinds: dict[str, str] = {}
-    for i, node in enumerate(topo["nodes"]):
-        _require(isinstance(node, dict) and isinstance(node.get("id"), str)
-                 and node.get("kind") in ("worker", "ps", "switch"),
-                 f"plan field 'topology.nodes[{i}]': expected {{'id': str, 'kind': "
-                 f"'worker'|'ps'|'switch'}}, got {node!r}")
-        kinds[node["id"]] = node["kind"]
-    part = doc.get("partition")
-    _require(isinstance(part, dict) and part, "plan field 'partition': expected {ps: share}")
-    for ps, share in part.items():
-        _require(kinds.get(ps) == "ps", f"plan field 'partition': '{ps}' is not a PS node")
-        _require(isinstance(share, int | float) and not isinstance(share, bool)
-                 and 0 <= share <= 1, f"plan field 'partition.{ps}'={share!r}: expected 0..1")
-    total = sum(part.values())
-    _require(abs(total - 1) <= SHARE_TOLERANCE,
-             f"plan field 'partition': shares sum to {total}, expected 1")
-    workers = sorted(n for n, k in kinds.items() if k == "worker")
-    _require(0 < len(workers) <= MAX_WORKERS,
-             f"plan field 'topology.nodes': {len(workers)} workers, expected 1..{MAX_WORKERS}")
-    ranks = doc.get("ranks")
-    if ranks is not None:
-        _require(isinstance(ranks, dict) and sorted(ranks) == workers
-                 and sorted(ranks.values()) == list(range(len(workers))),
-                 f"plan field 'ranks': expected every worker mapped to a distinct rank "
-                 f"0..{len(workers) - 1}")
-        workers = sorted(workers, key=lambda w: ranks[w])
-    aggregate_at: dict[tuple[str, str], str | None] = {}
-    for i, flow in enumerate(doc.get("flows", [])):
-        _require(isinstance(flow, dict), f"plan field 'flows[{i}]': expected an object")
-        w, s, v = flow.get("worker"), flow.get("ps"), flow.get("aggregate_at")
-        _require(kinds.get(w) == "worker", f"plan field 'flows[{i}].worker'={w!r}: no such worker")
-        _require(kinds.get(s) == "ps", f"plan field 'flows[{i}].ps'={s!r}: no such PS")
-        _require(v is None or kinds.get(v) == "switch",
-                 f"plan field 'flows[{i}].aggregate_at'={v!r}: expected a switch id or null")
-        aggregate_at[(w, s)] = v
-    return JobPlan(job=job, rate=float(rate), ps_ids=tuple(sorted(part)),
-                   shares={k: float(v) for k, v in part.items()}, worker_ids=tuple(workers),
-                   aggregate_at=aggregate_at, scheme=str(doc.get("scheme", "")))
+    """Validate a decoded plan document (with `Plan.from_dict`) and return its job view."""
+    plan = Plan.from_dict(doc)
+    return job_plan(plan, doc.get("ranks"))
 
 
 def load_plan(path: str | Path) -> JobPlan:
@@ -150,23 +137,20 @@ def load_plan(path: str | Path) -> JobPlan:
 
 
 def star_plan(workers: int, shares: dict[str, float] | list[float], job: int = 1,
-              rate: float = 1.0) -> dict:
-    """A minimal valid plan: w1..wW and the PSs on one switch v1, no in-network aggregation.
+              capacity: float = 1.0) -> Plan:
+    """w1..wW and the PSs on one switch v1, no in-network aggregation (lbmm), every link, PS
+    and the switch of ``capacity``; its rate is the one those capacities allow.
 
-    For loopback runs and tests where no control-plane solve is wanted; real runs read the
-    plan `inart plan` wrote.
+    For loopback runs (``inart train --plan star:W:K``), benches and tests where no solve is
+    wanted; real runs read the plan `inart plan` wrote.
     """
     if not isinstance(shares, dict):
         shares = {f"s{i + 1}": x for i, x in enumerate(shares)}
     wids = [f"w{i + 1}" for i in range(workers)]
-    nodes = [{"id": "v1", "kind": "switch", "capacity": 1e9, "background": 0}]
-    nodes += [{"id": s, "kind": "ps", "capacity": 1e9, "background": 0} for s in shares]
-    nodes += [{"id": w, "kind": "worker"} for w in wids]
-    hosts = [*shares, *wids]
-    links = [{"src": a, "dst": b, "capacity": 1e9, "background": 0}
-             for h in hosts for a, b in ((h, "v1"), ("v1", h))]
-    flows = [{"worker": w, "ps": s, "aggregate_at": None, "path": [w, "v1", s]}
-             for w in wids for s in shares]
-    return {"schema": SCHEMA, "scheme": "lbmm", "job": job, "rate": rate, "upper_bound": rate,
-            "topology": {"nodes": nodes, "links": links}, "partition": dict(shares),
-            "flows": flows, "streams": []}
+    nodes = [Node("v1", "switch", capacity)]
+    nodes += [Node(s, "ps", capacity) for s in shares]
+    nodes += [Node(w, "worker") for w in wids]
+    links = [Link(a, b, capacity) for h in [*shares, *wids] for a, b in ((h, "v1"), ("v1", h))]
+    topo = Topology(nodes, links, name=f"star:{workers}:{len(shares)}")
+    flows = [Flow(w, s, None, (w, "v1", s)) for w in wids for s in shares]
+    return Plan("lbmm", topo, dict(shares), flows, job=job).finalize()

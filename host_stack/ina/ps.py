@@ -33,7 +33,7 @@ from host_stack.ina.aggregator import ChunkAggregator, Verdict
 from host_stack.ina.impair import ImpairedSocket, wrap
 from host_stack.ina.ps_apply import OptimizerApply, SumApply
 from host_stack.ina.transport import make_socket
-from host_stack.train.jobargs import add_job_args, load_job
+from host_stack.train.jobargs import load_job, process_parser
 
 
 class PsServer:
@@ -173,11 +173,7 @@ def checkpoint(path: Path, ps: str, job: int, agg: ChunkAggregator, apply) -> Pa
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m host_stack.ina.ps", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_job_args(p)
-    p.add_argument("--ps", required=True, help="this PS's node id in the plan")
-    p.add_argument("--addresses", required=True, help="address map JSON file")
+    p = process_parser("host_stack.ina.ps", __doc__, "ps")
     p.add_argument("--bind", default=None, help="host:port to bind (default: its map entry)")
     p.add_argument("--mode", choices=("train", "sum"), default="train",
                    help="RESULT = updated parameters (train) or int32 sums (sum)")

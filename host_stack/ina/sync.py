@@ -20,19 +20,19 @@ import torch
 
 from host_stack.ina.quantize import Quantizer, error_stats
 from host_stack.ina.transport import WorkerTransport
+from host_stack.train.jobargs import LAUNCHER_FLAGS, TRANSPORT_OPTIONS
+from host_stack.train.sync import CommStats
 
 USES_PS = True
+FLAGS = LAUNCHER_FLAGS | set(TRANSPORT_OPTIONS) | {"checkpoint_dir"}
 
 
 @dataclass
-class SyncRoundStats:
-    """Transport-side numbers of one round, for the launcher's report."""
+class SyncRoundStats(CommStats):
+    """Transport-side numbers of one round, for the launcher's report (bytes: frames)."""
 
-    round: int
-    comm_s: float
     packets: int
     retx: int
-    bytes: int
     clipped: int
     quant_rel_error: float
     counters: dict[str, int] = field(default_factory=dict)

@@ -5,6 +5,7 @@
 Reports per-round time, communication time, sending rate and loss (table, --json, --csv),
 final accuracy of every worker, the quantization error, transport counters and, with
 --reference, the accuracy of single-process training with the same seed and effective batch.
+An option the chosen --sync mode does not use is refused, not ignored.
 """
 
 from __future__ import annotations
@@ -13,25 +14,27 @@ import argparse
 import csv
 import json
 import sys
+import tempfile
+from pathlib import Path
 
-from host_stack.train.jobargs import add_job_args
-from host_stack.train.launcher import LaunchError, TrainResult, train
-from host_stack.train.sync_registry import SYNCS
+from host_stack.train.jobargs import add_job_args, add_round_args, reject_unused, track_given
+from host_stack.train.launcher import LaunchError, TrainResult, resolve_plan, train
+from host_stack.train.sync_registry import MODES, mode_flags
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("train", help="train a model over a plan (loopback processes)",
                               description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    track_given(p)
     add_job_args(p)
     p.set_defaults(func=run)
     g = p.add_argument_group("run")
-    g.add_argument("--sync", default="ina", choices=sorted([*SYNCS, "selective"]),
+    g.add_argument("--sync", default="ina", choices=MODES,
                    help="ina (PSs + switches), ring/tree/rsgcm/torch (collectives), selective")
     g.add_argument("--group-p", type=int, default=0,
                    help="selective: smallest group size p (default 0.3 x workers, >= 2)")
-    g.add_argument("--rounds", type=int, default=100, help="training rounds")
-    g.add_argument("--batch", type=int, default=32, help="minibatch per worker")
+    add_round_args(g)
     g.add_argument("--deadline", type=float, default=1800.0, help="give up after (s)")
     g.add_argument("--checkpoint-dir", default=None, help="PS shards on SIGUSR1")
     g.add_argument("--reference", action="store_true",
@@ -107,9 +110,12 @@ def run_selective(args: argparse.Namespace) -> int:
     from host_stack.experiments.selective.real import train_selective
     from host_stack.ina.jobplan import load_plan
 
-    world = len(load_plan(args.plan).worker_ids)
+    with tempfile.TemporaryDirectory(prefix="inart-train-") as tmp:
+        world = load_plan(resolve_plan(args.plan, Path(tmp))).workers
     p = args.group_p or max(2, round(0.3 * world))
-    out = train_selective(args.model, world=world, rounds=args.rounds, p=p, seed=args.seed)
+    out = train_selective(args.model, world=world, rounds=args.rounds, p=p, seed=args.seed,
+                          lr=args.lr, momentum=args.momentum, batch_size=args.batch,
+                          timeout_s=args.deadline)
     keys = ("wall_s", "initial_accuracy", "average_model_accuracy", "syncs", "avg_sync_scale",
             "min_sync_scale", "avg_sync_s", "avg_wait_s")
     print(f"selective reduce, {world} workers, p={p}: " + ", ".join(
@@ -123,6 +129,11 @@ def run_selective(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         print("inart train: error: --rounds: expected >= 1", file=sys.stderr)
+        return 2
+    try:
+        reject_unused(args, mode_flags(args.sync), args.sync)
+    except ValueError as exc:
+        print(f"inart train: error: {exc}", file=sys.stderr)
         return 2
     if args.sync == "selective":
         return run_selective(args)

@@ -1,7 +1,11 @@
-"""Options every process of one INA job must agree on (PS, worker, launcher).
+"""Command-line options of a training job, defined once for the PS, the worker and `inart train`.
 
-The launcher passes the same values to every process it starts; on separate hosts the user
-passes them by hand, so they are plain command-line options with the same defaults everywhere.
+The job options are the ones every process of one job must agree on: the launcher passes the
+same values to every process it starts; on separate hosts the user passes them by hand, so
+they are plain command-line options with the same defaults everywhere.
+
+Which options a ``--sync`` mode uses, it declares itself (``FLAGS``, from the sets below);
+`inart train` refuses an option given on its command line that the chosen mode would ignore.
 """
 
 from __future__ import annotations
@@ -19,8 +23,15 @@ from host_stack.ina.quantize import DEFAULT_BOUND, Quantizer
 from host_stack.ina.transport import TransportConfig
 from host_stack.train.models import MODELS, build_model, flat_params
 
-JOB_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum", "bound", "n", "unit_bps",
-               "window", "timeout", "max_retries", "hello_timeout", "pool_size", "impair")
+MODEL_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum")
+TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "window", "timeout", "max_retries",
+                     "hello_timeout", "pool_size", "impair")  # the INA transport's only
+JOB_OPTIONS = MODEL_OPTIONS + TRANSPORT_OPTIONS
+# what the shared per-worker launcher of `inart train` does with any mode it runs
+LAUNCHER_FLAGS = frozenset(MODEL_OPTIONS) | {
+    "sync", "rounds", "batch", "deadline", "reference", "json", "csv", "plot", "every",
+    "keep_logs", "quiet"}
+GIVEN = "given_flags"  # args attribute: dests of the options given on the command line
 
 
 def job_argv(args: argparse.Namespace) -> list[str]:
@@ -46,19 +57,68 @@ def add_job_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--momentum", type=float, default=0.9, help="PS momentum")
     g.add_argument("--bound", type=float, default=DEFAULT_BOUND,
                    help="gradient clip bound that sets the quantization scale")
-    g.add_argument("--n", type=int, default=wire.DEFAULT_N, help="int32 values per packet")
+    g.add_argument("--n", type=int, default=TransportConfig.n, help="int32 values per packet")
     g.add_argument("--unit-bps", type=float, default=None,
                    help="bit/s of one topology rate unit (pacing = f * x_s * this; "
                         "default: unpaced)")
-    g.add_argument("--window", type=int, default=32, help="outstanding chunks per PS")
-    g.add_argument("--timeout", type=float, default=0.2,
+    g.add_argument("--window", type=int, default=TransportConfig.window,
+                   help="outstanding chunks per PS")
+    g.add_argument("--timeout", type=float, default=TransportConfig.timeout_s,
                    help="RETX timeout (s) before the first RTT sample")
-    g.add_argument("--max-retries", type=int, default=30, help="RETX before giving up")
-    g.add_argument("--hello-timeout", type=float, default=30.0,
+    g.add_argument("--max-retries", type=int, default=TransportConfig.max_retries,
+                   help="RETX before giving up")
+    g.add_argument("--hello-timeout", type=float, default=TransportConfig.hello_timeout_s,
                    help="how long a worker waits for every PS to answer HELLO (s)")
-    g.add_argument("--pool-size", type=int, default=4096, help="switch aggregator slots")
+    g.add_argument("--pool-size", type=int, default=TransportConfig.pool_size,
+                   help="switch aggregator slots")
     g.add_argument("--impair", default="",
                    help="inject on send, e.g. loss=0.05,dup=0.05,reorder=0.05 (tests)")
+
+
+def add_round_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The training loop's options, shared by the worker and `inart train`."""
+    parser.add_argument("--rounds", type=int, default=100, help="training rounds (iterations)")
+    parser.add_argument("--batch", type=int, default=32, help="minibatch per worker")
+
+
+def process_parser(module: str, description: str | None, node: str) -> argparse.ArgumentParser:
+    """The parser of one job process (``python -m MODULE``): the job options, the node it is
+    (``--ps`` or ``--worker``, an id of the plan) and the address map."""
+    p = argparse.ArgumentParser(prog=f"python -m {module}", description=description,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_job_args(p)
+    p.add_argument(f"--{node}", required=True, help=f"this {node}'s node id in the plan")
+    p.add_argument("--addresses", required=True, help="address map JSON file")
+    return p
+
+
+def _noting(base: type[argparse.Action]) -> type[argparse.Action]:
+    """``base`` that also adds its dest to ``args.given_flags`` when its option is given."""
+
+    class Noting(base):
+        def __call__(self, parser, namespace, values, option_string=None) -> None:
+            super().__call__(parser, namespace, values, option_string)
+            setattr(namespace, GIVEN, getattr(namespace, GIVEN) | {self.dest})
+
+    return Noting
+
+
+def track_given(parser: argparse.ArgumentParser) -> None:
+    """Make the options added to ``parser`` from now on record that they were given, so
+    ``reject_unused`` can tell ``--window 32`` from the default 32."""
+    for name, base in ((None, argparse._StoreAction), ("store", argparse._StoreAction),
+                       ("store_true", argparse._StoreTrueAction)):
+        parser.register("action", name, _noting(base))
+    parser.set_defaults(**{GIVEN: frozenset()})
+
+
+def reject_unused(args: argparse.Namespace, used: frozenset[str], mode: str) -> None:
+    """ValueError naming every option given on the command line that ``mode`` ignores."""
+    unused = sorted(getattr(args, GIVEN) - used)
+    if unused:
+        flags = ", ".join("--" + dest.replace("_", "-") for dest in unused)
+        uses = ", ".join("--" + dest.replace("_", "-") for dest in sorted(used))
+        raise ValueError(f"{flags}: not used by --sync {mode} (it uses {uses})")
 
 
 @dataclass

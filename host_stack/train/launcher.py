@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from control_plane.repo import child_env
+from host_stack.collectives.launch import free_port
 from host_stack.ina.addresses import loopback
 from host_stack.ina.jobplan import JobPlan, load_plan, star_plan
 from host_stack.train.jobargs import job_argv
@@ -50,18 +50,20 @@ def resolve_plan(spec: str, workdir: Path) -> Path:
     if spec.startswith("star:"):
         try:
             _, w, k = spec.split(":")
-            doc = star_plan(int(w), [1 / int(k)] * int(k))
+            plan = star_plan(int(w), [1 / int(k)] * int(k))
         except ValueError:
             raise LaunchError(f"--plan {spec!r}: expected star:WORKERS:PSS, e.g. star:4:2") \
                 from None
         path = workdir / "plan.json"
-        path.write_text(json.dumps(doc, indent=1))
+        plan.save(path)
         return path
     return Path(spec)
 
 
-class _Reader(threading.Thread):
-    """Forward a process's stdout JSON lines to a queue as (name, record)."""
+class JsonLineReader(threading.Thread):
+    """Forward a process's stdout JSON lines to a queue as (name, record); other lines as
+    {"event": "log"}, and {"event": "eof"} last.  The emulation follows its hosts with it too.
+    """
 
     def __init__(self, name: str, proc: subprocess.Popen, out: queue.Queue) -> None:
         super().__init__(daemon=True)
@@ -106,7 +108,7 @@ class Launcher:
                                 env=self.env, start_new_session=True)
         err.close()
         self.procs[name] = proc
-        _Reader(name, proc, self.events).start()
+        JsonLineReader(name, proc, self.events).start()
         return proc
 
     def _fail(self, name: str, what: str) -> LaunchError:
@@ -204,26 +206,20 @@ class Launcher:
         return TrainResult(plan, rounds, workers, ps_stats, time.monotonic() - t0)
 
 
-def free_port() -> int:
-    """A TCP port free on loopback right now (for the collectives' rendezvous)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def summarize_round(r: int, recs: list[dict]) -> dict:
-    """One row of the report: the slowest worker sets the round time."""
-    comm = [x.get("comm_s", x["sync_s"]) for x in recs]
-    rates = [x["bytes"] * 8 / x["comm_s"] / 1e6 for x in recs
-             if x.get("bytes") and x.get("comm_s")]
+    """One row of the report, the same for every sync scheme: the slowest worker sets the
+    round and communication time; rate and bytes are per worker, averaged over workers
+    (retransmissions and quantization error exist for INA only)."""
+    rates = [x["bytes"] * 8 / x["comm_s"] / 1e6 for x in recs if x["comm_s"] > 0]
     return {
         "round": r,
         "round_s": max(x["compute_s"] + x["sync_s"] for x in recs),
-        "comm_s": max(comm),
+        "comm_s": max(x["comm_s"] for x in recs),
         "rate_mbps": sum(rates) / len(rates) if rates else 0.0,
         "retx": sum(x.get("retx", 0) for x in recs),
         "loss": sum(x["loss"] for x in recs) / len(recs),
         "quant_rel_error": max(x.get("quant_rel_error", 0.0) for x in recs),
+        "bytes": sum(x["bytes"] for x in recs) / len(recs),
     }
 
 

@@ -7,10 +7,22 @@ all-reduce the gradient and step a local optimizer.  Both fit ``GradientSync.ste
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
+
+
+@dataclass
+class CommStats:
+    """What one round put on the network from this worker: one row format for every scheme,
+    so the training table's communication time and sending rate mean the same for all."""
+
+    round: int
+    comm_s: float  # time spent exchanging (not computing or stepping the optimizer)
+    bytes: int  # bytes this worker sent in the round
 
 
 class GradientSync(Protocol):
@@ -23,6 +35,13 @@ class GradientSync(Protocol):
     def close(self) -> None:
         """Release sockets, process groups and threads."""
         ...
+
+
+class MeasuredSync(GradientSync, Protocol):
+    """A scheme that records what each step sent: every ``--sync`` mode of the registry, so
+    the worker can report the same communication columns for all of them."""
+
+    history: list[CommStats]  # one entry per step, in order
 
 
 class MomentumSGD:
@@ -55,17 +74,25 @@ class MomentumSGD:
 
 
 class AllReduceSync:
-    """Average the gradient with an in-place sum all-reduce, then step a local optimizer."""
+    """Average the gradient with an in-place sum all-reduce, then step a local optimizer.
+
+    ``sent`` reads the running total of bytes the all-reduce's sends handed to the network;
+    its growth over one all-reduce is the round's ``CommStats.bytes``.
+    """
 
     def __init__(self, all_reduce: Callable[[torch.Tensor], None], world_size: int,
-                 optimizer: MomentumSGD) -> None:
+                 optimizer: MomentumSGD, sent: Callable[[], int]) -> None:
         self.all_reduce = all_reduce
         self.world_size = world_size
         self.optimizer = optimizer
+        self.sent = sent
+        self.history: list[CommStats] = []
 
     def step(self, round_: int, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         summed = grad.clone()
+        before, t0 = self.sent(), time.perf_counter()
         self.all_reduce(summed)
+        self.history.append(CommStats(round_, time.perf_counter() - t0, self.sent() - before))
         return self.optimizer.apply(params, summed / self.world_size)
 
     def close(self) -> None:

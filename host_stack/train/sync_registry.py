@@ -2,8 +2,12 @@
 
 Modules are imported only when chosen (like the CLI's COMMANDS), so a scheme with heavy or
 missing dependencies never breaks the others.  A scheme module exposes:
+- ``FLAGS: frozenset[str]`` - the `inart train` options it uses (dests; host_stack/train/
+  jobargs.py has the shared sets), so `inart train` can refuse the others;
 - ``USES_PS: bool`` - whether the launcher must start the plan's PS processes;
-- ``build(ctx: WorkerContext) -> GradientSync`` - the worker side for one worker.
+- ``build(ctx: WorkerContext) -> MeasuredSync`` - the worker side for one worker, recording
+  what every step sent (host_stack/train/sync.py).
+A mode in ``OWN_LAUNCHER`` exposes only ``FLAGS``; `inart train` runs it its own way.
 """
 
 from __future__ import annotations
@@ -30,6 +34,16 @@ class WorkerContext:
     args: argparse.Namespace
     worker: str
     rank: int
+
+
+# forms groups at run time through its own controller process, so not per-worker processes
+OWN_LAUNCHER: dict[str, str] = {"selective": "host_stack.experiments.selective.real"}
+MODES = sorted([*SYNCS, *OWN_LAUNCHER])
+
+
+def mode_flags(name: str) -> frozenset[str]:
+    """The `inart train` options (dests) that mode ``name`` uses."""
+    return importlib.import_module({**SYNCS, **OWN_LAUNCHER}[name]).FLAGS
 
 
 def load_sync(name: str) -> ModuleType:

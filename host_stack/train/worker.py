@@ -19,6 +19,7 @@ import json
 import sys
 import time
 import zlib
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +27,10 @@ import torch
 
 from host_stack.ina.transport import TransportError
 from host_stack.train.data import digits, shard
-from host_stack.train.jobargs import add_job_args, load_job
+from host_stack.train.jobargs import add_round_args, load_job, process_parser
 from host_stack.train.loop import RoundStats, accuracy, train_worker
 from host_stack.train.models import build_model, flat_params
+from host_stack.train.sync import MeasuredSync
 from host_stack.train.sync_registry import SYNCS, WorkerContext, load_sync
 
 
@@ -56,14 +58,9 @@ def expected_digests(workers: int, rounds: int, values: int, seed: int = 0,
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m host_stack.train.worker", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_job_args(p)
-    p.add_argument("--worker", required=True, help="this worker's node id in the plan")
-    p.add_argument("--addresses", required=True, help="address map JSON file")
+    p = process_parser("host_stack.train.worker", __doc__, "worker")
     p.add_argument("--sync", default="ina", choices=sorted(SYNCS), help="synchronisation scheme")
-    p.add_argument("--rounds", type=int, default=100, help="training rounds (iterations)")
-    p.add_argument("--batch", type=int, default=32, help="minibatch per worker")
+    add_round_args(p)
     p.add_argument("--start-file", default=None,
                    help="after the HELLO, print a 'ready' event and start round 0 only once this "
                         "file exists (a launcher's start barrier)")
@@ -90,14 +87,13 @@ def emit(event: str, **fields) -> None:
     print(json.dumps({"event": event, **fields}), flush=True)
 
 
-def _round_fields(sync, rs: RoundStats) -> dict:
-    out = {"round": rs.round, "loss": rs.loss, "compute_s": rs.compute_s, "sync_s": rs.sync_s}
-    history = getattr(sync, "history", None)
-    if history:
-        h = history[-1]
-        out.update(comm_s=h.comm_s, packets=h.packets, retx=h.retx, bytes=h.bytes,
-                   clipped=h.clipped, quant_rel_error=h.quant_rel_error)
-    return out
+def _round_fields(sync: MeasuredSync, rs: RoundStats) -> dict:
+    """One round's JSON line: the loop's timing plus what the scheme sent (its CommStats)."""
+    comm = asdict(sync.history[-1])
+    del comm["round"]
+    comm.pop("counters", None)
+    return {"round": rs.round, "loss": rs.loss, "compute_s": rs.compute_s,
+            "sync_s": rs.sync_s, **comm}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from control_plane.lp_model import LPModel
 from control_plane.milp import solve_milp
 from control_plane.paths import PathSets
 from control_plane.plan import Plan, PlanError
-from control_plane.solve import solve
+from control_plane.solve import route, solve
 from control_plane.topologies import fattree, fig1, leafspine
 
 
@@ -223,3 +223,23 @@ def test_large_instances_are_packed_without_the_lp(monkeypatch):
     assert 0 < plan.rate <= plan.upper_bound
     assert Plan.from_dict(plan.to_dict()).rate == pytest.approx(plan.rate)
     assert plan.rate > solve(t, "atp").rate
+
+
+def test_route_keeps_the_split_it_is_given():
+    split = {"s1": 7 / 15, "s2": 8 / 15}
+    plan = route(fig1(), split)
+    assert plan.partition == split and plan.rate == pytest.approx(2.5)
+    assert plan.rate <= plan.upper_bound + 1e-9
+    equal = route(fig1(), {"s1": 0.5, "s2": 0.5}, scheme="r-inart")
+    assert equal.scheme == "r-inart" and equal.rate == pytest.approx(2.4)
+
+
+@pytest.mark.parametrize("split,message", [
+    ({"s1": 1.0}, "split: keys"),
+    ({"s1": 0.5, "s3": 0.5}, "split: keys"),
+    ({"s1": 0.7, "s2": 0.7}, "sum to 1"),
+    ({"s1": -0.5, "s2": 1.5}, r"in \[0, 1\]"),
+])
+def test_route_refuses_a_bad_split_by_name(split, message):
+    with pytest.raises(ValueError, match=message):
+        route(fig1(), split)

@@ -1,13 +1,19 @@
 """Differential test: the same P4Runtime writes and frames through bmv2's simple_switch_grpc
 (on veths) and through the embedded target; every output frame must be identical, byte for
-byte, on the same port.  Skipped where bmv2 or root is missing."""
+byte, on the same port.  Our compiled test programs (the reach_*.p4 ones too: stacks,
+unions, varbit, const entries) and the testbed's program go through P4Runtime; the
+hand-written programs of the target's reach (handwritten.py: stacks, unions, varbit, const
+entries, error keys, value sets) need no entries and are given to bmv2 on its command line.
+Skipped where bmv2 or root is missing."""
 
 from __future__ import annotations
 
+import json
 import select
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +24,9 @@ from control_plane.drivers.p4runtime import (
     multicast_group_update,
     table_update,
 )
-from emulation.targets import get_target
+from emulation.targets import SwitchProcess, get_target
+from emulation.targets.base import SwitchSpec
+from emulation.targets.bmv2 import Bmv2Target
 from emulation.targets.embedded import bench
 from emulation.targets.embedded.bench import (
     PS_IP,
@@ -28,7 +36,9 @@ from emulation.targets.embedded.bench import (
     start_switch,
 )
 from emulation.targets.embedded.p4runtime_server import apply_updates, local_device
+from emulation.targets.embedded.pipeline import Switch, load_program
 from host_stack.netns import can_create_veths, veth_pairs
+from tests.embedded import handwritten
 from tests.embedded.conftest import compiled
 from tests.embedded.test_aggregate import grad
 from tests.embedded.test_stateful import s_frame
@@ -107,9 +117,16 @@ def ina_case(p4info: Any) -> tuple[list[Any], list[tuple[int, bytes]]]:
     return program_updates("ina", p4info, 4), frames
 
 
+def reach_case(name: str) -> Callable[[Any], tuple[list[Any], list[tuple[int, bytes]]]]:
+    """A p4c-compiled reach program (tests/embedded/p4/reach_*.p4): const entries only."""
+    return lambda p4info: ([], [(1, f) for f in handwritten.compiled_frames(name)])
+
+
 CASES: dict[str, Callable[[Any], tuple[list[Any], list[tuple[int, bytes]]]]] = {
     "forward": forward_case, "tables": tables_case, "stateful": stateful_case,
     "aggregate": aggregate_case, "ina": ina_case,
+    **{n: reach_case(n) for n in ("reach_stacks", "reach_unions", "reach_varbit",
+                                  "reach_tables")},
 }
 
 
@@ -133,31 +150,36 @@ def collect(socks: dict[int, socket.socket], quiet: float = 0.25) -> list[tuple[
             out.append((port, s.recv(65535)))
 
 
+def exchange(pairs: list[tuple[str, str]], frames: list[tuple[int, bytes]]
+             ) -> list[list[tuple[int, bytes]]]:
+    """Send each frame into its port's veth and collect what every port puts out for it."""
+    socks = {i + 1: raw_socket(a) for i, (a, _) in enumerate(pairs)}
+    try:
+        time.sleep(0.3)
+        collect(socks, 0.2)
+        results = []
+        for in_port, frame in frames:
+            socks[in_port].send(frame)
+            results.append(collect(socks))
+        return results
+    finally:
+        for s in socks.values():
+            s.close()
+
+
 def bmv2_outputs(name: str, updates: list[Any], frames: list[tuple[int, bytes]],
                  tag: str) -> list[list[tuple[int, bytes]]]:
     config, p4info = program(name)
-    results = []
     with veth_pairs(f"id{tag}", NPORTS) as pairs:
         port = free_port()
         switch = start_switch("bmv2", [b for _, b in pairs], port)
-        socks = {}
         try:
-            client = P4RuntimeClient(f"127.0.0.1:{port}", timeout=30).connect()
-            client.set_pipeline(p4info, config)
-            client.write(updates)
-            for i, (a, _) in enumerate(pairs):
-                socks[i + 1] = raw_socket(a)
-            time.sleep(0.3)
-            collect(socks, 0.2)
-            for in_port, frame in frames:
-                socks[in_port].send(frame)
-                results.append(collect(socks))
-            client.close()
+            with P4RuntimeClient(f"127.0.0.1:{port}", timeout=30) as client:
+                client.set_pipeline(p4info, config)
+                client.write(updates)
+            return exchange(pairs, frames)
         finally:
             switch.stop()
-            for s in socks.values():
-                s.close()
-    return results
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -173,3 +195,42 @@ def test_embedded_matches_bmv2_byte_for_byte(name: str) -> None:
         assert got == want, f"frame {i} of {name}: bmv2 {want} != embedded {got}"
     # the comparison must be about real traffic, not two silent switches
     assert sum(map(len, bmv2)) >= 3, f"{name}: bmv2 sent too little: {bmv2}"
+
+
+class Bmv2WithConfig(Bmv2Target):
+    """bmv2 started with a JSON program on its command line instead of --no-p4."""
+
+    def __init__(self, config: Path) -> None:
+        self.config = config
+
+    def command(self, spec: SwitchSpec) -> list[str]:
+        cmd = super().command(spec)
+        cmd[cmd.index("--no-p4")] = str(self.config)
+        return cmd
+
+
+def bmv2_outputs_of(doc: dict[str, Any], frames: list[tuple[int, bytes]], tag: str,
+                    tmp: Path) -> list[list[tuple[int, bytes]]]:
+    config = tmp / "program.json"
+    config.write_text(json.dumps(doc))
+    with veth_pairs(f"ih{tag}", NPORTS) as pairs:
+        spec = SwitchSpec(0, {i + 1: b for i, (_, b) in enumerate(pairs)},
+                          f"127.0.0.1:{free_port()}", log_level="error")
+        with SwitchProcess(Bmv2WithConfig(config), spec):
+            return exchange(pairs, frames)
+
+
+@pytest.mark.parametrize("name", sorted(handwritten.PROGRAMS))
+def test_handwritten_program_matches_bmv2(name: str, tmp_path: Path) -> None:
+    doc = handwritten.PROGRAMS[name]()
+    frames = [(1, f) for f in handwritten.frames(name)]
+    switch = Switch(load_program(json.dumps(doc)))
+    embedded = [sorted((p, f) for p, f in switch.process(port, frame) if 1 <= p <= NPORTS)
+                for port, frame in frames]
+    bmv2 = bmv2_outputs_of(doc, frames, f"{free_port() % 1000}", tmp_path)
+    mismatches = [f"frame {i} {frames[i][1].hex()}:\n  bmv2     {want}\n  embedded {got}"
+                  for i, (want, got) in enumerate(zip(bmv2, embedded, strict=True))
+                  if got != want]
+    assert not mismatches, f"{name}: {len(mismatches)} of {len(frames)} differ\n" + \
+        "\n".join(mismatches[:6])
+    assert sum(map(len, bmv2)) >= len(frames) // 2, f"{name}: bmv2 sent too little"

@@ -73,7 +73,8 @@ def test_truncated_and_empty_frames_are_handled_not_raised() -> None:
     # simple_switch semantics: a parser error still enters ingress (with parser_error set)
     assert sw.process(1, b"\x01\x02\x03") == [(1, b"\x01\x02\x03")]
     assert sw.process(1, b"") == [(1, b"")]
-    assert sw.stats["parser_error"] == 2
+    assert sw.errors == {"parser_error.PacketTooShort": 2}
+    assert sum(sw.drops.values()) == 0  # flagged, not dropped: the program forwarded them
 
 
 def test_exception_in_processing_is_dropped_and_counted() -> None:
@@ -82,13 +83,13 @@ def test_exception_in_processing_is_dropped_and_counted() -> None:
         {"op": "assert", "parameters": [{"type": "bool", "value": False}]})
     sw = Switch(load(doc))
     assert sw.process(1, bytes(20)) == []
-    assert sw.stats["drop_error"] == 1
+    assert sw.drops == {"engine_error": 1}
 
 
 @pytest.mark.parametrize("mutate, where, what", [
     (lambda d: d.__setitem__("meter_arrays", [{"name": "m", "id": 0}]), "meter_arrays[0] 'm'",
      "not supported"),
-    (lambda d: d.__setitem__("header_stacks", [{"name": "st", "id": 0}]), "header_stacks[0] 'st'",
+    (lambda d: d.__setitem__("learn_lists", [{"name": "dg", "id": 0}]), "learn_lists[0] 'dg'",
      "not supported"),
     (lambda d: d["actions"][0]["primitives"].append({"op": "execute_meter", "parameters": []}),
      "actions[0] 'reflect' primitives[1] op 'execute_meter'", "not supported"),
@@ -118,3 +119,47 @@ def test_not_json_is_refused() -> None:
         doc = minimal()
         del doc["actions"][0]["id"]
         load(doc)
+
+
+def test_a_default_action_installed_later_runs_on_a_miss() -> None:
+    doc = minimal()
+    del doc["pipelines"][0]["tables"][0]["default_entry"]  # no default: a miss runs nothing
+    sw = Switch(load(doc))
+    frame = bytes(range(14))
+    assert sw.process(3, frame) == [(0, frame)]  # egress_spec stays 0
+    table = sw.program.tables["t"]
+    table.set_default(table.actions["reflect"], ())
+    assert sw.process(3, frame) == [(3, frame)]
+
+
+def test_exit_deep_in_a_control_stops_it() -> None:
+    """Thirty nested conditions (deeper than one function's nesting) whose paths all join at
+    the reflect table; the innermost runs a table whose default action exits: the join must
+    not run."""
+    doc = minimal()
+    ingress = doc["pipelines"][0]
+    doc["actions"].append({"name": "leave", "id": 1, "runtime_data": [], "primitives": [
+        {"op": "exit", "parameters": []}]})
+    ingress["init_table"] = "c0"
+    ingress["conditionals"] = [
+        {"name": f"c{i}", "id": i, "expression": {"type": "bool", "value": True},
+         "true_next": f"c{i + 1}" if i < 29 else "leave_t", "false_next": "t"}
+        for i in range(30)]
+    ingress["tables"].append(
+        {"name": "leave_t", "id": 1, "key": [{"match_type": "exact", "target": ["eth", "type"],
+                                              "mask": None}],
+         "match_type": "exact", "type": "simple", "max_size": 4, "with_counters": False,
+         "action_ids": [1], "actions": ["leave"], "next_tables": {"leave": "t"},
+         "default_entry": {"action_id": 1, "action_const": False, "action_data": []}})
+    sw = Switch(load(doc))
+    assert sw.process(3, bytes(14)) == [(0, bytes(14))]  # reflect (egress_spec = 3) skipped
+
+
+def test_a_metadata_struct_may_hold_a_varbit_field() -> None:
+    """p4c makes a struct with a varbit member a metadata header with a "*" field."""
+    doc = minimal()
+    doc["header_types"].append({"name": "m_t", "id": 2, "fields": [["opts", "*"]],
+                                "max_length": 4})
+    doc["headers"].append({"name": "m", "id": 2, "header_type": "m_t", "metadata": True})
+    sw = Switch(load(doc))
+    assert sw.process(1, bytes(14)) == [(1, bytes(14))]

@@ -6,7 +6,6 @@ malformed entries are built by the client, then edited."""
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +22,7 @@ from control_plane.drivers.p4runtime import (
     build_table_entry,
     table_update,
 )
+from control_plane.localhost import free_port
 from emulation.targets.embedded.bench import ipv4_udp
 from emulation.targets.embedded.p4runtime_server import serve
 from emulation.targets.embedded.pipeline import Switch
@@ -30,12 +30,6 @@ from tests.embedded.conftest import compiled
 
 U = p4runtime_pb2.Update
 ROUTE = "MyIngress.route"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

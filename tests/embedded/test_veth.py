@@ -10,6 +10,7 @@ import pytest
 
 from control_plane.drivers.p4runtime import P4RuntimeClient
 from emulation.targets.embedded.bench import free_port, ipv4_udp, start_switch
+from emulation.targets.embedded.stats import read_stats
 from host_stack.netns import can_create_veths, veth_pairs
 from tests.embedded.conftest import compiled
 
@@ -47,16 +48,25 @@ def test_switch_process_forwards_real_frames() -> None:
             client.set_pipeline(p4info, config)
             client.insert_table_entry("MyIngress.route", {"hdr.ipv4.dst_addr": (0x0A000000, 8)},
                                       "MyIngress.forward", {"port": 2, "dmac": 0xB})
+            client.insert_table_entry("MyIngress.route", {"hdr.ipv4.dst_addr": (0x0C000000, 8)},
+                                      "MyIngress.forward", {"port": 9, "dmac": 0xB})
             sent = [ipv4_udp(bytes([i]) * 20, 5000, dst=0x0A000000 + i) for i in range(1, 6)]
             for frame in sent:
                 tx.send(frame)
             tx.send(b"\x00" * 14)  # runt frame: counted, never crashes the switch
             tx.send(ipv4_udp(b"x", 5000, dst=0x0B000001))  # no route: dropped
+            tx.send(ipv4_udp(b"x", 5000, dst=0x0C000001))  # port 9: no interface attached
+            tx.send(sent[0][:24])  # IPv4 header cut short: parser error
             got = receive(rx, 5.0, len(sent))
             assert len(got) == len(sent)
             for frame, out in zip(sent, got, strict=True):
                 assert out[:6] == b"\x00" * 5 + b"\x0b" and out[34:] == frame[34:]
             assert switch.health() is None
+            stats = read_stats(f"127.0.0.1:{port}")  # why the other frames vanished
+            assert stats["ports"] == {"1": pairs[0][1], "2": pairs[1][1]}
+            assert stats["drops"]["no_such_port"] == 1
+            assert stats["drops"]["ingress_drop"] >= 3  # runt, no route, short IPv4
+            assert stats["errors"]["parser_error.PacketTooShort"] == 1
             client.close()
         finally:
             switch.stop()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from control_plane.deploy.addressing import assign
-from control_plane.deploy.install import connect
+from control_plane.deploy.transaction import DEFAULT_ELECTION_ID, addressed_switches, open_client
 from control_plane.topologies import fig1
 from emulation.network import Network, leftovers, mininet_available, queue_for
 
@@ -45,7 +45,8 @@ def test_network_comes_up_shaped_and_goes_away(tmp_path):
     assert queue == 6 * 2 * 32  # every (worker, PS) stream's window fits
     with Network(topo, addr, tmp_path, scale=0.5, loss=1.0, queue_packets=queue) as net:
         pids = [sw.switch.proc.pid for sw in net.net.switches]
-        client = connect(addr, "v1")  # the switch's P4Runtime server answers
+        # the switch's P4Runtime server answers (and takes a primary session)
+        client = open_client(addressed_switches(addr)["v1"], DEFAULT_ELECTION_ID, 15.0)
         client.close()
         sleeper = net.popen("w1", ["sleep", "600"])
         pids.append(sleeper.pid)
@@ -115,8 +116,8 @@ def test_signal_tears_down(tmp_path, sig):
 
 
 def test_a_refused_pipeline_names_the_switch_and_stops_cleanly(tmp_path):
-    from control_plane.deploy.install import InstallError
     from control_plane.deploy.pipeline import Pipeline
+    from control_plane.deploy.transaction import DeployError
     from control_plane.solve import solve
     from emulation.emulate import STATE_FILE, Emulation
 
@@ -125,7 +126,8 @@ def test_a_refused_pipeline_names_the_switch_and_stops_cleanly(tmp_path):
     config.write_text("{not json")
     topo = fig1()
     pids: list[int] = []
-    with pytest.raises(InstallError, match=r"switch 'v1': pipeline push failed"), \
+    # an empty P4Info has none of the plan's tables: refused before any switch is written
+    with pytest.raises(DeployError, match=r"switch 'v1': cannot build .*nothing was written"), \
             Emulation(topo, tmp_path / "out", program=Pipeline(p4info, config),
                       quiet=True) as emu:
         pids += [sw.switch.proc.pid for sw in emu.net.net.switches]

@@ -3,11 +3,7 @@ started by `inart switch` that a P4Runtime client programs."""
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,15 +11,10 @@ import pytest
 
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4RuntimeClient
-from control_plane.repo import REPO, child_env
+from control_plane.localhost import free_port
 from emulation.targets import SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.bmv2 import build_kind, find_bmv2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.foreground import inart_foreground
 
 
 def test_bmv2_is_found_through_the_one_variable(tmp_path, monkeypatch) -> None:
@@ -79,24 +70,19 @@ def test_switch_process_reports_an_early_exit(tmp_path) -> None:
     assert switch.proc is not None and switch.proc.poll() is not None
 
 
-def test_standalone_switch_from_the_cli_takes_a_pipeline() -> None:
+@pytest.mark.parametrize("name", ["embedded", "bmv2"])
+def test_standalone_switch_from_the_cli_takes_a_pipeline(name: str) -> None:
+    reason = get_target(name).unavailable()
+    if reason:
+        pytest.skip(reason)
     grpc = f"127.0.0.1:{free_port()}"
-    proc = subprocess.Popen([sys.executable, "-m", "control_plane.cli", "switch", "--target",
-                             "embedded", "--grpc", grpc], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=REPO)
-    try:
-        line = proc.stdout.readline()
+    with inart_foreground("switch", "--target", name, "--grpc", grpc, stop_timeout=20) as line:
         assert "ready" in line and grpc in line, line
-        pipeline = pipeline_for("embedded")
+        pipeline = pipeline_for(name)
+        # connect() then the context manager: one session (bmv2 hangs on a second one)
         with P4RuntimeClient(grpc, 0, timeout=30).connect() as client:
             client.set_pipeline(pipeline.p4info, pipeline.config)
             assert client.read_table_entries("InaIngress.route_dst") == []
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and _listening(grpc):
         time.sleep(0.1)

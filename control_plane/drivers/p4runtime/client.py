@@ -31,6 +31,7 @@ from control_plane.drivers.p4runtime.entities import (
     build_default_entry,
     build_table_entry,
     clone_session_update,
+    encode_write_request,
     multicast_group_update,
     table_update,
 )
@@ -42,6 +43,8 @@ from control_plane.drivers.p4runtime.values import (
     decode_value,
     encode_value,
 )
+
+CLOSE_WAIT_S = 2.0  # how long close() waits for the server to end the stream
 
 # ---------------------------------------------------------------------------------------------
 # the client
@@ -65,29 +68,46 @@ class P4RuntimeClient:
         self.info: P4Info | None = None
         self._channel = grpc.insecure_channel(address)
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        self._write_encoded = self._channel.unary_unary(  # takes the request as bytes
+            "/p4.v1.P4Runtime/Write",
+            response_deserializer=p4runtime_pb2.WriteResponse.FromString)
         self._requests: queue.Queue = queue.Queue()
         self._responses: queue.Queue = queue.Queue()
         self._stream = None
         self._reader: threading.Thread | None = None
         self.arbitration_code: int | None = None  # google.rpc code of the last arbitration
+        self.primary_election_id: tuple[int, int] | None = None  # as the last arbitration said
 
     @property
     def is_primary(self) -> bool:
         return self.arbitration_code == code_pb2.OK
 
     # -- session --------------------------------------------------------------------------
+    def wait_ready(self) -> P4RuntimeClient:
+        """Wait for the server to answer (enough for reads, which need no arbitration).
+
+        A Capabilities call that waits for the channel, not grpc.channel_ready_future: that
+        one leaves a connectivity poller running which delays the end of the stream opened
+        next by ~0.2 s (and raises in its thread once the channel is closed)."""
+        try:
+            self._stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=self.timeout,
+                                    wait_for_ready=True)
+        except grpc.RpcError as exc:
+            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise P4RuntimeError(
+                    f"P4Runtime server {self.address} not reachable within "
+                    f"{self.timeout:.0f} s", grpc.StatusCode.UNAVAILABLE) from None
+        return self
+
     def connect(self, primary: bool = True) -> P4RuntimeClient:
         """Wait for the server, open the stream and become primary (or raise).
 
         With ``primary=False`` a backup session (a higher election id holds the device) is
-        accepted too; ``wait_primary`` then waits for the server to promote it.
+        accepted too; ``wait_primary`` then waits for the server to promote it.  A refused
+        arbitration raises with ``code`` set and ``primary_election_id`` telling who holds
+        the device (when the server says).
         """
-        try:
-            grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
-        except grpc.FutureTimeoutError:
-            raise P4RuntimeError(
-                f"P4Runtime server {self.address} not reachable within {self.timeout:.0f} s"
-            ) from None
+        self.wait_ready()
         self._stream = self._stub.StreamChannel(self._request_iter())
         self._reader = threading.Thread(target=self._read_stream, daemon=True)
         self._reader.start()
@@ -97,11 +117,14 @@ class P4RuntimeClient:
         self._requests.put(req)
         reply = self._next_stream_message("arbitration")
         code = self.arbitration_code = reply.arbitration.status.code
+        if reply.arbitration.HasField("election_id"):
+            eid = reply.arbitration.election_id
+            self.primary_election_id = (eid.high, eid.low)
         if code != code_pb2.OK and (primary or code != code_pb2.ALREADY_EXISTS):
             raise P4RuntimeError(
                 f"{self.address}: not primary for device {self.device_id} "
                 f"(election id {self.election_id.high},{self.election_id.low}; status {code}: "
-                f"{reply.arbitration.status.message})"
+                f"{reply.arbitration.status.message})", grpc.StatusCode.PERMISSION_DENIED
             )
         return self
 
@@ -130,6 +153,8 @@ class P4RuntimeClient:
                 raise P4RuntimeError(f"{self.address}: still not primary for device "
                                      f"{self.device_id} after {timeout:.1f} s")
             self.arbitration_code = reply.arbitration.status.code
+            eid = reply.arbitration.election_id
+            self.primary_election_id = (eid.high, eid.low)
 
     def _next_stream_message(self, kind: str) -> p4runtime_pb2.StreamMessageResponse:
         msg = self._poll_stream(kind, self.timeout)
@@ -148,28 +173,38 @@ class P4RuntimeClient:
             except queue.Empty:
                 return None
             if isinstance(msg, grpc.RpcError):
-                raise P4RuntimeError(f"{self.address}: stream closed: {msg.details()}")
+                raise P4RuntimeError(f"{self.address}: stream closed: {msg.code().name}: "
+                                     f"{msg.details()}", msg.code())
             if msg.WhichOneof("update") == kind:
                 return msg
 
     def close(self) -> None:
+        """End the stream from our side and give the server a moment to end it too, so it
+        forgets this controller at once: a cancelled stream may linger on the server (the
+        embedded target notices only when the call is collected) and make it refuse the next
+        session with the same election id.  Then cancel whatever is left and close."""
         self._requests.put(None)
+        if self._reader is not None:
+            self._reader.join(timeout=CLOSE_WAIT_S)
         if self._stream is not None:
             self._stream.cancel()
         self._channel.close()
 
     def __enter__(self) -> P4RuntimeClient:
-        return self.connect()
+        """Connect unless ``connect()`` already did: a second arbitration on a second stream
+        with the same election id is answered by nothing on bmv2 (the session would hang)."""
+        return self if self._stream is not None else self.connect()
 
     def __exit__(self, *exc) -> None:
         self.close()
 
     # -- pipeline ---------------------------------------------------------------------------
     def set_pipeline(self, p4info: str | Path | P4Info,
-                     device_config: str | Path | bytes) -> None:
+                     device_config: str | Path | bytes, cookie: int | None = None) -> None:
         """Push P4Info + target config (bmv2 JSON); this resets tables, registers, counters.
 
-        Each is a file path or already in memory (a P4Info, the config's bytes).
+        Each is a file path or already in memory (a P4Info, the config's bytes).  ``cookie``
+        (64 bits) tags the config, so a later ``get_pipeline`` can tell it from another.
         """
         self.info = P4Info.load(p4info)
         config = device_config if isinstance(device_config, bytes) else \
@@ -180,7 +215,24 @@ class P4RuntimeClient:
         )
         req.config.p4info.CopyFrom(self.info.proto)
         req.config.p4_device_config = config
+        if cookie is not None:
+            req.config.cookie.cookie = cookie
         self._call("SetForwardingPipelineConfig", self._stub.SetForwardingPipelineConfig, req)
+
+    def get_pipeline(self, with_device_config: bool = False
+                     ) -> p4runtime_pb2.ForwardingPipelineConfig | None:
+        """The device's pipeline (P4Info and cookie; the device config too if asked), or None
+        when it has none (bmv2 answers FAILED_PRECONDITION, others an empty config)."""
+        kind = p4runtime_pb2.GetForwardingPipelineConfigRequest
+        req = kind(device_id=self.device_id,
+                   response_type=kind.ALL if with_device_config else kind.P4INFO_AND_COOKIE)
+        try:
+            reply = self._stub.GetForwardingPipelineConfig(req, timeout=self.timeout)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                return None
+            raise _rpc_failure(f"GetForwardingPipelineConfig on {self.address}", exc) from None
+        return reply.config if reply.config.HasField("p4info") else None
 
     def use_p4info(self, p4info: str | Path | P4Info) -> None:
         """Use this P4Info for names without pushing a pipeline (one is already running)."""
@@ -202,6 +254,15 @@ class P4RuntimeClient:
         req = p4runtime_pb2.WriteRequest(device_id=self.device_id, election_id=self.election_id)
         req.updates.extend(updates)
         self._call(what, self._stub.Write, req)
+
+    def write_encoded(self, updates: Sequence[bytes], what: str = "Write") -> None:
+        """Write already serialized Updates (``encode_update``) in one request.
+
+        With pure-python protobuf (what protobuf 3.20 gives Python 3.11) copying Updates
+        into a WriteRequest and serializing it costs more than bmv2 needs to apply them; an
+        installer serializes each entity once and the request is a concatenation."""
+        request = encode_write_request(self.device_id, self.election_id, updates)
+        self._call(what, self._write_encoded, request)
 
     def insert_table_entry(self, table: str, match: Mapping[str, object], action: str,
                            params: Mapping[str, Value] | None = None, priority: int = 0) -> None:
@@ -260,11 +321,12 @@ class P4RuntimeClient:
             raise P4RuntimeError(f"{kind} '{name}' index {index}: expected 0..{size - 1}")
 
     # -- reads ------------------------------------------------------------------------------
-    def read(self, entity: p4runtime_pb2.Entity, what: str = "entities"
-             ) -> list[p4runtime_pb2.Entity]:
-        """Every entity the server returns for this (wildcard) read."""
+    def read(self, entity: p4runtime_pb2.Entity | Sequence[p4runtime_pb2.Entity],
+             what: str = "entities") -> list[p4runtime_pb2.Entity]:
+        """Every entity the server returns for this (wildcard) read; several entities are
+        read in one RPC (e.g. all tables and all multicast groups at once)."""
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
-        req.entities.append(entity)
+        req.entities.extend([entity] if isinstance(entity, p4runtime_pb2.Entity) else entity)
         out: list[p4runtime_pb2.Entity] = []
         try:
             for reply in self._stub.Read(req, timeout=self.timeout):

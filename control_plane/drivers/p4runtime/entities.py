@@ -23,7 +23,8 @@ from control_plane.drivers.p4runtime.values import (
 # entries
 
 __all__ = ["CounterValue", "Replicas", "build_default_entry", "build_table_entry",
-           "clone_session_update", "multicast_group_update", "table_update"]
+           "clone_session_update", "encode_update", "encode_write_request",
+           "multicast_group_update", "table_update"]
 
 
 @dataclass(frozen=True)
@@ -172,3 +173,40 @@ def clone_session_update(session_id: int, replicas: Replicas,
     if session_id <= 0:
         raise P4RuntimeError(f"clone session id {session_id}: expected a positive id")
     return _pre_update(kind, "clone_session_entry", "session_id", session_id, replicas)
+
+
+# ---------------------------------------------------------------------------------------------
+# encoded updates
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _length_delimited(field: int, data: bytes) -> bytes:
+    """One length-delimited protobuf field (wire type 2): tag, length, bytes."""
+    return _varint(field << 3 | 2) + _varint(len(data)) + data
+
+
+_UPDATE_FIELDS = p4runtime_pb2.Update.DESCRIPTOR.fields_by_name
+
+
+def encode_update(kind: int, entity: bytes) -> bytes:
+    """A serialized p4.v1.Update (its type, a varint, and its entity) around a serialized
+    Entity, for ``P4RuntimeClient.write_encoded``."""
+    return (_varint(_UPDATE_FIELDS["type"].number << 3) + _varint(kind)
+            + _length_delimited(_UPDATE_FIELDS["entity"].number, entity))
+
+
+def encode_write_request(device_id: int, election_id: p4runtime_pb2.Uint128,
+                         updates: Sequence[bytes]) -> bytes:
+    """A serialized WriteRequest: its header fields, then each encoded Update as one more
+    ``updates`` field (protobuf parses concatenated fields as one message)."""
+    head = p4runtime_pb2.WriteRequest(device_id=device_id, election_id=election_id)
+    number = p4runtime_pb2.WriteRequest.DESCRIPTOR.fields_by_name["updates"].number
+    return head.SerializeToString() + b"".join(_length_delimited(number, u) for u in updates)

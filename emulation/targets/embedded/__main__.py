@@ -89,15 +89,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from emulation.targets.embedded.p4runtime_server import serve
     from emulation.targets.embedded.ports import PortLoop
+    from emulation.targets.embedded.stats import describe, reasons
 
     lock = threading.Lock()
     try:
-        loop = PortLoop(ports, switch.process, lock, switch.stats)
+        loop = PortLoop(ports, switch.process_batch, lock, switch.drops)
     except OSError as exc:
         log.error("cannot open interfaces %s: %s", ports, exc)
         return 2
     try:
-        server, _ = serve(switch, args.device_id, targs.grpc_server_addr, lock)
+        server, _ = serve(switch, args.device_id, targs.grpc_server_addr, lock, ports=loop)
     except OSError as exc:
         log.error("%s", exc)
         loop.stop()
@@ -112,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     server.stop(grace=1.0)
     loop.stop()
-    log.info("stopped; packet statistics %s", dict(switch.stats))
+    log.info("stopped; rx %d, tx %d, drops and errors: %s", switch.stats["rx"],
+             switch.stats["tx"], describe(reasons(switch.snapshot())))
     return 0
 
 

@@ -13,11 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from emulation.targets.embedded import headers
 from emulation.targets.embedded import json_loader as jl
-from emulation.targets.embedded.calculations import compile_calculation
+from emulation.targets.embedded.calculations import Calculation, compile_calculation
 from emulation.targets.embedded.expressions import Expr, ExprCompiler, Namespace, assign_code
-from emulation.targets.embedded.externs import CounterArray, RegisterArray
+from emulation.targets.embedded.externs import CounterArray, RegisterArray, ValueSet
 from emulation.targets.embedded.json_loader import Layout, PipelineError
+from emulation.targets.embedded.optimize import optimize
 
 log = logging.getLogger("inart.embedded")
 
@@ -34,19 +36,26 @@ class Resources:
 
     registers: dict[str, RegisterArray] = field(default_factory=dict)
     counters: dict[str, CounterArray] = field(default_factory=dict)
-    calculations: dict[str, Callable[[list[Any]], int]] = field(default_factory=dict)
+    calculations: dict[str, Calculation] = field(default_factory=dict)
     field_lists: dict[int, list[int]] = field(default_factory=dict)
+    value_sets: dict[str, ValueSet] = field(default_factory=dict)
 
 
 @dataclass
 class Action:
-    """A compiled action with what P4Runtime needs to know about it."""
+    """A compiled action with what P4Runtime needs to know about it.
+
+    ``fn(S, D)`` returns True when the action executed ``exit``; ``body`` is its source
+    (parameters in ``D``) when it is straight-line code a control can inline.
+    """
 
     name: str
     id: int
     param_names: list[str]
     param_widths: list[int]
-    fn: Callable[[list[Any], tuple[int, ...]], None]
+    fn: Callable[[list[Any], tuple[int, ...]], bool | None]
+    exits: bool = False
+    body: list[str] | None = None
 
 
 def build_resources(doc: dict[str, Any], layout: Layout, ns: Namespace) -> Resources:
@@ -60,6 +69,8 @@ def build_resources(doc: dict[str, Any], layout: Layout, ns: Namespace) -> Resou
     for i, c in enumerate(doc.get("calculations", [])):
         res.calculations[c["name"]] = compile_calculation(
             layout, ns, c, f"calculations[{i}] {c.get('name')!r}")
+    for vs in doc.get("parse_vsets", []) or []:
+        res.value_sets[vs["name"]] = ValueSet(vs["name"], 0)  # its size comes with the P4Info
     for i, fl in enumerate(doc.get("field_lists", [])):
         slots = []
         for el in fl.get("elements", []):
@@ -78,16 +89,17 @@ class PrimitiveCompiler:
         self.ns = ns
         self.res = res
         self.ex = ExprCompiler(layout, ns)
-        std = layout.headers.get("standard_metadata")
-        self.std = std
+        self.std = layout.headers.get("standard_metadata")
 
     def value(self, tv: Any, where: str, lw: list[int] | None) -> Expr:
         return self.ex.compile(tv, where, lw)
 
-    def lvalue(self, tv: Any, where: str) -> tuple[int, int, bool]:
-        if not isinstance(tv, dict) or tv.get("type") != "field":
-            raise PipelineError(where, f"assignment target {tv!r}: only fields are supported")
-        return self.layout.field_slot(tv["value"], where)
+    def lvalue(self, tv: Any, where: str, lw: list[int] | None = None
+               ) -> tuple[int | str, int, bool]:
+        slot, width, signed = self.ex.lvalue(tv, where, lw)
+        if width is None:
+            raise PipelineError(where, "a varbit field is assigned only with assign_VL")
+        return slot, width, signed
 
     def named(self, tv: Any, kind: str, table: dict[str, Any], where: str) -> Any:
         if not isinstance(tv, dict) or tv.get("type") != kind or tv.get("value") not in table:
@@ -95,7 +107,7 @@ class PrimitiveCompiler:
         return table[tv["value"]]
 
     def std_slot(self, fname: str, where: str) -> int:
-        if self.std is None or fname not in self.std.slots:
+        if self.std is None or self.std.htype.offset(fname) is None:
             raise PipelineError(where, f"standard_metadata.{fname} is required by v1model")
         return self.std.slots[fname]
 
@@ -112,60 +124,66 @@ class PrimitiveCompiler:
             return self.value(p[i], f"{where} parameter {i}", lw)
 
         if op in ("assign", "modify_field"):
-            slot, width, signed = self.lvalue(p[0], where)
+            slot, width, signed = self.lvalue(p[0], where, lw)
             return [ind + assign_code(slot, width, signed, v(1))]
+        if op == "assign_VL":
+            dst, src = self.varbit(p[0], where), self.varbit(p[1], where)
+            return [ind + f"S[{dst[0]}] = S[{src[0]}]", ind + f"S[{dst[1]}] = S[{src[1]}]"]
         if op in ("assign_header", "copy_header"):
-            dst = self.layout.header(p[0]["value"], where)
-            src = self.layout.header(p[1]["value"], where)
-            n = len(dst.widths)
-            if dst.type_name != src.type_name:
+            dst, src = self.ex.header(p[0], where, lw), self.ex.header(p[1], where, lw)
+            if dst.htype.name != src.htype.name:
                 raise PipelineError(where, "assign_header between different header types")
-            return [ind + f"S[{dst.valid_slot}] = S[{src.valid_slot}]",
-                    ind + f"S[{dst.first_slot}:{dst.first_slot + n}] = "
-                          f"S[{src.first_slot}:{src.first_slot + n}]"]
-        if op in ("add_header", "add_header_fast"):
-            h = self.layout.header(p[0]["value"], where)
-            n = len(h.widths)
-            return [ind + f"if not S[{h.valid_slot}]:",
-                    ind + f"    S[{h.valid_slot}] = True",
-                    ind + f"    S[{h.first_slot}:{h.first_slot + n}] = {[0] * n!r}"]
+            return headers.assign_header(dst, src, ind)
+        if op == "assign_union":
+            dst_u, src_u = self.ex.union(p[0], where, lw), self.ex.union(p[1], where, lw)
+            lines = []
+            for k in range(len(dst_u.info.members)):
+                lines += headers.assign_header(dst_u.member(k), src_u.member(k), ind)
+            return lines
+        if op in ("assign_header_stack", "assign_union_stack"):
+            return headers.assign_stack(self.ex.stack(p[0], where), self.ex.stack(p[1], where),
+                                        ind, where)
+        if op in ("push", "pop"):
+            st = self.ex.stack(p[0], where)
+            return headers.shift_stack(st, v(1).src, op == "push", ind)
+        if op == "add_header":
+            return headers.set_valid(self.ex.header(p[0], where, lw), ind, reset=True)
+        if op == "add_header_fast":
+            return headers.set_valid(self.ex.header(p[0], where, lw), ind, reset=False)
         if op == "remove_header":
-            h = self.layout.header(p[0]["value"], where)
-            return [ind + f"S[{h.valid_slot}] = False"]
+            return [ind + f"S[{self.ex.header(p[0], where, lw).base}] = False"]
         if op in ("mark_to_drop", "drop"):
             lines = [ind + f"S[{self.std_slot('egress_spec', where)}] = {DROP_PORT}"]
-            if "mcast_grp" in (self.std.slots if self.std else {}):
+            if self.std is not None and self.std.htype.offset("mcast_grp") is not None:
                 lines.append(ind + f"S[{self.std.slots['mcast_grp']}] = 0")
             return lines
         if op == "register_read":
-            slot, width, signed = self.lvalue(p[0], where)
+            slot, width, signed = self.lvalue(p[0], where, lw)
             reg = self.named(p[1], "register_array", self.res.registers, where)
             r = self.ns.bind("reg", reg.values)
-            return [ind + f"i = {v(2).src}",
-                    ind + f"if i < {reg.size}:",
-                    ind + "    " + assign_code(slot, width, signed, Expr(f"{r}[i]", "data",
-                                                                        reg.bitwidth))]
+            return self.indexed(v(2), reg.size, ind, lambda i: [assign_code(
+                slot, width, signed, Expr(f"{r}[{i}]", "data", reg.bitwidth))])
         if op == "register_write":
             reg = self.named(p[0], "register_array", self.res.registers, where)
             r = self.ns.bind("reg", reg.values)
-            return [ind + f"i = {v(1).src}",
-                    ind + f"if i < {reg.size}: {r}[i] = {v(2).src} & {reg.mask}"]
+            value = v(2)
+            fits = value.width is not None and value.width <= reg.bitwidth
+            src = value.src if fits else f"{value.src} & {reg.mask}"
+            return self.indexed(v(1), reg.size, ind, lambda i: [f"{r}[{i}] = {src}"])
         if op == "count":
             ctr = self.named(p[0], "counter_array", self.res.counters, where)
             cp, cb = self.ns.bind("cpk", ctr.packets), self.ns.bind("cby", ctr.bytes)
-            return [ind + f"i = {v(1).src}",
-                    ind + f"if i < {ctr.size}:",
-                    ind + f"    {cp}[i] += 1",
-                    ind + f"    {cb}[i] += S[{jl.INGRESS_LEN}]"]
+            return self.indexed(v(1), ctr.size, ind, lambda i: [
+                f"{cp}[{i}] += 1", f"{cb}[{i}] += S[{jl.INGRESS_LEN}]"])
         if op == "modify_field_with_hash_based_offset":
-            slot, width, signed = self.lvalue(p[0], where)
+            slot, width, signed = self.lvalue(p[0], where, lw)
             calc = self.named(p[2], "calculation", self.res.calculations, where)
-            c = self.ns.bind("calc", calc)
+            c = self.ns.bind("calc", calc.fn)
             return [ind + f"sz = {v(3).src} or 1",
                     ind + assign_code(slot, width, signed,
                                       Expr(f"({c}(S) % sz + {v(1).src})", "data"))]
         if op == "modify_field_rng_uniform":
-            slot, width, signed = self.lvalue(p[0], where)
+            slot, width, signed = self.lvalue(p[0], where, lw)
             rnd = self.ns.bind("randint", random.randint)
             lo, hi = v(1).src, v(2).src
             return [ind + f"if {lo} <= {hi}:",
@@ -181,7 +199,7 @@ class PrimitiveCompiler:
         if op == "truncate":
             return [ind + f"S[{jl.TRUNCATE}] = {v(0).src}"]
         if op == "exit":
-            return [ind + f"S[{jl.EXIT}] = True", ind + "return"]
+            return [ind + "return True"]
         if op == "no_op":
             return [ind + "pass"]
         if op == "log_msg":
@@ -195,6 +213,28 @@ class PrimitiveCompiler:
             exc = self.ns.bind("AssertionFailed", AssertionFailed)
             return [ind + f"if not {v(0).src}: raise {exc}({where!r})"]
         raise PipelineError(where, f"primitive {op!r} is not supported")
+
+    @staticmethod
+    def indexed(index: Expr, size: int, ind: str, body: Callable[[str], list[str]]
+                ) -> list[str]:
+        """``body`` on array cell ``index`` if it is inside the array (else nothing, as bmv2
+        built with NDEBUG skips it); a constant index is checked here, once."""
+        if index.src.isdigit():
+            return [ind + ln for ln in body(index.src)] if int(index.src) < size else []
+        return ([ind + f"i = {index.src}", ind + f"if i < {size}:"]
+                + [ind + "    " + ln for ln in body("i")])
+
+    def varbit(self, tv: Any, where: str) -> tuple[int | str, int | str]:
+        """(value slot, length slot) of a varbit field reference."""
+        if not isinstance(tv, dict) or tv.get("type") != "field":
+            raise PipelineError(where, f"expected a varbit field, got {tv!r}")
+        hdr, fname = self.layout.resolve(tv["value"], where)
+        j = hdr.htype.offset(fname)
+        if j is None or j != hdr.htype.vl_index:
+            raise PipelineError(where, f"{hdr.name}.{fname} is not a varbit field")
+        vl = hdr.vl_slot
+        assert vl is not None
+        return hdr.valid_slot + 1 + j, vl
 
 
 def compile_body(pc: PrimitiveCompiler, prims: list[dict[str, Any]], where: str,
@@ -240,20 +280,27 @@ def compile_actions(doc: dict[str, Any], pc: PrimitiveCompiler) -> dict[int, Act
         where = f"actions[{i}] {a.get('name')!r}"
         rd = a.get("runtime_data", [])
         widths = [int(r["bitwidth"]) for r in rd]
-        src = ["def action(S, D):"] + compile_body(pc, a.get("primitives", []), where, widths,
-                                                  "    ")
-        fn = exec_function("\n".join(src), pc.ns, "action", where)
-        out[int(a["id"])] = Action(a["name"], int(a["id"]), [r["name"] for r in rd], widths, fn)
+        prims = a.get("primitives", [])
+        lines = compile_body(pc, prims, where, widths, "    ")
+        fn = exec_function("\n".join(["def action(S, D):", *lines]), pc.ns, "action", where)
+        straight = not any(pr.get("op") in ("_jump", "_jump_if_zero") for pr in prims)
+        out[int(a["id"])] = Action(a["name"], int(a["id"]), [r["name"] for r in rd], widths, fn,
+                                   exits=any(pr.get("op") == "exit" for pr in prims),
+                                   body=[ln[4:] for ln in lines] if straight else None)
     return out
+
+
+def compile_source(source: str, where: str) -> Any:
+    """Optimize and compile generated source (optimize.py); a SyntaxError is a bug in our
+    generator, reported with its location."""
+    try:
+        return compile(optimize(source), f"<embedded {where}>", "exec")
+    except SyntaxError as exc:
+        raise PipelineError(where, f"internal code generation error: {exc}") from exc
 
 
 def exec_function(source: str, ns: Namespace, name: str, where: str) -> Any:
     """Compile generated source in the pipeline's namespace and return function ``name``."""
-    env = ns.values
-    try:
-        code = compile(source, f"<embedded {where}>", "exec")
-    except SyntaxError as exc:  # a bug in our generator, reported with its location
-        raise PipelineError(where, f"internal code generation error: {exc}") from exc
     local: dict[str, Any] = {}
-    exec(code, env, local)  # noqa: S102 - generated from validated JSON
+    exec(compile_source(source, where), ns.values, local)  # noqa: S102 - from validated JSON
     return local[name]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from emulation.targets.embedded.expressions import Namespace, parse_hexstr
@@ -85,40 +86,113 @@ ALGORITHMS: dict[str, Callable[[bytes], int]] = {
 }
 
 
-def compile_calculation(layout: Layout, ns: Namespace, calc: dict[str, Any],
-                        where: str) -> Callable[[list[Any]], int]:
-    """Return ``fn(S) -> int`` computing a named calculation over the packet state."""
-    algo = ALGORITHMS.get(calc.get("algo", ""))
-    if algo is None:
-        raise PipelineError(where, f"hash algorithm {calc.get('algo')!r} is not supported "
-                                   f"(supported: {sorted(ALGORITHMS)})")
-    lines = ["def calc(S):", "    acc = 0", "    nbits = 0"]
+@dataclass
+class Calculation:
+    """A named calculation: ``fn(S) -> int``, and for the Internet checksum over fixed-width
+    inputs an expression generated code can inline instead of calling ``fn``."""
+
+    fn: Callable[[list[Any]], int]
+    inline: str | None = None
+
+
+def input_items(layout: Layout, calc: dict[str, Any], where: str
+                ) -> list[tuple[int | None, str, int | None, str | None]]:
+    """(validity slot or None, value source, width or None, varbit length source) per input
+    field, in order; a header input contributes each of its fields."""
+    items: list[tuple[int | None, str, int | None, str | None]] = []
     for i, item in enumerate(calc.get("input", [])):
         iw = f"{where} input[{i}]"
         t = item.get("type")
         if t == "field":
-            slot, width, _ = layout.field_slot(item["value"], iw)
-            hdr = layout.header(item["value"][0], iw) if item["value"][0] in layout.headers \
-                else None
-            cond = f"if S[{hdr.valid_slot}]: " if hdr is not None and not hdr.metadata else ""
-            lines.append(f"    {cond}acc = (acc << {width}) | (S[{slot}] & {(1 << width) - 1});"
-                         f" nbits += {width}")
+            hdr, fname = layout.resolve(item["value"], iw)
+            valid = None if hdr.metadata else hdr.valid_slot
+            if fname == "$valid$":
+                items.append((valid, f"(1 if S[{hdr.valid_slot}] else 0)", 1, None))
+                continue
+            hdrs = [(hdr, hdr.htype.offset(fname))]
+            if hdrs[0][1] is None:
+                raise PipelineError(iw, f"header {hdr.name!r} has no field {fname!r}")
+        elif t == "header":
+            hdr = layout.header(item["value"], iw)
+            valid = None if hdr.metadata else hdr.valid_slot
+            hdrs = [(hdr, j) for j in range(hdr.htype.nfields)]
         elif t == "hexstr":
             width = int(item.get("bitwidth", 0))
             if width <= 0:
                 raise PipelineError(iw, "hexstr input needs a positive 'bitwidth'")
             value = parse_hexstr(item["value"], iw) & ((1 << width) - 1)
-            lines.append(f"    acc = (acc << {width}) | {value}; nbits += {width}")
-        elif t == "header":
-            hdr = layout.header(item["value"], iw)
-            for fname, width in zip(hdr.field_names, hdr.widths, strict=True):
-                slot = hdr.slots[fname]
-                lines.append(f"    if S[{hdr.valid_slot}]: acc = (acc << {width}) | "
-                             f"(S[{slot}] & {(1 << width) - 1}); nbits += {width}")
+            items.append((None, str(value), width, None))
+            continue
+        elif t == "payload":
+            raise PipelineError(iw, "payload as a calculation input is not supported")
         else:
             raise PipelineError(iw, f"calculation input type {t!r} is not supported")
+        for h, j in hdrs:
+            assert j is not None
+            width = h.widths[j]
+            slot = h.valid_slot + 1 + j
+            if width is None:
+                items.append((valid, f"S[{slot}]", None, f"S[{h.vl_slot}]"))
+            else:
+                src = f"S[{slot}]"
+                items.append((valid, f"({src} & {(1 << width) - 1})" if h.signed[j] else src,
+                              width, None))
+    return items
+
+
+def csum16_inline(items: list[tuple[int | None, str, int | None, str | None]]) -> str | None:
+    """The Internet checksum as one arithmetic expression, when every input has a fixed width
+    and at most one header's validity decides which inputs count.
+
+    WHY it is exact: 2**16 = 1 (mod 0xFFFF), so the ones' complement sum of the 16-bit words of
+    the (zero-padded) input is its value modulo 0xFFFF, with 0xFFFF standing for a non-zero
+    multiple; shifting each input by its bit position modulo 16 gives that value without
+    building the bytes.
+    """
+    if any(width is None for _, _, width, _ in items):
+        return None
+    valids = {v for v, _, _, _ in items if v is not None}
+    if len(valids) > 1:
+        return None
+
+    def formula(present: list[tuple[str, int]]) -> str:
+        total = sum(w for _, w in present)
+        padded = -(-total // 16) * 16
+        end, terms = 0, []
+        for src, w in present:
+            end += w
+            shift = (padded - end) % 16
+            terms.append(f"({src} << {shift})" if shift else src)
+        if not terms:
+            return "65535"
+        return f"(65535 - ((_s % 65535) or 65535) if (_s := {' + '.join(terms)}) else 65535)"
+
+    with_all = formula([(src, w) for _, src, w, _ in items if w is not None])
+    if not valids:
+        return with_all
+    (valid,) = valids
+    without = formula([(src, w) for v, src, w, _ in items if v is None and w is not None])
+    return f"({with_all} if S[{valid}] else {without})"
+
+
+def compile_calculation(layout: Layout, ns: Namespace, calc: dict[str, Any],
+                        where: str) -> Calculation:
+    """Compile a named calculation over the packet state."""
+    algo = ALGORITHMS.get(calc.get("algo", ""))
+    if algo is None:
+        raise PipelineError(where, f"hash algorithm {calc.get('algo')!r} is not supported "
+                                   f"(supported: {sorted(ALGORITHMS)})")
+    items = input_items(layout, calc, where)
+    lines = ["def calc(S):", "    acc = 0", "    nbits = 0"]
+    for valid, src, width, length in items:
+        cond = f"if S[{valid}]: " if valid is not None else ""
+        if width is None:
+            lines.append(f"    {cond}L = {length}; acc = (acc << L) | {src}; nbits += L")
+        else:
+            lines.append(f"    {cond}acc = (acc << {width}) | {src}; nbits += {width}")
     lines += ["    pad = -nbits % 8",
               "    return ALGO((acc << pad).to_bytes((nbits + pad) // 8, 'big'))"]
     env = {"ALGO": algo}
     exec("\n".join(lines), env)  # noqa: S102 - source generated from validated JSON
-    return env["calc"]
+    inline = csum16_inline(items) if calc.get("algo") == "csum16" else None
+    return Calculation(env["calc"], inline)

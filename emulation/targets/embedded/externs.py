@@ -44,3 +44,27 @@ class CounterArray:
     def reset(self) -> None:
         self.packets[:] = [0] * self.size
         self.bytes[:] = [0] * self.size
+
+
+@dataclass
+class ValueSet:
+    """A parser value set: the transition keys (each field padded to whole bytes, as the
+    parser builds its keys) the control plane put in it, replaced as a whole by P4Runtime."""
+
+    name: str
+    size: int
+    values: set[int] = field(default_factory=set)  # read by the generated parser
+    members: list[tuple[tuple[int, int], ...]] = field(default_factory=list)  # (value, mask)s
+    widths: list[int] = field(default_factory=list)  # key field widths, set by the parser
+
+    def replace(self, members: list[tuple[tuple[int, int], ...]]) -> None:
+        """Install the members (per key field: value, mask) in place."""
+        values = set()
+        for member in members:
+            key = 0
+            for (value, _), width in zip(member, self.widths, strict=True):
+                key = (key << ((width + 7) // 8 * 8)) | value
+            values.add(key)
+        self.values.clear()
+        self.values.update(values)
+        self.members[:] = members

@@ -2,7 +2,11 @@
 
 p4c writes the same fully qualified names into the P4Info and the bmv2 JSON, and match fields
 and action parameters in the same order, so the binding is by name and position.  A P4Info
-object with no counterpart in the JSON makes SetForwardingPipelineConfig fail.
+object with no counterpart in the JSON makes SetForwardingPipelineConfig fail, except an
+action p4c left out of the JSON (e.g. a ``NoAction`` no table can run): bmv2 accepts such a
+pipeline and refuses entries that use the action, and so do we.  A match field of type
+``error`` has bitwidth 0 in the P4Info (p4c treats the type as a string): its values are the
+errors' names.  Parser value sets are bound by name; the P4Info gives their size.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from dataclasses import dataclass, field
 from p4.config.v1 import p4info_pb2
 
 from emulation.targets.embedded.actions import Action
-from emulation.targets.embedded.externs import CounterArray, RegisterArray
+from emulation.targets.embedded.externs import CounterArray, RegisterArray, ValueSet
 from emulation.targets.embedded.json_loader import PipelineError
 from emulation.targets.embedded.pipeline import Program
 from emulation.targets.embedded.tables import Table
@@ -31,6 +35,8 @@ class TableBinding:
     field_ids: list[int]  # P4Info match field id per key position
     field_types: list[str]  # P4Runtime match kind per key position
     direct_counter_id: int = 0
+    error_fields: set[int] = field(default_factory=set)  # key positions of type error
+    errors: dict[str, int] = field(default_factory=dict)  # their values, by name
 
 
 @dataclass
@@ -43,18 +49,26 @@ class P4InfoMap:
     counters: dict[int, CounterArray] = field(default_factory=dict)
     direct_counters: dict[int, TableBinding] = field(default_factory=dict)
     registers: dict[int, RegisterArray] = field(default_factory=dict)
+    value_sets: dict[int, tuple[ValueSet, list[int]]] = field(default_factory=dict)
     table_ids: dict[str, int] = field(default_factory=dict)
+    absent_actions: dict[int, str] = field(default_factory=dict)  # P4Info-only actions
+    errors: dict[str, int] = field(default_factory=dict)  # error name -> value
+    error_names: dict[int, str] = field(default_factory=dict)
 
 
 def bind(p4info: p4info_pb2.P4Info, program: Program) -> P4InfoMap:
     """Check that the P4Info describes the program and index it by id."""
     m = P4InfoMap(p4info)
+    m.error_names = dict(program.error_names)
+    m.errors = {name: code for code, name in m.error_names.items()}
     actions_by_name = {a.name: a for a in program.actions.values()}
     for a in p4info.actions:
         name = a.preamble.name
         act = actions_by_name.get(name)
         if act is None:
-            raise PipelineError(f"p4info action {name!r}", "no action of that name in the JSON")
+            m.absent_actions[a.preamble.id] = name
+            m.action_ids[name] = a.preamble.id
+            continue
         if len(a.params) != len(act.param_widths):
             raise PipelineError(f"p4info action {name!r}", "parameter count differs from JSON")
         for p, w in zip(a.params, act.param_widths, strict=True):
@@ -74,16 +88,20 @@ def bind(p4info: p4info_pb2.P4Info, program: Program) -> P4InfoMap:
                                 f"{len(t.match_fields)} match fields, JSON key has "
                                 f"{len(table.keys)}")
         kinds = []
-        for mf, kf in zip(t.match_fields, table.keys, strict=True):
+        error_fields = set()
+        for pos, (mf, kf) in enumerate(zip(t.match_fields, table.keys, strict=True)):
             kind = MATCH_TYPES.get(mf.match_type)
             if kind is None:
                 raise PipelineError(f"p4info table {name!r} field {mf.name!r}",
                                     "unsupported match type")
-            if mf.bitwidth != kf.width:
+            if mf.bitwidth == 0 and kf.match_type in ("exact", "ternary", "optional"):
+                error_fields.add(pos)  # type error: matched by the errors' names
+            elif mf.bitwidth != kf.width:
                 raise PipelineError(f"p4info table {name!r} field {mf.name!r}",
                                     f"bitwidth {mf.bitwidth} != JSON {kf.width}")
             kinds.append(kind)
-        binding = TableBinding(table, t, [mf.id for mf in t.match_fields], kinds)
+        binding = TableBinding(table, t, [mf.id for mf in t.match_fields], kinds,
+                               error_fields=error_fields, errors=m.errors)
         m.tables[t.preamble.id] = binding
         m.table_ids[name] = t.preamble.id
     for c in p4info.counters:
@@ -103,8 +121,18 @@ def bind(p4info: p4info_pb2.P4Info, program: Program) -> P4InfoMap:
         if arr is None:
             raise PipelineError(f"p4info register {r.preamble.name!r}", "not in the JSON")
         m.registers[r.preamble.id] = arr
-    for unsupported in ("action_profiles", "meters", "direct_meters", "digests",
-                        "value_sets"):
+    for vs in p4info.value_sets:
+        where = f"p4info value_set {vs.preamble.name!r}"
+        arr = program.res.value_sets.get(vs.preamble.name)
+        if arr is None:
+            raise PipelineError(where, "not in the JSON")
+        widths = [mf.bitwidth for mf in vs.match]
+        if arr.widths and widths != arr.widths:
+            raise PipelineError(where, f"match widths {widths} != the parser's key "
+                                       f"{arr.widths}")
+        arr.size, arr.widths = vs.size, widths
+        m.value_sets[vs.preamble.id] = (arr, widths)
+    for unsupported in ("action_profiles", "meters", "direct_meters", "digests"):
         items = getattr(p4info, unsupported)
         if len(items):
             raise PipelineError(f"p4info {unsupported} {items[0].preamble.name!r}",

@@ -1,22 +1,31 @@
-"""Match-action tables: exact (hash), lpm (one hash per prefix length), ternary/range (priority
-ordered scan), with default and const entries and direct counters.
+"""Match-action tables: their entries and the lookup structures generated code reads.
 
 Entries are keyed in canonical form: exact -> value, lpm -> (value, prefix_len),
 ternary/optional -> (value, mask), range -> (low, high).  Priorities use P4Runtime's meaning
-(a larger number wins); p4c's const entries (bmv2: smaller wins) are converted when loaded.
+(a larger number wins); p4c's const entries (bmv2: smaller wins) are converted when loaded,
+and their values are masked as bmv2 masks them (bits outside a ternary mask or beyond an lpm
+prefix are ignored).
+
+Lookup (``lookup_kind``): "exact" tables are one dict keyed by the field value (one key field)
+or the tuple of values; "lpm" tables one dict per prefix length, longest first, keyed with the
+lpm field shifted right past the prefix; "ordered" tables (ternary, range, optional) a list
+scanned by priority.  The pipeline's generated control code reads these structures in place,
+so they are only ever mutated, never replaced.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from emulation.targets.embedded import json_loader as jl
-from emulation.targets.embedded.actions import Action, exec_function
-from emulation.targets.embedded.expressions import Namespace, parse_hexstr
+from emulation.targets.embedded.actions import Action
+from emulation.targets.embedded.expressions import parse_hexstr
 from emulation.targets.embedded.json_loader import Layout, PipelineError
+
+
+def no_action(S: list[Any], D: tuple[int, ...]) -> None:
+    """What a miss runs in a table without a default action."""
 
 
 class EntryError(Exception):
@@ -34,24 +43,31 @@ class KeyField:
     width: int
 
 
-@dataclass(eq=False)
 class Entry:
-    """One installed entry; counters are the direct counter of the entry."""
+    """One installed entry (or a table's default); counters are its direct counter.
+    ``fn`` is its action's function, kept beside it so a hit costs no extra lookup."""
 
-    match: tuple[Any, ...]
-    priority: int
-    action: Action
-    data: tuple[int, ...]
-    const: bool = False
-    packets: int = 0
-    bytes: int = 0
+    __slots__ = ("match", "priority", "action", "data", "const", "packets", "bytes", "fn")
+
+    def __init__(self, match: tuple[Any, ...], priority: int, action: Action | None,
+                 data: tuple[int, ...], const: bool = False) -> None:
+        self.match = match
+        self.priority = priority
+        self.const = const
+        self.packets = 0
+        self.bytes = 0
+        self.set_action(action, data)
+
+    def set_action(self, action: Action | None, data: tuple[int, ...]) -> None:
+        self.action, self.data = action, data
+        self.fn = action.fn if action is not None else no_action
 
 
 class Table:
-    """A table of one pipeline; ``run(S)`` applies it and returns the next control node."""
+    """A table of one pipeline: its key, actions, entries and lookup structures."""
 
-    def __init__(self, tj: dict[str, Any], layout: Layout, ns: Namespace,
-                 actions: dict[int, Action], where: str) -> None:
+    def __init__(self, tj: dict[str, Any], layout: Layout, actions: dict[int, Action],
+                 where: str) -> None:
         self.name: str = tj["name"]
         self.where = where
         if tj.get("type", "simple") != "simple":
@@ -63,7 +79,7 @@ class Table:
         self.max_size = int(tj.get("max_size", 1024))
         self.with_counters = bool(tj.get("with_counters"))
         self.keys: list[KeyField] = []
-        key_src: list[str] = []
+        self.key_src: list[str] = []  # source of each key field's value
         for i, k in enumerate(tj.get("key", [])):
             w = f"{where} key[{i}]"
             mt = k.get("match_type")
@@ -77,14 +93,18 @@ class Table:
                 src = f"S[{slot}]" if not signed else f"(S[{slot}] & {(1 << width) - 1})"
             if k.get("mask"):
                 src = f"({src} & {parse_hexstr(k['mask'], w)})"
-            key_src.append(src)
+            self.key_src.append(src)
             self.keys.append(KeyField(k.get("name", ".".join(map(str, k["target"]))),
                                       mt, width))
         if sum(k.match_type == "lpm" for k in self.keys) > 1:
             raise PipelineError(where, "more than one lpm key field")
         self.lpm_index = next((i for i, k in enumerate(self.keys) if k.match_type == "lpm"), -1)
-        self.keyfn: Callable[[list[Any]], tuple[int, ...]] = exec_function(
-            f"def key(S):\n    return ({''.join(s + ', ' for s in key_src)})", ns, "key", where)
+        if self.needs_priority:
+            self.lookup_kind = "ordered"
+        elif self.lpm_index >= 0:
+            self.lookup_kind = "lpm"
+        else:
+            self.lookup_kind = "exact"
         self.actions: dict[str, Action] = {}
         by_id = {a.id: a for a in actions.values()}
         for aid in tj.get("action_ids", []):
@@ -93,13 +113,11 @@ class Table:
             self.actions[by_id[aid].name] = by_id[aid]
         self.next_names: dict[str, str | None] = dict(tj.get("next_tables", {}))
         self.base_default_next = tj.get("base_default_next")
-        self.next_nodes: dict[str, Any] = {}
         self.entries: dict[tuple[Any, ...], Entry] = {}
-        self.exact: dict[tuple[int, ...], Entry] = {}
-        self.lpm_levels: list[tuple[int, dict[tuple[int, ...], Entry]]] = []
+        self.exact: dict[Any, Entry] = {}
+        self.lpm_levels: list[tuple[int, dict[Any, Entry]]] = []  # (shift, entries)
         self.ordered: list[Entry] = []
-        self.default_action: Action | None = None
-        self.default_data: tuple[int, ...] = ()
+        self.miss = Entry((), 0, None, ())  # the default action, run on a miss
         self.default_const = False
         self.initial_default: tuple[Action, tuple[int, ...]] | None = None
         self.immutable = False
@@ -110,12 +128,20 @@ class Table:
                 raise PipelineError(where, f"default_entry action_id {de.get('action_id')} "
                                            "unknown")
             data = tuple(parse_hexstr(x, where) for x in de.get("action_data", []))
-            self.default_action, self.default_data = act, data
+            self.miss.set_action(act, data)
             self.default_const = bool(de.get("action_const"))
             self.initial_default = (act, data)
         for i, e in enumerate(tj.get("entries", []) or []):
             self.load_const_entry(e, by_id, f"{where} entries[{i}]")
         self.immutable = bool(tj.get("entries"))
+
+    @property
+    def default_action(self) -> Action | None:
+        return self.miss.action
+
+    @property
+    def default_data(self) -> tuple[int, ...]:
+        return self.miss.data
 
     # ---- const entries from the JSON -------------------------------------------------------
     def load_const_entry(self, e: dict[str, Any], by_id: dict[int, Action], where: str) -> None:
@@ -123,16 +149,20 @@ class Table:
         keys = e.get("match_key", [])
         if len(keys) != len(self.keys):
             raise PipelineError(where, f"{len(keys)} match keys, table key has {len(self.keys)}")
-        for i, mk in enumerate(keys):
+        for i, (mk, kf) in enumerate(zip(keys, self.keys, strict=True)):
             mt = mk.get("match_type")
             w = f"{where} match_key[{i}]"
+            full = (1 << kf.width) - 1
             if mt in ("exact", "valid"):
                 key = mk["key"]
                 match.append(int(bool(key)) if isinstance(key, bool) else parse_hexstr(key, w))
-            elif mt == "lpm":
-                match.append((parse_hexstr(mk["key"], w), int(mk["prefix_length"])))
-            elif mt in ("ternary", "optional"):
-                match.append((parse_hexstr(mk["key"], w), parse_hexstr(mk["mask"], w)))
+            elif mt == "lpm":  # bmv2 ignores value bits beyond the prefix
+                plen = int(mk["prefix_length"])
+                prefix = full ^ ((1 << max(kf.width - plen, 0)) - 1)
+                match.append((parse_hexstr(mk["key"], w) & prefix, plen))
+            elif mt in ("ternary", "optional"):  # ... and outside the mask
+                mask = parse_hexstr(mk["mask"], w) & full
+                match.append((parse_hexstr(mk["key"], w) & mask, mask))
             elif mt == "range":
                 match.append((parse_hexstr(mk["start"], w), parse_hexstr(mk["end"], w)))
             else:
@@ -236,7 +266,7 @@ class Table:
             raise EntryError("PERMISSION_DENIED", f"table {self.name!r} has const entries")
         entry = self.find(match, priority)
         self.check_action(action, data)
-        entry.action, entry.data = action, data
+        entry.set_action(action, data)
 
     def delete(self, match: tuple[Any, ...], priority: int) -> None:
         if self.immutable:
@@ -249,40 +279,48 @@ class Table:
         if self.default_const:
             raise EntryError("PERMISSION_DENIED", f"table {self.name!r}: default action is const")
         self.check_action(action, data)
-        self.default_action, self.default_data = action, data
+        self.miss.set_action(action, data)
 
     def reset_default(self) -> None:
         if self.initial_default is not None:
-            self.default_action, self.default_data = self.initial_default
+            self.miss.set_action(*self.initial_default)
 
     # ---- lookup structures -----------------------------------------------------------------
-    def lpm_key(self, match: tuple[Any, ...]) -> tuple[int, tuple[int, ...]]:
-        plen = match[self.lpm_index][1]
-        key = tuple(m[0] if i == self.lpm_index else m for i, m in enumerate(match))
-        return plen, key
+    def exact_key(self, match: tuple[Any, ...]) -> Any:
+        """Dict key of an exact-kind entry: the value itself for a one-field key."""
+        return match[0] if len(match) == 1 else match
+
+    def lpm_key(self, match: tuple[Any, ...]) -> tuple[int, Any]:
+        """(shift, dict key) of an lpm-kind entry: the lpm value shifted past its prefix."""
+        i = self.lpm_index
+        value, plen = match[i]
+        shift = self.keys[i].width - plen
+        if len(match) == 1:
+            return shift, value >> shift
+        return shift, tuple(value >> shift if j == i else m for j, m in enumerate(match))
 
     def index_add(self, entry: Entry) -> None:
-        if self.match_type == "exact" or (self.match_type == "lpm" and self.lpm_index < 0):
-            self.exact[entry.match] = entry
-        elif self.match_type == "lpm" and not self.needs_priority:
-            plen, key = self.lpm_key(entry.match)
-            for length, d in self.lpm_levels:
-                if length == plen:
+        if self.lookup_kind == "exact":
+            self.exact[self.exact_key(entry.match)] = entry
+        elif self.lookup_kind == "lpm":
+            shift, key = self.lpm_key(entry.match)
+            for sh, d in self.lpm_levels:
+                if sh == shift:
                     d[key] = entry
                     return
-            self.lpm_levels.append((plen, {key: entry}))
-            self.lpm_levels.sort(key=lambda lv: -lv[0])
+            self.lpm_levels.append((shift, {key: entry}))
+            self.lpm_levels.sort(key=lambda lv: lv[0])  # longest prefix (smallest shift) first
         else:
             # after any entry of equal priority: among equals the earlier insert wins
             bisect.insort_right(self.ordered, entry, key=lambda e: -e.priority)
 
     def index_remove(self, entry: Entry) -> None:
-        if self.match_type == "exact" or (self.match_type == "lpm" and self.lpm_index < 0):
-            del self.exact[entry.match]
-        elif self.match_type == "lpm" and not self.needs_priority:
-            plen, key = self.lpm_key(entry.match)
-            for i, (length, d) in enumerate(self.lpm_levels):
-                if length == plen:
+        if self.lookup_kind == "exact":
+            del self.exact[self.exact_key(entry.match)]
+        elif self.lookup_kind == "lpm":
+            shift, key = self.lpm_key(entry.match)
+            for i, (sh, d) in enumerate(self.lpm_levels):
+                if sh == shift:
                     del d[key]
                     if not d:
                         del self.lpm_levels[i]
@@ -290,101 +328,17 @@ class Table:
         else:
             self.ordered.remove(entry)
 
-    def lookup(self, k: tuple[int, ...]) -> Entry | None:
-        """Find the matching entry for a key tuple (the slow general path)."""
-        if self.match_type == "exact" or (self.match_type == "lpm" and self.lpm_index < 0):
-            return self.exact.get(k)
-        if self.match_type == "lpm" and not self.needs_priority:
-            i = self.lpm_index
-            width = self.keys[i].width
-            v = k[i]
-            for plen, d in self.lpm_levels:
-                masked = v & (((1 << plen) - 1) << (width - plen))
-                e = d.get(k[:i] + (masked,) + k[i + 1:])
-                if e is not None:
-                    return e
-            return None
-        for e in self.ordered:
-            if matches(self.keys, e.match, k):
-                return e
-        return None
-
-    # ---- data path -------------------------------------------------------------------------
-    def link(self, nodes: dict[str, Any]) -> None:
-        """Resolve next-node names once the pipeline's nodes exist, then build ``run``."""
-        for key, name in self.next_names.items():
-            self.next_nodes[key] = nodes.get(name) if name is not None else None
-        self.run = self.make_run()
-
-    def make_run(self) -> Callable[[list[Any]], Any]:
-        """``run(S)`` applies the table to a packet and returns the next control node.
-
-        Specialised per table so the data path does one dict lookup for exact tables and no
-        attribute walks; mutable state (entries, default action) is read through ``table``.
-        """
-        table, keyfn, nn = self, self.keyfn, self.next_nodes
-        exit_slot, len_slot = jl.EXIT, jl.INGRESS_LEN
-        hitmiss = "__HIT__" in nn or "__MISS__" in nn
-        hit_next, miss_next = nn.get("__HIT__"), nn.get("__MISS__")
-        counters = self.with_counters
-        exact = self.exact if self.keys and (
-            self.match_type == "exact" or (self.match_type == "lpm" and self.lpm_index < 0)
-        ) else None
-        lookup = self.lookup if self.keys else None
-
-        if not self.keys:  # p4c's synthesized action-call tables: always the default action
-            def run_default(S: list[Any]) -> Any:
-                act = table.default_action
-                if act is None:
-                    return miss_next
-                act.fn(S, table.default_data)
-                if S[exit_slot]:
-                    return None
-                return miss_next if hitmiss else nn.get(act.name)
-
-            return run_default
-
-        def run(S: list[Any]) -> Any:
-            if exact is not None:
-                e = exact.get(keyfn(S))
-            elif lookup is not None:
-                e = lookup(keyfn(S))
+    def match_src(self, m: str) -> str:
+        """Source of 'entry match ``m`` matches key values k0, k1, ...' (ordered tables)."""
+        terms = []
+        for i, kf in enumerate(self.keys):
+            mt = kf.match_type
+            if mt in ("exact", "valid"):
+                terms.append(f"_k{i} == {m}[{i}]")
+            elif mt == "lpm":
+                terms.append(f"not (_k{i} ^ {m}[{i}][0]) >> ({kf.width} - {m}[{i}][1])")
+            elif mt in ("ternary", "optional"):
+                terms.append(f"_k{i} & {m}[{i}][1] == {m}[{i}][0]")
             else:
-                e = None
-            if e is None:
-                act = table.default_action
-                if act is None:
-                    return miss_next
-                act.fn(S, table.default_data)
-                if S[exit_slot]:
-                    return None
-                return miss_next if hitmiss else nn.get(act.name)
-            if counters:
-                e.packets += 1
-                e.bytes += S[len_slot]
-            act = e.action
-            act.fn(S, e.data)
-            if S[exit_slot]:
-                return None
-            return hit_next if hitmiss else nn.get(act.name)
-
-        return run
-
-
-def matches(keys: list[KeyField], match: tuple[Any, ...], k: tuple[int, ...]) -> bool:
-    """Whether key tuple ``k`` matches a canonical entry match."""
-    for kf, m, v in zip(keys, match, k, strict=True):
-        mt = kf.match_type
-        if mt in ("exact", "valid"):
-            if v != m:
-                return False
-        elif mt == "lpm":
-            plen = m[1]
-            if plen and (v ^ m[0]) >> (kf.width - plen):
-                return False
-        elif mt in ("ternary", "optional"):
-            if v & m[1] != m[0]:
-                return False
-        elif not m[0] <= v <= m[1]:
-            return False
-    return True
+                terms.append(f"{m}[{i}][0] <= _k{i} <= {m}[{i}][1]")
+        return " and ".join(terms) or "True"

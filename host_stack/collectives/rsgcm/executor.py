@@ -14,6 +14,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from host_stack.collectives.p2p import all_reduce
 from host_stack.collectives.rsgcm.env import Schedule
 
 
@@ -52,8 +53,8 @@ class ScheduleExecutor:
             for ring, b in step.rings:
                 members = tuple(sorted(self.rank_of[d] for d in ring))
                 if me in members and blocks[b].numel():
-                    works.append(dist.all_reduce(blocks[b], group=self.groups[members],
-                                                 async_op=True))
+                    works.append(all_reduce(blocks[b], group=self.groups[members],
+                                            async_op=True))
             for w in works:
                 w.wait(timeout=self.timeout)
         return tensor

@@ -14,11 +14,13 @@ import random
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from control_plane.repo import REPO, child_env
 from host_stack.experiments.psbalance.loads import plan_shares
-from host_stack.experiments.psbalance.netlab import StarLab
+from host_stack.experiments.psbalance.netlab import StarLab, star_lab
 from host_stack.experiments.psbalance.probe import ThroughputTable
 from host_stack.experiments.psbalance.slices import assign_slices
 
@@ -54,28 +56,16 @@ class RunConfig:
 
 
 class Cluster:
-    """Owns the lab, the node processes and their control connections."""
+    """The node processes in a lab and their control connections."""
 
-    def __init__(self, cfg: RunConfig) -> None:
+    def __init__(self, cfg: RunConfig, lab: StarLab) -> None:
         self.cfg = cfg
-        self.lab = StarLab(cfg.nodes)
+        self.lab = lab
         self.procs: list = []
         self.ctrl: dict[int, tuple[socket.socket, object]] = {}
 
-    def __enter__(self) -> Cluster:
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _start(self) -> None:
+    def start(self) -> None:
         cfg = self.cfg
-        self.lab.open()
         self.lab.set_rates(cfg.rate_draws(1)[0])
         server = socket.create_server((self.lab.launcher_addr, 0), backlog=cfg.nodes)
         server.settimeout(cfg.timeout_s)
@@ -148,7 +138,8 @@ class Cluster:
                 progress.update(min(time.monotonic() - start, cfg.duration) - progress.n)
         return out
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Tell every node to stop and wait for it (killing one that hangs)."""
         for _, (conn, f) in list(self.ctrl.items()):
             try:
                 f.write(b'{"stop": true}\n')  # type: ignore[attr-defined]
@@ -164,4 +155,16 @@ class Cluster:
                 proc.kill()
                 proc.wait(timeout=5)
         self.procs.clear()
-        self.lab.close()
+
+
+@contextmanager
+def started(cfg: RunConfig) -> Iterator[Cluster]:
+    """A lab with every node process connected; on exit (also a failed start) the nodes are
+    stopped and the lab removed."""
+    with star_lab(cfg.nodes) as lab:
+        cluster = Cluster(cfg, lab)
+        try:
+            cluster.start()
+            yield cluster
+        finally:
+            cluster.stop()

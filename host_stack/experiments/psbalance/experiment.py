@@ -18,8 +18,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from control_plane.repo import out_dir
-from host_stack.experiments.psbalance.cluster import Cluster, RunConfig
+from host_stack.experiments.cli import add_common_args
+from host_stack.experiments.psbalance.cluster import RunConfig, started
 
 MODELS_MB = {"mobilenet": 21, "resnet50": 93, "alexnet": 228}
 PAPER_SPEEDUP = {"mobilenet": 2.68, "resnet50": 1.76, "alexnet": 1.32}
@@ -29,8 +29,8 @@ SCHEMES = ("average", "elastic", "aware")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add this experiment's options; sets ``func``."""
-    parser.add_argument("--out", type=Path, default=out_dir("ps-balance"))
-    parser.add_argument("--seeds", type=int, default=1, help="rate schedules to run")
+    add_common_args(parser, "ps-balance", 1, "rate schedules to run",
+                    "4 nodes, 1/400 models, 4 s segments (for tests)")
     parser.add_argument("--nodes", type=int, default=6, help="paper: 12")
     parser.add_argument("--max-mbit", type=float, default=22.0)
     parser.add_argument("--period", type=float, default=20.0)
@@ -38,14 +38,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale", type=float, default=0.01, help="model size factor")
     parser.add_argument("--models", nargs="+", choices=sorted(MODELS_MB),
                         default=list(MODELS_MB))
-    parser.add_argument("--quick", action="store_true",
-                        help="4 nodes, 1/400 models, 4 s segments (for tests)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.seeds < 1:
-        raise SystemExit("--seeds: expected at least 1")
     # SIGTERM unwinds like Ctrl-C, so the namespaces and node processes are always removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.quick:
@@ -57,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         for seed in range(args.seeds):
             cfg = RunConfig(nodes=args.nodes, max_mbit=args.max_mbit, period=args.period,
                             duration=args.duration, seed=seed)
-            with Cluster(cfg) as cluster:
+            with started(cfg) as cluster:
                 for model in args.models:
                     size = int(MODELS_MB[model] * 1e6 * args.scale) // 4 * 4
                     for scheme in SCHEMES:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from control_plane.repo import out_dir
+from host_stack.experiments.cli import add_common_args
 from host_stack.experiments.selective.controller import SCHEMES
 from host_stack.experiments.selective.simulator import TRACES, SimConfig, simulate
 
@@ -25,9 +25,8 @@ PAPER = {"sync_time_speedup": (1.89, 2.55), "sync_scale_gain": (1.19, 1.25)}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add this experiment's options; sets ``func``."""
-    parser.add_argument("--out", type=Path, default=out_dir("selective"),
-                        help="output directory (CSV, JSON, PNG)")
-    parser.add_argument("--seeds", type=int, default=20, help="trials per setting (paper: 20)")
+    add_common_args(parser, "selective", 20, "trials per setting (paper: 20)",
+                    "tiny grid for tests: n 10 20, 2 seeds, 20 s, cnn trace")
     parser.add_argument("--n", type=int, nargs="+", default=[40, 80, 120, 160, 200],
                         help="cluster sizes (paper: 40..200 step 40)")
     parser.add_argument("--trace", choices=sorted(TRACES), nargs="+", default=sorted(TRACES))
@@ -36,15 +35,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="Eq. 4 as printed (F(t+dt)) or the conditional probability")
     parser.add_argument("--cold", action="store_true",
                         help="learn the compute-time CDF online from nothing (cold start)")
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny grid for tests: n 10 20, 2 seeds, 20 s, cnn trace")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the grid, print the table, write the files."""
-    if args.seeds < 1:
-        raise SystemExit("--seeds: expected at least 1")
     if args.quick:
         args.n, args.seeds, args.horizon, args.trace = [10, 20], min(args.seeds, 2), 20.0, ["cnn"]
     configs = [SimConfig(scheme=s, n=n, trace=t, seed=seed, horizon=args.horizon,

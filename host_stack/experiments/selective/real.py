@@ -31,13 +31,13 @@ import math
 import multiprocessing as mp
 import os
 import random
-import socket
 import time
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.distributed as dist
 
+from host_stack.collectives.launch import free_port, reap
 from host_stack.experiments.selective.controller import SCHEMES, make_controller
 from host_stack.experiments.selective.grouping import ring_time
 from host_stack.train.data import digits, shard
@@ -46,6 +46,9 @@ from host_stack.train.models import build_model, flat_params, load_flat_params
 from host_stack.train.sync import MomentumSGD
 
 POLL_S = 0.002
+# `inart train --sync selective` options: no transport, table, plot or reference of its own
+FLAGS = frozenset({"sync", "plan", "model", "seed", "lr", "momentum", "rounds", "batch",
+                   "deadline", "group_p", "json"})
 
 
 @dataclass
@@ -61,6 +64,7 @@ class RealConfig:
     theta: float = 1.0
     dt: float = 0.02
     lr: float = 0.05
+    momentum: float = 0.9
     batch_size: int = 32
     compute_median: float = 0.02
     compute_sigma: float = 0.5
@@ -115,7 +119,7 @@ class SelectiveSync:
 
     def __init__(self, store: dist.TCPStore, rank: int, cfg: RealConfig) -> None:
         self.store, self.rank, self.cfg = store, rank, cfg
-        self.optimizer = MomentumSGD(cfg.lr)
+        self.optimizer = MomentumSGD(cfg.lr, cfg.momentum)
         self.rng = random.Random(cfg.seed * 1000 + rank)
         self.k = 0
         self.log: list[dict[str, float]] = []
@@ -168,12 +172,6 @@ def _worker_main(rank: int, cfg: RealConfig) -> None:
     except Exception as exc:  # report instead of leaving the launcher to time out blindly
         store.set(f"error/{rank}", f"{type(exc).__name__}: {exc}")
         raise
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _Launcher:
@@ -259,7 +257,7 @@ def train_selective(model_name: str = "mlp", world: int = 4, rounds: int = 60, p
     """Train `world` worker processes with `scheme`; returns accuracy, timing and groups."""
     cfg = RealConfig(model=model_name, world=world, rounds=rounds, p=p, scheme=scheme,
                      seed=seed, **options)  # type: ignore[arg-type]
-    cfg.port = cfg.port or _free_port()
+    cfg.port = cfg.port or free_port()
     store = _store(cfg.port, True, cfg.world, cfg.timeout_s)
     ctx = mp.get_context("spawn")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -274,11 +272,7 @@ def train_selective(model_name: str = "mlp", world: int = 4, rounds: int = 60, p
         deadline = t0 + cfg.timeout_s
         blobs = [_wait_key(store, f"result/{r}", deadline) for r in range(cfg.world)]
     finally:
-        for proc in procs:
-            proc.join(timeout=10)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=5)
+        reap(procs)
     wall = time.monotonic() - t0
     results = [torch.load(io.BytesIO(b), weights_only=False) for b in blobs]
     return _summarise(cfg, results, launcher.groups, wall)

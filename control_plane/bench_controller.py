@@ -1,0 +1,239 @@
+"""`inart bench controller`: how fast `inart install` puts a plan on a switch, beside
+p4runtime-shell writing the same entries one by one, on the embedded target and bmv2.
+
+The plan is a fat-tree's (default fattree:6, 4 PSs, scheme inart: 45 switches).  One switch
+process per target stands in for every switch in turn: its pipeline is pushed (with our
+cookie, untimed) before each switch, which empties its tables, then the switch's entries and
+groups are written and timed, once by `install` (control_plane/deploy/transaction.py:
+connect, arbitrate, read the pipeline cookie and every table, write in batches) and once by
+p4runtime-shell (setup without a pipeline, which fetches the P4Info; one Write per entry;
+teardown).  After each p4runtime-shell run `verify` checks that it wrote exactly the plan
+(untimed).  Two figures per contender: the writes alone (what batching changes; the goal is
+on this ratio) and the whole session per switch, connect to close (with ~100 entries a
+switch, session costs weigh in: inart's arbitration, pipeline check and read-back of every
+table, p4runtime-shell's arbitration and P4Info fetch).
+All switches' entries cannot share one switch's tables instead: the same keys (e.g. a route
+to one host) carry different next hops on different switches.
+
+Switches are started with `inart switch` (a child process: control_plane does not import
+the targets).  Replan latency (the controller service reacting to a change) is a later part
+and is not measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from control_plane.cli_args import names_of
+from control_plane.deploy.addressing import assign
+from control_plane.deploy.entries import Compiled, SwitchEntries, compile_plan
+from control_plane.deploy.pipeline import TARGET_CONFIG, Pipeline, pipeline_for
+from control_plane.deploy.transaction import (
+    DEFAULT_ELECTION_ID,
+    LoadedPipeline,
+    SwitchAddress,
+    install,
+    verify,
+    verify_clean,
+)
+from control_plane.drivers.p4runtime import P4RuntimeClient
+from control_plane.localhost import free_port
+from control_plane.repo import REPO, child_env
+from control_plane.solve import solve
+from control_plane.topologies import build_topology
+
+GOAL_RATIO = 5.0  # batched install vs one Write per entry, on each target
+DEVICE_ID = 1
+READY_TIMEOUT_S = 60.0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--topology", default="fattree:6", help="whose plan is installed")
+    parser.add_argument("--ps", type=int, default=4, help="number of PSs")
+    parser.add_argument("--seed", type=int, default=0, help="PS choice and rounding")
+    parser.add_argument("--scheme", default="inart", help="planning scheme")
+    parser.add_argument("--targets", default="embedded,bmv2", type=names_of(TARGET_CONFIG),
+                        help="comma-separated; one that cannot run here is reported and skipped")
+    parser.add_argument("--switches", type=int,
+                        help="only the first N switches of the plan (default: all)")
+    parser.add_argument("--json", type=Path, help="write all measurements as JSON")
+    parser.set_defaults(func=run)
+
+
+class StandaloneSwitch:
+    """`inart switch --target T` as a child process (its output in a log file)."""
+
+    def __init__(self, target: str, log: Path) -> None:
+        self.target, self.log = target, log
+        self.address = f"127.0.0.1:{free_port()}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> str | None:
+        """None once the switch is ready, else why it could not start."""
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "control_plane.cli", "switch", "--target", self.target,
+                 "--grpc", self.address, "--device-id", str(DEVICE_ID)],
+                stdout=out, stderr=subprocess.STDOUT, env=child_env(), cwd=REPO)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            text = self.log.read_text(errors="replace")
+            if "ready" in text:
+                return None
+            if self.proc.poll() is not None:
+                return text.strip().splitlines()[-1] if text.strip() else \
+                    f"exited with status {self.proc.returncode}"
+            time.sleep(0.2)
+        return f"not ready within {READY_TIMEOUT_S:.0f} s"
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _wipe(address: str, pipeline: LoadedPipeline) -> None:
+    """Empty the switch's tables and groups: push our pipeline (with our cookie) again."""
+    with P4RuntimeClient(address, DEVICE_ID, DEFAULT_ELECTION_ID, timeout=60) as client:
+        client.set_pipeline(pipeline.info, pipeline.config, pipeline.cookie)
+
+
+def _shell_write(address: str, entries: SwitchEntries) -> tuple[float, float]:
+    """p4runtime-shell as its users drive it: one insert (one Write RPC) per entry.
+    Returns (seconds of the inserts, seconds of the whole session)."""
+    import p4runtime_sh.shell as sh
+
+    start = time.perf_counter()
+    sh.setup(device_id=DEVICE_ID, grpc_addr=address, election_id=DEFAULT_ELECTION_ID,
+             verbose=False)
+    try:
+        writing = time.perf_counter()
+        for group in entries.groups:
+            mg = sh.MulticastGroupEntry(group.group_id)
+            for port, rid in group.replicas:
+                mg.add(port, rid)
+            mg.insert()
+        for entry in entries.entries:
+            te = sh.TableEntry(entry.table)(action=entry.action)
+            for name, value in entry.match:
+                te.match[name] = str(value)
+            for name, value in entry.params:
+                te.action[name] = str(value)
+            te.insert()
+        written = time.perf_counter() - writing
+    finally:
+        sh.teardown()
+    return written, time.perf_counter() - start
+
+
+def _install_timed(compiled: Compiled, where: dict[str, SwitchAddress],
+                   pipeline: Pipeline) -> tuple[float, float]:
+    """`install` of one switch: (seconds of its writes, seconds of the whole call).  The
+    writes run from the 'planned' event (state read, changes worked out) to 'done'."""
+    marks: dict[str, float] = {}
+
+    def mark(switch: str, event: str, count: int) -> None:
+        marks[event] = time.perf_counter()
+
+    start = time.perf_counter()
+    reports = install(compiled, where, pipeline, progress=mark)
+    total = time.perf_counter() - start
+    if reports[0].pushed or reports[0].unchanged:
+        raise RuntimeError(f"{reports[0].switch.label()}: expected an empty switch running "
+                           f"our pipeline before the install")
+    return marks["done"] - marks["planned"], total
+
+
+def bench_target(target: str, compiled: Compiled, names: list[str], log_dir: Path
+                 ) -> dict[str, Any]:
+    """Install every named switch's entries twice (inart, p4runtime-shell), timed."""
+    pipeline = pipeline_for(target)
+    loaded = LoadedPipeline.load(pipeline)
+    switch = StandaloneSwitch(target, log_dir / f"{target}.log")
+    try:
+        problem = switch.start()
+        if problem:
+            return {"target": target, "skipped": problem}
+        times = dict.fromkeys(("inart_write", "inart_total", "shell_write", "shell_total"), 0.0)
+        count = 0
+        for name in tqdm(names, desc=target, unit="switch", file=sys.stderr):
+            swe = compiled.switches[name]
+            count += len(swe.entries) + len(swe.groups)
+            where = {name: SwitchAddress(name, switch.address, DEVICE_ID)}
+            _wipe(switch.address, loaded)
+            write, total = _install_timed(compiled, where, pipeline)
+            times["inart_write"] += write
+            times["inart_total"] += total
+            _wipe(switch.address, loaded)
+            write, total = _shell_write(switch.address, swe)
+            times["shell_write"] += write
+            times["shell_total"] += total
+            if not verify_clean(verify(compiled, where, pipeline)):
+                raise RuntimeError(f"{target}: p4runtime-shell did not write {name}'s plan")
+        return {"target": target, "switches": len(names), "entries": count, **times,
+                "write_ratio": times["shell_write"] / times["inart_write"],
+                "total_ratio": times["shell_total"] / times["inart_total"]}
+    finally:
+        switch.stop()
+
+
+def figure_lines(row: dict[str, Any]) -> list[str]:
+    """One labelled line per figure: name, value, unit, ratio, goal."""
+    target = row["target"]
+    if "skipped" in row:
+        return [f"controller/{target}: skipped ({row['skipped']})"]
+    n, per = row["entries"], row["switches"]
+    met = "met" if row["write_ratio"] >= GOAL_RATIO else "NOT met"
+    return [
+        f"controller/{target}/install-writes: {n / row['inart_write']:.0f} entries/s, "
+        f"ratio {row['write_ratio']:.1f}x p4runtime-shell, goal >= {GOAL_RATIO:g}x: {met}",
+        f"controller/{target}/p4runtime-shell-writes: {n / row['shell_write']:.0f} entries/s, "
+        f"ratio 1x (one Write per entry), goal -",
+        f"controller/{target}/install-per-switch: {row['inart_total'] / per * 1000:.0f} "
+        f"ms/switch ({n / row['inart_total']:.0f} entries/s end to end), ratio "
+        f"{row['total_ratio']:.1f}x p4runtime-shell, goal -",
+        f"controller/{target}/p4runtime-shell-per-switch: {row['shell_total'] / per * 1000:.0f}"
+        f" ms/switch ({n / row['shell_total']:.0f} entries/s end to end), ratio 1x, goal -",
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    targets = args.targets
+    topo = build_topology(args.topology, ps=args.ps, seed=args.seed)
+    plan = solve(topo, args.scheme, seed=args.seed)
+    compiled = compile_plan(plan, assign(topo))
+    names = list(compiled.switches)[:args.switches]
+    total = sum(len(compiled.switches[n].entries) + len(compiled.switches[n].groups)
+                for n in names)
+    print(f"plan {plan.scheme} on {topo.name}: {len(names)} of {len(compiled.switches)} "
+          f"switches, {total} entries and groups; one switch process stands in for each "
+          f"switch in turn")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="inart-bench-controller-") as tmp:
+        for target in targets:
+            row = bench_target(target, compiled, names, Path(tmp))
+            rows.append(row)
+            for line in figure_lines(row):
+                print(line, flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({"topology": topo.name, "scheme": plan.scheme,
+                                         "goal_ratio": GOAL_RATIO, "targets": rows}, indent=1))
+        print(f"measurements written to {args.json}")
+    return 0

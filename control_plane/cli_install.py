@@ -1,0 +1,326 @@
+"""`inart install` / `inart uninstall`: a plan onto switches that are already running.
+
+    inart install --plan plan.json --switch v1=127.0.0.1:9559 --switch v2=127.0.0.1:9560
+    inart install --plan plan.json --switch ... --verify      # read back, exit 1 on a difference
+    inart install --plan plan.json --dry-run [--json]          # entries per switch, no switch
+    inart uninstall --plan plan.json --switch ...
+
+The entries come from control_plane/deploy (assign + compile_plan), so the switches' ports and
+the hosts' addresses must be wired as the deploy layer's deterministic addressing says: port k
+of a switch is its k-th neighbour in natural id order (`--dry-run` prints the mapping and every
+host's address), and switch number i (natural order) is P4Runtime device i unless
+``--switch NAME=ADDR,device=N`` says otherwise.  ``--topology`` (with the --ps/--seed that
+`inart plan` got) checks that the real network has the plan's nodes and links.  All or
+nothing across the switches; running it twice changes nothing
+(control_plane/deploy/transaction.py says how).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from tqdm import tqdm
+
+from control_plane.cli_args import command
+from control_plane.cli_plan import add_topology_args
+from control_plane.deploy.addressing import Addressing, AddressingError, assign
+from control_plane.deploy.entries import Compiled, EntriesError, compile_plan
+from control_plane.deploy.pipeline import TARGET_CONFIG, Pipeline, PipelineError, pipeline_for
+from control_plane.deploy.state import StateError
+from control_plane.deploy.transaction import (
+    DEFAULT_ELECTION_ID,
+    DeployError,
+    SwitchAddress,
+    SwitchReport,
+    install,
+    parse_election_id,
+    switch_addresses,
+    uninstall,
+    verify,
+    verify_clean,
+)
+from control_plane.drivers.p4runtime import P4RuntimeError
+from control_plane.plan import Plan, PlanError
+from control_plane.report import format_table
+from control_plane.topologies import build_topology
+from control_plane.topology import Topology, TopologyError, natural_key
+
+INPUT_ERRORS = (PlanError, TopologyError, AddressingError, EntriesError, PipelineError,
+                StateError)
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plan", required=True, help="an inart.plan/1 file (`inart plan --json`)")
+    add_topology_args(p)  # --topology, and --ps/--seed/... as `inart plan` took them
+    p.set_defaults(topology=None)  # default: the plan's own topology, nothing to check
+    p.add_argument("--switch", action="append", default=[], metavar="NAME=HOST:PORT[,device=N]",
+                   help="where switch NAME serves P4Runtime (repeat for every switch); device "
+                        "defaults to the switch's number in natural id order (v1 -> 1)")
+    p.add_argument("--target", default="embedded", choices=sorted(TARGET_CONFIG),
+                   help="which pipeline config the switches take (default: %(default)s)")
+    p.add_argument("--election-id", default=",".join(map(str, DEFAULT_ELECTION_ID)),
+                   metavar="HIGH,LOW",
+                   help="P4Runtime election id; a switch where another controller is primary "
+                        "with a higher one is an error (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=15.0, help="seconds per P4Runtime call")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `inart install`."""
+    p = command(subparsers, "install", "install a plan onto running P4 switches", __doc__)
+    _add_common(p)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true",
+                      help="print every switch's entries, groups and port mapping; contact "
+                           "no switch")
+    mode.add_argument("--verify", action="store_true",
+                      help="write nothing: read every switch back and report missing, extra "
+                           "and different entries and groups (exit status 1 on a difference)")
+    p.add_argument("--replace", action="store_true",
+                   help="overwrite entries/groups that have the plan's keys but other contents "
+                        "(default: refuse, writing nothing)")
+    p.add_argument("--reset", action="store_true",
+                   help="push the pipeline even where it is already ours: zeroes registers "
+                        "and counters and removes every entry first")
+    p.set_defaults(func=run_install)
+
+
+def register_uninstall(subparsers: argparse._SubParsersAction) -> None:
+    """Add `inart uninstall`."""
+    p = subparsers.add_parser("uninstall", help="remove exactly a plan's entries from switches",
+                              description="Remove a plan's entries and multicast groups (those "
+                                          "present and equal to the plan's) from running "
+                                          "switches; all or nothing.")
+    _add_common(p)
+    p.add_argument("--force", action="store_true",
+                   help="also remove entries/groups with the plan's keys but other contents")
+    p.set_defaults(func=run_uninstall)
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs
+
+
+def _check_topology(plan: Topology, given: Topology, spec: str) -> None:
+    """The plan's addressing is only right if the real network has its nodes and links."""
+    problems = []
+    for name, a, b in (("only in the plan", plan, given), (f"only in --topology {spec}", given,
+                                                           plan)):
+        nodes = sorted((n for n in a.nodes if n not in b.nodes
+                        or a.nodes[n].kind != b.nodes[n].kind), key=natural_key)
+        links = sorted("-".join(sorted(e, key=natural_key)) for e in a.graph.edges
+                       if not b.graph.has_edge(*e))
+        if nodes:
+            problems.append(f"node(s) {name}: {', '.join(nodes[:8])}")
+        if links:
+            problems.append(f"link(s) {name}: {', '.join(links[:8])}")
+    if problems:
+        raise TopologyError(f"--topology {spec} does not match the plan's topology: "
+                            + "; ".join(problems) + " (a generated topology needs the --ps, "
+                            "--workers and --seed that `inart plan` got)")
+
+
+def _load(args: argparse.Namespace) -> tuple[Plan, Addressing, Compiled, Pipeline]:
+    try:
+        plan = Plan.load(args.plan)
+    except OSError as exc:
+        raise PlanError(f"--plan {args.plan}: cannot read it ({exc.strerror})") from None
+    if args.topology:
+        real = build_topology(args.topology, ps=args.ps, workers=args.workers,
+                              preset=args.preset, seed=args.seed)
+        _check_topology(plan.topology, real, args.topology)
+    addressing = assign(plan.topology)
+    return plan, addressing, compile_plan(plan, addressing), pipeline_for(args.target)
+
+
+class _Bar:
+    """A progress bar over a run's updates (stderr), fed by the deploy layer's events; made at
+    the first write, when every switch's count is known, and not at all if nothing is written."""
+
+    def __init__(self, desc: str, quiet: bool) -> None:
+        self.desc, self.quiet, self.total = desc, quiet, 0
+        self.bar: tqdm | None = None
+
+    def __call__(self, switch: str, event: str, count: int) -> None:
+        if event == "planned":
+            self.total += count
+        elif event == "written":
+            if self.bar is None:
+                self.bar = tqdm(total=self.total, desc=self.desc, unit="update",
+                                file=sys.stderr, disable=self.quiet)
+            self.bar.set_postfix(switch=switch)
+            self.bar.update(count)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _fail(command: str, exc: Exception, status: int) -> int:
+    print(f"inart {command}: error: {exc}", file=sys.stderr)
+    return status
+
+
+# ---------------------------------------------------------------------------------------------
+# install, verify, dry run
+
+
+def run_install(args: argparse.Namespace) -> int:
+    try:
+        plan, addressing, compiled, pipeline = _load(args)
+        election_id = parse_election_id(args.election_id)
+        switches = switch_addresses(args.switch, addressing, require_all=not args.dry_run)
+    except (*INPUT_ERRORS, DeployError) as exc:
+        return _fail("install", exc, 2)
+    if args.dry_run:
+        return dry_run(args, plan, addressing, compiled, switches)
+    try:
+        if args.verify:
+            return show_verify(args, verify(compiled, switches, pipeline, args.timeout))
+        started = time.perf_counter()
+        bar = _Bar("install", args.json)
+        try:
+            reports = install(compiled, switches, pipeline, election_id, replace=args.replace,
+                              reset=args.reset, timeout=args.timeout, progress=bar)
+        finally:
+            bar.close()
+        show_reports(args, "install", reports, time.perf_counter() - started)
+        return 0
+    except (DeployError, P4RuntimeError, *INPUT_ERRORS) as exc:
+        return _fail("install", exc, 1)
+
+
+def run_uninstall(args: argparse.Namespace) -> int:
+    try:
+        _, addressing, compiled, pipeline = _load(args)
+        election_id = parse_election_id(args.election_id)
+        switches = switch_addresses(args.switch, addressing)
+    except (*INPUT_ERRORS, DeployError) as exc:
+        return _fail("uninstall", exc, 2)
+    try:
+        started = time.perf_counter()
+        bar = _Bar("uninstall", args.json)
+        try:
+            reports = uninstall(compiled, switches, pipeline, election_id, force=args.force,
+                                timeout=args.timeout, progress=bar)
+        finally:
+            bar.close()
+        show_reports(args, "uninstall", reports, time.perf_counter() - started)
+        return 0
+    except (DeployError, P4RuntimeError, *INPUT_ERRORS) as exc:
+        return _fail("uninstall", exc, 1)
+
+
+PIPELINE_TEXT = {"ours": "ours", "none": "had none", "other": "had another"}  # before a run
+PIPELINE_NOW = {"ours": "ours", "none": "none", "other": "another program's"}
+
+
+def show_reports(args: argparse.Namespace, command: str, reports: list[SwitchReport],
+                 seconds: float) -> None:
+    """One line per switch (or JSON): pipeline, updates written, items left alone."""
+    if args.json:
+        print(json.dumps({"command": command, "seconds": round(seconds, 3),
+                          "switches": {r.switch.name: r.to_dict() for r in reports}}, indent=1))
+        return
+    rows = []
+    for r in reports:
+        pipeline = PIPELINE_TEXT[r.pipeline] + (", pushed" if r.pushed else "")
+        rows.append({"switch": r.switch.name, "address": r.switch.address,
+                     "device": r.switch.device_id, "pipeline": pipeline,
+                     "inserted": r.written.get("insert", 0),
+                     "modified": r.written.get("modify", 0),
+                     "deleted": r.written.get("delete", 0), "unchanged": r.unchanged,
+                     "not in plan": r.extra})
+    print(format_table(rows))
+    total = sum(sum(r.written.values()) for r in reports)
+    print(f"{command}: {total} update(s) on {len(reports)} switch(es) in {seconds:.2f} s")
+
+
+def show_verify(args: argparse.Namespace, reports: list[SwitchReport], limit: int = 20) -> int:
+    """Per switch: ok, or every missing / extra / different item (JSON with --json)."""
+    clean = verify_clean(reports)
+    if args.json:
+        print(json.dumps({"command": "verify", "clean": clean,
+                          "switches": {r.switch.name: r.to_dict() for r in reports}}, indent=1))
+        return 0 if clean else 1
+    for r in reports:
+        d = r.diff
+        assert d is not None
+        head = f"{r.switch.name} ({r.switch.address}, device {r.switch.device_id}): pipeline " \
+               f"{PIPELINE_NOW[r.pipeline]}"
+        if r.pipeline == "ours" and d.clean:
+            print(f"{head}; ok, {len(d.equal)} entries and groups as planned")
+            continue
+        print(f"{head}; DIFFERS: {len(d.missing)} missing, {len(d.extra)} extra, "
+              f"{len(d.different)} different, {len(d.equal)} as planned")
+        lines = [f"  missing    {i.what}" for i in d.missing] + \
+                [f"  extra      {i.what}" for i in d.extra] + \
+                [f"  different  plan: {p.what}\n             switch: {s.what}"
+                 for p, s in d.different]
+        print("\n".join(lines[:limit]))
+        if len(lines) > limit:
+            print(f"  ... and {len(lines) - limit} more (--json lists all)")
+    bad = sum(1 for r in reports if not (r.pipeline == "ours" and r.diff and r.diff.clean))
+    print(f"verify: {'no difference' if clean else f'{bad} of {len(reports)} switch(es) differ'}")
+    return 0 if clean else 1
+
+
+def dry_run(args: argparse.Namespace, plan: Plan, addressing: Addressing, compiled: Compiled,
+            switches: dict[str, SwitchAddress]) -> int:
+    """The entries, groups and port mapping of every switch, and every host's address."""
+    topo = plan.topology
+    data: dict[str, Any] = {
+        "plan": {"scheme": plan.scheme, "topology": topo.name, "job": plan.job},
+        "ranks": compiled.ranks, "pool_size": compiled.pool_size,
+        "result_addr": compiled.result_addr,
+        "hosts": {h: {"ip": addressing.ip[h], "mac": addressing.mac[h],
+                      "switch": addressing.tor[h],
+                      "port": addressing.port[(addressing.tor[h], h)]}
+                  for h in topo.workers + topo.pss},
+        "switches": {},
+    }
+    for name, swe in compiled.switches.items():
+        sw = switches.get(name)
+        data["switches"][name] = {
+            "device_id": sw.device_id if sw else addressing.device_id[name],
+            "address": sw.address if sw else None,
+            "mac": addressing.mac[name], "agg_addr": addressing.agg_addr[name],
+            "ports": {str(p): nb for (s, nb), p in sorted(addressing.port.items(),
+                                                          key=lambda kv: kv[1]) if s == name},
+            "entries": [{"table": e.table, "match": dict(e.match), "action": e.action,
+                         "params": dict(e.params), "why": e.why} for e in swe.entries],
+            "groups": [{"group_id": g.group_id, "replicas": [list(r) for r in g.replicas],
+                        "why": g.why} for g in swe.groups],
+        }
+    if args.json:
+        print(json.dumps(data, indent=1))
+        return 0
+    print(f"plan {plan.scheme} on {topo.name} (job {plan.job}): {len(compiled.switches)} "
+          f"switch(es), {compiled.total()} entries and groups; pool size {compiled.pool_size}, "
+          f"RESULT address {compiled.result_addr}")
+    print("wiring: port k of a switch = its k-th neighbour in natural id order\n")
+    for name, sw in data["switches"].items():
+        where = sw["address"] or "(no --switch given)"
+        ports = " ".join(f"{p}={nb}" for p, nb in sw["ports"].items())
+        print(f"switch {name}: device {sw['device_id']}, {where}, mac {sw['mac']}, "
+              f"aggregation address {sw['agg_addr']}\n  ports: {ports}")
+        rows = [{"table": e["table"].split(".")[-1],
+                 "match": " ".join(f"{k}={v}" for k, v in e["match"].items()),
+                 "action": e["action"].split(".")[-1],
+                 "params": " ".join(f"{k}={v}" for k, v in e["params"].items()),
+                 "why": e["why"]} for e in sw["entries"]]
+        rows += [{"table": "multicast group", "match": f"id={g['group_id']}", "action": "-",
+                  "params": " ".join(f"port{p}/rid{r}" for p, r in g["replicas"]),
+                  "why": g["why"]} for g in sw["groups"]]
+        print("  " + format_table(rows).replace("\n", "\n  ") + "\n")
+    print("hosts (configure the real ones with these addresses; no ARP through the switches):")
+    print("  " + format_table([{"host": h, "rank": compiled.ranks.get(h, "-"), **v}
+                               for h, v in data["hosts"].items()]).replace("\n", "\n  "))
+    print()
+    print(compiled.summary_table())
+    return 0

@@ -1,0 +1,109 @@
+"""`inart serve`: the controller service (gRPC API in control_plane/service/proto, docs/api.md).
+
+    inart serve [--listen 127.0.0.1:50070] [--token-file F] [--tls-cert C --tls-key K]
+                [--state out/serve] [--switches p4runtime|memory]
+
+Listens on loopback by default; any other address needs --token-file.  State (topology, jobs,
+plan versions, events) lives in STATE/state.sqlite: a restarted service recovers its jobs and
+reconciles the switches instead of installing anything twice.  Runs until Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from pathlib import Path
+
+from control_plane.deploy.pipeline import TARGET_CONFIG, PipelineError, pipeline_for
+from control_plane.drivers.p4runtime import P4Info
+from control_plane.repo import out_dir
+from control_plane.service.auth import (
+    AuthConfigError,
+    check_listen,
+    read_token,
+    server_credentials,
+)
+from control_plane.service.controller import Controller
+from control_plane.service.server import build_server
+from control_plane.service.store import Store
+from control_plane.service.switches import Installer, MemoryInstaller, P4RuntimeInstaller
+
+DEFAULT_LISTEN = "127.0.0.1:50070"
+
+
+def parse_election_id(text: str) -> tuple[int, int]:
+    high, _, low = text.partition(",")
+    try:
+        value = (int(high), int(low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"election id {text!r}: expected HIGH,LOW") from None
+    if min(value) < 0 or value == (0, 0):
+        raise argparse.ArgumentTypeError(f"election id {text!r}: expected non-negative, not 0,0")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s: %(message)s")
+    try:
+        token = read_token(args.token_file) if args.token_file else None
+        check_listen(args.listen, token)
+        credentials = server_credentials(args.tls_cert, args.tls_key)
+        pipeline = pipeline_for(args.target)
+    except (AuthConfigError, PipelineError) as exc:
+        print(f"inart serve: error: {exc}", flush=True)
+        return 2
+    installer: Installer = (MemoryInstaller() if args.switches == "memory" else
+                            P4RuntimeInstaller(pipeline, args.election_id, args.p4_timeout))
+    controller = Controller(Store(args.state), installer, P4Info.load(pipeline.p4info),
+                            drain_seconds=args.drain_seconds,
+                            reconcile_interval=args.reconcile_interval)
+    try:
+        server, port = build_server(controller, args.listen, token, credentials)
+    except AuthConfigError as exc:
+        print(f"inart serve: error: {exc}", flush=True)
+        installer.close()
+        return 2
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    controller.start()
+    host = args.listen.rpartition(":")[0]
+    jobs = len(controller.list_jobs(False).jobs)
+    print(f"inart serve: listening on {host}:{port} (token: {'yes' if token else 'no'}, TLS: "
+          f"{'yes' if credentials else 'no'}), switches: {args.switches}, state "
+          f"{Path(args.state) / 'state.sqlite'}, {jobs} job(s) recovered", flush=True)
+    done.wait()
+    server.stop(grace=2).wait()
+    controller.stop()
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="run the controller service (gRPC API)",
+                       description=__doc__.split("\n\n")[0],
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--listen", default=DEFAULT_LISTEN,
+                   help="HOST:PORT; a non-loopback HOST needs --token-file (port 0: any free)")
+    p.add_argument("--token-file", help="file holding the bearer token requests must carry")
+    p.add_argument("--tls-cert", help="PEM certificate: serve TLS (with --tls-key)")
+    p.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    p.add_argument("--state", type=Path, default=out_dir("serve"),
+                   help="directory of the state file (state.sqlite)")
+    p.add_argument("--switches", choices=("p4runtime", "memory"), default="p4runtime",
+                   help="real switches over P4Runtime, or switches held in memory (try the "
+                        "API without any)")
+    p.add_argument("--target", choices=sorted(TARGET_CONFIG), default="embedded",
+                   help="which pipeline config the switches take")
+    p.add_argument("--election-id", type=parse_election_id, default=(0, 1), metavar="HIGH,LOW")
+    p.add_argument("--p4-timeout", type=float, default=5.0,
+                   help="seconds to wait for a switch's P4Runtime server")
+    p.add_argument("--drain-seconds", type=float, default=2.0,
+                   help="how long an old plan version stays for a job whose hosts never report "
+                        "progress (jobs that report drain when every worker moved on)")
+    p.add_argument("--reconcile-interval", type=float, default=10.0,
+                   help="seconds between read-backs of every switch")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(func=run)

@@ -1,0 +1,103 @@
+"""Who may talk to the service: loopback by default, a bearer token anywhere else.
+
+`inart serve` listens on 127.0.0.1 unless told otherwise.  Listening on any other address
+needs ``--token-file``: every request must then carry ``authorization: Bearer <token>``
+metadata, checked by ``TokenInterceptor`` before any handler runs (requests without it get
+UNAUTHENTICATED).  With ``--tls-cert/--tls-key`` the port speaks TLS, which keeps the token
+off the wire; without, the token only keeps out callers that do not know it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+
+HEADER = "authorization"
+SCHEME = "Bearer "
+
+
+class AuthConfigError(ValueError):
+    """A listen address, token or certificate that cannot be used; the message says why."""
+
+
+def split_address(address: str, any_port: bool = False) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for IPv6) -> (host, port); port 0 ("any free") only with
+    ``any_port``; raises AuthConfigError."""
+    host, sep, port = address.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    low = 0 if any_port else 1
+    if not sep or not host or not port.isdigit() or not low <= int(port) < 65536:
+        raise AuthConfigError(f"address {address!r}: expected HOST:PORT with a port "
+                              f"{low}..65535")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def read_token(path: str | Path) -> str:
+    try:
+        token = Path(path).read_text().strip()
+    except OSError as exc:
+        raise AuthConfigError(f"token file {path}: {exc.strerror}") from None
+    if len(token) < 16 or any(c.isspace() for c in token):
+        raise AuthConfigError(f"token file {path}: expected one token of >= 16 characters "
+                              f"without spaces")
+    return token
+
+
+def check_listen(address: str, token: str | None) -> None:
+    """Refuse a non-loopback listen address without a token."""
+    host, _ = split_address(address, any_port=True)
+    if token is None and not is_loopback(host):
+        raise AuthConfigError(f"--listen {address}: not a loopback address; listening there "
+                              f"needs --token-file (requests must carry a bearer token)")
+
+
+def server_credentials(cert: str | None, key: str | None) -> grpc.ServerCredentials | None:
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise AuthConfigError("TLS needs both --tls-cert and --tls-key")
+    try:
+        pair = (Path(key).read_bytes(), Path(cert).read_bytes())
+    except OSError as exc:
+        raise AuthConfigError(f"TLS: {exc.filename}: {exc.strerror}") from None
+    return grpc.ssl_server_credentials([pair])
+
+
+class TokenInterceptor(grpc.ServerInterceptor):
+    """Lets a request through only with the right bearer token."""
+
+    def __init__(self, token: str) -> None:
+        self.expected = (SCHEME + token).encode()
+
+    def _valid(self, metadata: tuple) -> bool:
+        for key, value in metadata or ():
+            if key == HEADER:
+                given = value.encode() if isinstance(value, str) else value
+                return hmac.compare_digest(given, self.expected)
+        return False
+
+    def intercept_service(self, continuation: Callable, details: grpc.HandlerCallDetails):
+        handler = continuation(details)
+        if handler is None or self._valid(details.invocation_metadata):
+            return handler
+        why = f"{details.method}: missing or wrong '{HEADER}: Bearer <token>' metadata"
+
+        def deny(_request: object, context: grpc.ServicerContext) -> None:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, why)
+
+        if handler.response_streaming:
+            return grpc.unary_stream_rpc_method_handler(deny)
+        return grpc.unary_unary_rpc_method_handler(deny)

@@ -1,0 +1,29 @@
+"""`inart COMMAND` run as a user runs a long-lived command in a terminal, for tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from control_plane.repo import REPO, child_env
+
+
+@contextmanager
+def inart_foreground(*args: str, stop_timeout: float = 30.0) -> Iterator[str]:
+    """Start `inart ARGS`, yield its first output line; on leaving, Ctrl-C (SIGINT) must end
+    it with status 0 within ``stop_timeout`` s (it is killed either way)."""
+    proc = subprocess.Popen([sys.executable, "-m", "control_plane.cli", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=REPO, env=child_env())
+    try:
+        yield proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=stop_timeout) == 0
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
