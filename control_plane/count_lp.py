@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from control_plane.lp_model import LPModel
+from control_plane.lp_model import LPModel, Solution
 from control_plane.paths import PathSets, arcs
 from control_plane.topology import Topology
 
 EPS = 1e-9
 BISECT_REL = 1e-3  # bound precision (unequal splits): bisection stops at hi/lo - 1 below this
+GALLOP_REL = 5e-3  # bound precision above a known plan's rate (`bound_from`)
 
 
 def floor_cap(capacity: float, unit: float, limit: float) -> float:
@@ -162,6 +163,7 @@ class CountLP:
         self.uplink = min((c.uplink for c in self.classes if c.single), default=math.inf)
         m.load(method="simplex")
         self._fan: list[float] = []
+        self._basis = None  # the last optimal basis at the current fan-in coefficients
         self._perturbed = False
         self.split: dict[str, float] = {}
         self.equal = False
@@ -212,8 +214,8 @@ class CountLP:
         fan = [floor_cap(topo.nodes[v].spare, f * split[s], self.candidates[(s, v)])
                for s, v in self.fan_rows]
         if fan != self._fan:
-            # a changed coefficient leaves a basis neither primal nor dual feasible, and
-            # HiGHS then takes longer from it than from scratch (measured on fattree:6)
+            # HiGHS's factorization is stale after a changed coefficient: drop it; `_run`
+            # hands the last optimal basis back, to be refactored (few iterations from it)
             m.highs.clearSolver()
             for (key, row), k in zip(self.fan_rows.items(), fan, strict=True):
                 m.highs.changeCoeff(row, self.z_cols[key], -k)
@@ -227,9 +229,22 @@ class CountLP:
         if f not in self.solved:
             self._costs(None)
             self._caps(f)
-            sol = self.model.resolve(infeasible_ok=True)
+            sol = self._run()
             self.solved[f] = None if sol is None else self._extract(f, sol.values)
         return self.solved[f]
+
+    def _run(self) -> Solution | None:
+        """Solve warm.  HiGHS drops its basis when it proves an LP infeasible, and the next
+        solve would start cold (500+ iterations on fattree:6 instead of 20-50): so the last
+        optimal basis is kept and handed back whenever the fan-in coefficients are those it
+        was found for (bounds and costs may differ: dual or primal simplex repairs that)."""
+        h = self.model.highs
+        if self._basis is not None and not h.getBasis().valid:
+            h.setBasis(self._basis)
+        sol = self.model.resolve(infeasible_ok=True)
+        if sol is not None:
+            self._basis = h.getBasis()
+        return sol
 
     def perturbed_at(self, f: float, rng: np.random.Generator) -> CountSolution | None:
         """Another optimal-ish vertex at rate f: stream costs drawn in [1, 1.5] and small
@@ -237,7 +252,7 @@ class CountLP:
         if self.feasible_at(f) is None:
             return None
         self._costs(rng)
-        sol = self.model.resolve(infeasible_ok=True)
+        sol = self._run()
         return None if sol is None else self._extract(f, sol.values)
 
     def _costs(self, rng: np.random.Generator | None) -> None:
@@ -337,6 +352,34 @@ class CountLP:
                     best, low = sol, probe
             top = high
         return Bound(top, best, len(self.solved) - before, time.perf_counter() - t0,
+                     dict(self.size, build_ms=int(self.build_seconds * 1000)))
+
+    def bound_from(self, rate: float, hi: float, rel: float = GALLOP_REL) -> Bound:
+        """The bound for the current split when a plan with it reaches `rate`: probe
+        rate (1 + rel), rate (1 + 2 rel), rate (1 + 4 rel), ... until the LP is infeasible
+        (or `hi`), then bisect to `rel`; the bound is the smallest rate found infeasible.
+        A plan near its bound (what the split search carries) costs one or two solves
+        instead of a breakpoint search, at the price of a bound up to `rel` looser."""
+        t0 = time.perf_counter()
+        before = len(self.solved)
+        low, high, step = rate, min(hi, self.uplink), rel
+        best = None
+        while rate * (1 + step) < high:
+            probe = rate * (1 + step)
+            sol = self.feasible_at(probe)
+            if sol is None:
+                high = probe
+                break
+            low, best, step = probe, sol, step * 2
+        while high > low * (1 + rel) and len(self.solved) - before < 60:
+            probe = (low + high) / 2
+            sol = self.feasible_at(probe)
+            if sol is None:
+                high = probe
+            else:
+                low, best = probe, sol
+        return Bound(max(high, rate), best, len(self.solved) - before,
+                     time.perf_counter() - t0,
                      dict(self.size, build_ms=int(self.build_seconds * 1000)))
 
     def _extract(self, f: float, x: np.ndarray) -> CountSolution:

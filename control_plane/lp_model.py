@@ -140,8 +140,6 @@ class LPModel:
 
     def _load(self, time_limit: float | None, mip_gap: float | None,
               threads: int) -> highspy.Highs:
-        import scipy.sparse as sp
-
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", threads)
@@ -158,15 +156,31 @@ class LPModel:
         lp.col_upper_ = np.asarray(self.upper, dtype=np.float64)
         lp.row_lower_ = np.asarray(self.rows_lo, dtype=np.float64)
         lp.row_upper_ = np.asarray(self.rows_hi, dtype=np.float64)
-        mat = sp.csc_matrix((self.coo_val, (self.coo_row, self.coo_col)),
-                            shape=(self.num_rows, self.num_vars))
-        mat.sum_duplicates()
+        start, index, value = _csc(self.coo_row, self.coo_col, self.coo_val, self.num_vars)
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = mat.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = mat.indices.astype(np.int32)
-        lp.a_matrix_.value_ = mat.data.astype(np.float64)
+        lp.a_matrix_.start_ = start
+        lp.a_matrix_.index_ = index
+        lp.a_matrix_.value_ = value
         if any(self.integer):
             lp.integrality_ = [highspy.HighsVarType.kInteger if i else
                                highspy.HighsVarType.kContinuous for i in self.integer]
         h.passModel(lp)
         return h
+
+
+def _csc(rows: list[int], cols: list[int], vals: list[float],
+         num_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Coordinate entries to compressed columns, duplicates summed.  numpy alone: importing
+    scipy.sparse for this cost 0.3-0.5 s of CPU, a third of a fattree:6 solve."""
+    r, c = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    v = np.asarray(vals, dtype=np.float64)
+    order = np.lexsort((r, c))
+    r, c, v = r[order], c[order], v[order]
+    first = np.ones(len(r), dtype=bool)
+    first[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+    groups = np.cumsum(first) - 1
+    v = np.bincount(groups, weights=v, minlength=int(first.sum())) if len(v) else v
+    r, c = r[first], c[first]
+    start = np.zeros(num_cols + 1, dtype=np.int32)
+    np.cumsum(np.bincount(c, minlength=num_cols), out=start[1:])
+    return start, r.astype(np.int32), v.astype(np.float64)

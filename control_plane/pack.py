@@ -25,13 +25,17 @@ from collections import defaultdict, deque
 import numpy as np
 
 from control_plane.count_lp import CountLP, CountSolution
-from control_plane.paths import PathSets, arcs
+from control_plane.paths import PathSets
 from control_plane.plan import Flow, Plan
+from control_plane.resplit import refined
 from control_plane.topology import Topology
 
 EPS = 1e-9
 RESTARTS = 4  # randomized largest-fan-in-first packings per target rate
-PERTURB = 6  # packings of perturbed LP solutions at the top target
+DRAWS = 8  # randomized LP-guided packings per target rate
+LIGHT_RESTARTS, LIGHT_DRAWS = 0, 2  # the same below the top target
+PERTURB = 2  # packings of perturbed LP solutions at the top target
+PERTURB_MAX_VARS = 4000  # larger LPs are not perturbed: a re-solve there costs 0.3-0.5 s
 Path_ = tuple[str, ...]
 
 
@@ -48,20 +52,22 @@ class Packer:
         self.fan: dict[tuple[str, str], int] = defaultdict(int)
         self.flow: dict[tuple[str, str], Flow] = {}
         self.cls_of = {w: ci for ci, c in enumerate(paths.classes) for w in c.members}
-        self.at_switch: dict[str, set[tuple[str, str]]] = defaultdict(set)  # v -> {(s, w)}
+        # v -> the pairs aggregated there, in the order placed (a dict: deterministic order)
+        self.at_switch: dict[str, dict[tuple[str, str], None]] = defaultdict(dict)
+        self.arcs = paths.arcs
         self.pss, self.workers = topo.pss, topo.workers  # sorted on every access
 
     # -- capacity bookkeeping ----------------------------------------------------------------
     def _fits_path(self, path: Path_, need: float) -> bool:
         link = self.link
-        return all(link[a] >= need - EPS for a in arcs(path))
+        return all(link[a] >= need - EPS for a in self.arcs(path))
 
     def _take_path(self, path: Path_, amount: float) -> None:
-        for a in arcs(path):
+        for a in self.arcs(path):
             self.link[a] -= amount
 
     def _slack(self, path: Path_) -> float:
-        return min((self.link[a] for a in arcs(path)), default=math.inf)
+        return min((self.link[a] for a in self.arcs(path)), default=math.inf)
 
     def _choose(self, options: tuple[Path_, ...], weights: dict[Path_, float],
                 need: float, member: str | None = None) -> Path_ | None:
@@ -109,7 +115,7 @@ class Packer:
         self._take_path(seg, need)
         self.fan[(s, v)] += 1
         self.flow[(s, w)] = Flow(w, s, v, seg)
-        self.at_switch[v].add((s, w))
+        self.at_switch[v][(s, w)] = None
         return True
 
     def direct(self, s: str, w: str) -> bool:
@@ -136,7 +142,7 @@ class Packer:
             self.node[s] += need
             return flow
         self.node[v] += need
-        self.at_switch[v].discard((s, w))
+        self.at_switch[v].pop((s, w), None)
         self.fan[(s, v)] -= 1
         if self.fan[(s, v)] == 0:
             del self.fan[(s, v)]
@@ -208,7 +214,7 @@ class Packer:
             v = queue.popleft()
             if parent[v] is not None and self.node[v] >= incoming[v] - EPS:
                 return self._apply_chain(s, w, v, parent)
-            for s2, w2 in sorted(self.at_switch[v]):
+            for s2, w2 in self.at_switch[v]:
                 if self.node[v] + self.unit[s2] < incoming[v] - EPS:
                     continue  # moving it away would not free enough
                 rep2 = self.paths.classes[self.cls_of[w2]].rep
@@ -258,21 +264,27 @@ class Packer:
                 self._take_path(sp, need)
             self.node[v] -= need
             self.fan[(s, v)] += 1
-            self.at_switch[v].add((s, w))
+            self.at_switch[v][(s, w)] = None
         self._take_path(flow.path, need)
         self.flow[(s, w)] = flow
 
     # -- the whole packing -------------------------------------------------------------------
-    def run(self) -> bool:
+    def run(self, rng: random.Random | None = None) -> bool:
+        """LP-guided packing (steps 1-3 above).  With `rng`, a draw: the LP's counts are
+        rounded randomly (floor(n + U[0, 1)), so in expectation n) and the streams' order is
+        jittered.  Draws are the cheap way to other integral plans near one LP solution: on
+        fattree:6 at a shifted split a third to all of 8 draws pack where the rounded LP
+        does not, for a few milliseconds each (a perturbed LP solve costs ten times more)."""
         paths, guide = self.paths, self.guide
         if guide is not None:
             per_stream: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
             for (s, ci, v), n in guide.n.items():
                 per_stream[(s, v)].append((n, ci))
-            order = sorted(per_stream, key=lambda k: -sum(n for n, _ in per_stream[k]))
-            for s, v in order:
+            weight = {k: sum(n for n, _ in per_stream[k]) * (1 + 0.3 * rng.random() if rng
+                                                            else 1.0) for k in per_stream}
+            for s, v in sorted(per_stream, key=lambda k: -weight[k]):
                 for n, ci in sorted(per_stream[(s, v)], reverse=True):
-                    want = math.floor(n + 0.5)
+                    want = math.floor(n + (rng.random() if rng else 0.5))
                     for w in paths.classes[ci].members:
                         if want <= 0:
                             break
@@ -374,14 +386,16 @@ class Packer:
 
 
 def pack(topo: Topology, paths: PathSets, split: dict[str, float], f: float,
-         guide: CountSolution | None, scheme: str, restarts: int = RESTARTS) -> Plan | None:
+         guide: CountSolution | None, scheme: str, restarts: int = RESTARTS,
+         draws: int = DRAWS) -> Plan | None:
     """A plan whose loads fit at rate f, or None if no packing finds one: the LP-guided
-    packing, then largest-fan-in-first, then `restarts` of it with seeded random tie-breaks
-    between PSs (each takes milliseconds; the LP solve at f costs more)."""
-    packer = Packer(topo, paths, split, f, guide)
-    if packer.run():
-        return packer.plan(scheme)
+    packing, `draws` randomized ones (`Packer.run`), then largest-fan-in-first and
+    `restarts` of it with seeded random tie-breaks between PSs (each takes milliseconds)."""
     rng = random.Random(0)
+    for i in range(draws + 1 if guide is not None else 1):
+        packer = Packer(topo, paths, split, f, guide)
+        if packer.run(rng if i else None):
+            return packer.plan(scheme)
     for i in range(restarts + 1):
         packer = Packer(topo, paths, split, f, guide)
         if packer.run_fanin(rng if i else None):
@@ -390,25 +404,30 @@ def pack(topo: Topology, paths: PathSets, split: dict[str, float], f: float,
 
 
 def best_pack(lp: CountLP, lo: float, top: float, scheme: str, restarts: int = RESTARTS,
-              tries: int = 4, gap: float = 4e-3, perturb: int = PERTURB) -> Plan | None:
+              draws: int = DRAWS, stride: int = 5, gap: float = 4e-3,
+              perturb: int = PERTURB, thorough: bool = False) -> Plan | None:
     """The best plan packed for the LP's current split at a target rate in [lo, top] (top:
-    the count LP's bound).  Targets: the top, then `tries` more from the top down, then a
-    binary search below; with an equal split they are breakpoints (a plan's rate is always
-    one), each at least `gap` below the previous (a packing's true rate is often above its
-    target, so closer targets rarely add a plan).  When the top fails, `perturb` more LP
-    solutions there (random stream costs) are packed before going down: fattree:6
-    heterogeneous seed 0 reaches its bound 5.998 that way.  Each packing is guided by the LP
-    at its own target (a warm re-solve: guidance from a higher rate packs worse, e.g. 5.40
-    instead of 6.00 on fattree:6 heterogeneous seed 0).  A greedy's success is not monotone in f,
-    so every packed plan is scored by its true rate."""
+    the largest rate where the count LP is feasible).  Targets, each at least `gap` below
+    the previous (a packing's true rate is often above its target, so closer targets rarely
+    add a plan; with an equal split they are breakpoints, a plan's rate always is one): the
+    top, with the full effort (`restarts`, `draws`), and when it fails `perturb` more LP
+    solutions there (random stream costs; only on LPs up to PERTURB_MAX_VARS columns);
+    then every `stride`-th target down to the first that packs, and a bisection between it
+    and the last failure (a greedy's success is not monotone in f: bisecting the whole range
+    missed fig1-sized leaf-spines' best plans).  Below the top the effort is light unless
+    `thorough`.  Each packing is guided by the LP at its own target (a warm re-solve:
+    guidance from a higher rate packs worse).  Plans are scored by their true rate, or with
+    `thorough` by the rate their refined split gives (what the split search goes on with)."""
     topo, paths, split = lp.topo, lp.paths, lp.split
     best: Plan | None = None
+    score = (lambda p: refined(p).rate) if thorough else (lambda p: p.rate)
 
-    def attempt(f: float) -> bool:
+    def attempt(f: float, top: bool = False) -> bool:
         nonlocal best
         sol = lp.feasible_at(f)
-        plan = pack(topo, paths, split, f, sol, scheme, restarts) if sol is not None else None
-        if plan is not None and (best is None or plan.rate > best.rate):
+        effort = (restarts, draws) if top or thorough else (LIGHT_RESTARTS, LIGHT_DRAWS)
+        plan = pack(topo, paths, split, f, sol, scheme, *effort) if sol is not None else None
+        if plan is not None and (best is None or score(plan) > score(best)):
             best = plan
         return plan is not None
 
@@ -421,26 +440,30 @@ def best_pack(lp: CountLP, lo: float, top: float, scheme: str, restarts: int = R
     for f in raw:
         if not cands or f <= cands[-1] * (1 - gap):
             cands.append(f)
-    if cands and not attempt(cands[0]):
+    if cands and not attempt(cands[0], top=True):
         rng = np.random.default_rng(0)  # the top target again, from other LP vertices
-        for _ in range(perturb):
+        for _ in range((3 * perturb if thorough else perturb)
+                       if lp.size["vars"] <= PERTURB_MAX_VARS else 0):
             sol = lp.perturbed_at(cands[0], rng)
-            plan = pack(topo, paths, split, cands[0], sol, scheme, 1) if sol else None
+            plan = pack(topo, paths, split, cands[0], sol, scheme, 0) if sol else None
             if plan is not None:
                 return plan
     elif cands:
         return best
-    for f in cands[1:tries + 1]:
-        if attempt(f):
-            return best
-    rest = sorted(cands[tries + 1:])
-    a, b = 0, len(rest) - 1
+    if len(cands) < 2:
+        return best
+    failed, i = 0, stride  # down in strides to the first success, then bisect above it
+    while i < len(cands) - 1 and not attempt(cands[i]):
+        failed, i = i, i + stride
+    if i >= len(cands) - 1 and not attempt(cands[-1]):
+        return best
+    a, b = failed + 1, min(i, len(cands) - 1) - 1
     while a <= b:
         mid = (a + b) // 2
-        if attempt(rest[mid]):
-            a = mid + 1
-        else:
+        if attempt(cands[mid]):
             b = mid - 1
+        else:
+            a = mid + 1
     return best
 
 

@@ -60,6 +60,7 @@ class PathSets:
         self.get = lru_cache(maxsize=None)(self._pick)
         self.switches_between = lru_cache(maxsize=None)(self._switches_between)
         self._dist_to = lru_cache(maxsize=None)(self._distances)  # one BFS per destination
+        self.arcs = lru_cache(maxsize=None)(lambda path: tuple(arcs(path)))  # packing's hot loop
         self._hops: dict[str, dict[str, list[str]]] = {}
 
     @cached_property

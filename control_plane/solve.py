@@ -29,7 +29,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from control_plane.baselines import atp, equal_split, lbmm
 from control_plane.count_lp import CountLP
@@ -39,7 +39,7 @@ from control_plane.milp import solve_milp
 from control_plane.pack import best_pack, pack_search
 from control_plane.paths import PathSets
 from control_plane.plan import Plan
-from control_plane.resplit import best_split
+from control_plane.resplit import refined
 from control_plane.rounding import round_best
 from control_plane.topology import Topology
 
@@ -60,26 +60,32 @@ MILP_MAX_FLOWS = 64
 CUT_ROUNDS = 3  # paper rounding: LP re-solves with fan-in cuts at the best rate so far
 ROUNDS = 2  # count LPs per split search (count rounding)
 SMALL_ROUNDS = 12  # the same on instances small enough for the exact MILP
-SHIFT = 0.2  # split search: a PS's share is raised by this factor when refining stalls
+SHIFTS = (0.2, 0.1)  # split search: a PS's share is raised by these when refining stalls
 GRID, GRID_PACKED = 0.05, 4  # small two-PS instances: split grid, and how many are packed
+PACK_GAP = 0.01  # a carried plan this close to its split's bound is not packed for again
 LP_MAX_FLOWS = 1500  # larger instances are packed without the count LP (fattree:16: 4080)
 
 
-def _resplit(plan: Plan) -> Plan:
-    """The same decisions with the split that maximises their rate (never lower)."""
-    better = replace(plan, partition=best_split(plan), meta=dict(plan.meta))
-    better.rate = better.evaluate().rate
-    return better if better.rate >= plan.rate else plan
-
-
-def _count_round(lp: CountLP, split: dict[str, float], scheme: str, lo: float,
-                 hi: float) -> tuple[Plan | None, float, dict]:
+def _count_round(lp: CountLP, split: dict[str, float], scheme: str, carried: Plan | None,
+                 hi: float, floor: float | None, small: bool) -> tuple[Plan | None, float,
+                                                                       dict]:
     """Count LP and packing for one split: (best packed plan or None, the split's bound,
-    what it took).  `lo`: a rate some plan reaches (or 0); `hi`: a rate no plan reaches."""
+    what it took).  `carried`: a plan with this split already known (its bound is then
+    searched upward from its rate); `hi`: a rate no plan reaches; `floor`: the best rate
+    found so far (None: bound only; large instances do not pack below it).  A split is
+    packed for only when the floor is more than PACK_GAP below its bound; `small` instances
+    get the full packing effort at every target (`best_pack`'s `thorough`)."""
     lp.use_split(split)
-    bound = lp.bound(lo, hi)
-    plan = best_pack(lp, max(lo, bound.rate / 2), bound.rate, scheme)
-    info = {"bound": bound.rate, "packed": plan.rate if plan else None,
+    start = carried.rate if carried else floor or 0.0
+    bound = lp.bound_from(start, hi) if start > 0 else lp.bound(0.0, hi)
+    plan = None
+    tried = floor is not None and floor < bound.rate * (1 - PACK_GAP)
+    if tried:
+        top = bound.solution.rate if bound.solution else bound.rate  # the LP is feasible there
+        # a packing's true rate is often above its target: small instances try below floor
+        plan = best_pack(lp, top / 2 if small else max(floor, top / 2), top, scheme,
+                         thorough=small)
+    info = {"bound": bound.rate, "tried": tried, "packed": plan.rate if plan else None,
             "lp_solves": len(lp.solved)}
     return plan, bound.rate, info
 
@@ -91,7 +97,8 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
     refined split while that gains; when it stops gaining, try the best split with one PS's
     share raised by SHIFT (a symmetric split is a fixed point of refining: fig1's equal
     split rounds to 2.4, its optimum 2.5 is found at 7/15 : 8/15).  At most `ROUNDS` count
-    LPs (`SMALL_ROUNDS` on instances with at most MILP_MAX_FLOWS pairs).  `eq2`: Eq. 2's
+    LPs are packed for (`SMALL_ROUNDS` on instances with at most MILP_MAX_FLOWS pairs); a
+    refined plan found by the last one is kept, with its split's bound.  `eq2`: Eq. 2's
     optimum, which no plan exceeds.  The plan's `upper_bound` is the count LP's bound for
     its own split."""
     flows = len(topo.workers) * len(topo.pss)
@@ -105,31 +112,35 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
     todo: list[tuple[dict[str, float], Plan | None]] = [(split, None)]
     if small and resplit and len(topo.pss) == 2:
         todo += [(x, None) for x in _promising_splits(lp, topo.pss, eq2)]
-    steps = []
-    while todo and len(steps) < budget:
+    steps: list[dict] = []
+    while todo:
         x, carried = todo.pop(0)
         key = tuple(round(x[s], 6) for s in topo.pss)
         if key in tried:
             continue
         tried.add(key)
-        floor = carried.rate if carried else 0.0
-        plan, bound, info = _count_round(lp, x, scheme, floor, eq2)
+        over = sum(step["tried"] for step in steps) >= budget
+        if over and carried is None:
+            break
+        floor = max(best.rate if best else 0.0, carried.rate if carried else 0.0)
+        plan, bound, info = _count_round(lp, x, scheme, carried, eq2, None if over else floor,
+                                         small)
         steps.append(info)
         found = max((p for p in (plan, carried) if p is not None), key=lambda p: p.rate,
                     default=None)
         if found is None:
             continue
         found.upper_bound = bound
-        gained = best is None or found.rate > best.rate * (1 + 1e-6)
-        if gained:
+        if best is None or found.rate > best.rate * (1 + 1e-6):
             best = found
-        if not resplit:
-            break
-        better = _resplit(found)
+        if not resplit or over or (not small and found is best
+                                   and best.rate >= bound * (1 - PACK_GAP)):
+            break  # no split search, the budget spent, or (large) a new best at its bound
+        better = refined(found)
         if better.rate > best.rate * (1 + 1e-6):
             todo.insert(0, (better.partition, better))
         elif not todo:
-            todo = [(_shift(best.partition, s), None) for s in topo.pss]
+            todo = [(_shift(best.partition, s, by), None) for by in SHIFTS for s in topo.pss]
     if best is None:  # no packing fitted (not seen so far): Alg. 2's draws never fail
         return _paper(topo, paths, split, 0, 32, scheme, resplit)
     best.meta["rounding"] = "count-lp"
@@ -149,7 +160,7 @@ def _large(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str
     if plan is None:
         return _paper(topo, paths, split, 0, 32, scheme, resplit)
     if resplit:
-        plan = _resplit(plan)
+        plan = refined(plan)
     plan.upper_bound = bound
     plan.meta["rounding"] = "packing (no LP: instance too large)"
     return plan
@@ -167,9 +178,9 @@ def _promising_splits(lp: CountLP, pss: list[str], eq2: float) -> list[dict[str,
     return [x for _, _, x in sorted(scored, key=lambda t: (-t[0], t[1]))[:GRID_PACKED]]
 
 
-def _shift(split: dict[str, float], s: str) -> dict[str, float]:
-    """`split` with PS s's share raised by the factor 1 + SHIFT, renormalised."""
-    raised = {t: x * (1 + SHIFT) if t == s else x for t, x in split.items()}
+def _shift(split: dict[str, float], s: str, by: float) -> dict[str, float]:
+    """`split` with PS s's share raised by the factor 1 + by, renormalised."""
+    raised = {t: x * (1 + by) if t == s else x for t, x in split.items()}
     total = sum(raised.values())
     return {t: x / total for t, x in raised.items()}
 
@@ -184,7 +195,7 @@ def _paper(topo: Topology, paths: PathSets, split: dict[str, float], seed: int, 
     first = lp.solve(split)
     plan = round_best(topo, paths, first, split, trials, seed, scheme)
     if resplit:
-        plan = _resplit(plan)
+        plan = refined(plan)
     for i in range(CUT_ROUNDS):
         cut = lp.solve(plan.partition, at_least=plan.rate)
         bound = cut.rate

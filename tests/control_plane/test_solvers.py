@@ -243,3 +243,21 @@ def test_route_keeps_the_split_it_is_given():
 def test_route_refuses_a_bad_split_by_name(split, message):
     with pytest.raises(ValueError, match=message):
         route(fig1(), split)
+
+
+def test_lp_matrix_compression_matches_scipy():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from control_plane.lp_model import _csc
+
+    rng = np.random.default_rng(1)
+    rows, cols = rng.integers(0, 7, 60).tolist(), rng.integers(0, 9, 60).tolist()
+    cols = [c for c in cols if c != 4]  # an empty column
+    rows = rows[:len(cols)]
+    vals = rng.normal(size=len(cols)).tolist()
+    start, index, value = _csc(rows, cols, vals, 10)
+    want = sp.csc_matrix((vals, (rows, cols)), shape=(7, 10))
+    want.sum_duplicates()
+    assert start.tolist() == want.indptr.tolist() and index.tolist() == want.indices.tolist()
+    assert np.allclose(value, want.data)
