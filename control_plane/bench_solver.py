@@ -9,7 +9,8 @@ Tables:
 - `--random N`: N seeded heterogeneous leaf-spines and small fat-trees, each solved exactly
   (MILP) where it fits, with inart/MILP per instance, its mean and min, and the seeds of the
   worst instances (to rerun one: `inart plan` with the printed topology options);
-- `--lp-timing`: the naive path LP against our compact one, timed in the same run.
+- `--lp-timing`: the naive path LP against our compact one, timed in the same run;
+- last, one labelled line per figure with its goal (bench_figures.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from control_plane.baselines import equal_split
+from control_plane.bench_figures import fattree_figures, line, random_figure
 from control_plane.l_inart import l_inart
 from control_plane.lp_inart import InArtLP
 from control_plane.milp import solve_milp
@@ -86,7 +88,7 @@ def _r(x: float | None, n: int = 4) -> float | None:
 def bench_fattree(k: int, preset: str, ps: int, seed: int, schemes: list[str],
                   paper: bool) -> dict:
     """One fat-tree row: rates, times, ratios and inart's breakdown."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     topo = fattree(k, ps=ps, preset=preset, seed=seed)
     paths = PathSets(topo)
     row: dict = {"topology": f"fattree:{k}", "preset": preset, "seed": seed,
@@ -99,6 +101,7 @@ def bench_fattree(k: int, preset: str, ps: int, seed: int, schemes: list[str],
         row[f"{scheme}_s"] = round(time.perf_counter() - start, 3)
         if scheme == "inart":  # end to end: topology, path sets and the solve
             row["inart_e2e_s"] = round(time.perf_counter() - t0, 3)
+            row["inart_e2e_cpu_s"] = round(time.process_time() - c0, 3)
     inart = plans["inart"]
     if paper:
         p = solve(topo, "inart", seed=seed, paths=paths, rounding="paper")
@@ -193,7 +196,8 @@ def run(args: argparse.Namespace) -> int:
     presets = [p for p in args.preset.split(",") if p]
     schemes = [s for s in args.schemes.split(",") if s]
     result: dict = {}
-    rows = []
+    rows: list[dict] = []
+    figures: list[dict] = []
     for k in sizes:
         for preset in presets:
             for seed in parse_seeds(args.seeds):
@@ -212,9 +216,11 @@ def run(args: argparse.Namespace) -> int:
         print("\nBreakdown: paper_lp = LP-InArt at L-InArt's split; count_bound_first / "
               "packed_first = count LP bound and packing there; inart after the split "
               "search\n" + format_table(rows, bcols))
-        tcols = ["topology", "preset", "seed", "inart_e2e_s"] + [f"{s}_s" for s in dict.fromkeys(
-            ["inart", "atp", *schemes])]
-        print("\nSolve times (s, wall clock)\n" + format_table(rows, tcols))
+        tcols = ["topology", "preset", "seed", "inart_e2e_s", "inart_e2e_cpu_s"] + [
+            f"{s}_s" for s in dict.fromkeys(["inart", "atp", *schemes])]
+        print("\nSolve times (s, wall clock; inart_e2e_cpu_s: CPU time of this process)\n"
+              + format_table(rows, tcols))
+        figures += fattree_figures(rows)
     if args.lp_timing:
         timing = [lp_timing(k, p, args.ps, parse_seeds(args.seeds)[0])
                   for k in sizes if k <= 6 for p in presets]
@@ -233,6 +239,11 @@ def run(args: argparse.Namespace) -> int:
         print("\nRandom instances vs exact MILP (count_ub: count LP bound for inart's split; "
               "lp_ub: LP-InArt with a free split)\n" + format_table(rand, cols))
         print(f"random: {json.dumps(summary)}")
+        if summary["with_milp"]:
+            figures.append(random_figure(summary))
+    if figures:
+        result["figures"] = figures
+        print("\nGoals (issue 18)\n" + "\n".join(line(f) for f in figures))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     return 0

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from control_plane.bench_figures import fattree_figures, line, random_figure
 from control_plane.count_lp import CountLP
 from control_plane.l_inart import l_inart
 from control_plane.lp_inart import InArtLP
@@ -195,6 +196,24 @@ def test_random_bench_instances_are_seeded_and_summarised():
     summary = random_summary(rows)
     assert summary["inart/milp_min"] == 0.9 and summary[">=0.97"] == 1
     assert summary["worst"][0] == (2, 0.9) and summary["milp_proven"] == 1
+    fig = random_figure(summary)
+    assert fig["value"] == 0.9 and fig["met"] is False and "NOT MET" in line(fig)
+
+
+def test_bench_figures_take_the_worst_ratio_and_the_median_time():
+    rows = [{"topology": "fattree:6", "preset": p, "seed": seed, "inart/atp": atp,
+             "inart/ub": ub, "inart_e2e_s": wall, "inart_e2e_cpu_s": wall / 2}
+            for p, seed, atp, ub, wall in (("homogeneous", 0, 2.1, 0.99, 0.5),
+                                          ("heterogeneous", 1, 1.9, 0.95, 3.0),
+                                          ("homogeneous", 2, 2.0, 0.89, 0.9))]
+    figs = {f["name"]: f for f in fattree_figures(rows)}
+    atp = figs["solver.inart/atp[fattree:6]"]
+    assert atp["value"] == 1.9 and not atp["met"] and atp["worst"] == "heterogeneous seed 1"
+    assert figs["solver.inart/bound[fattree:6]"]["value"] == 0.89
+    e2e = figs["solver.e2e[fattree:6]"]
+    assert e2e["value"] == 0.9 and e2e["met"] and e2e["cpu_median"] == 0.45
+    assert line(e2e).startswith("solver.e2e[fattree:6]") and "goal <= 1, ratio 0.900, met" \
+        in line(e2e)
 
 
 def test_impossible_requests_are_clear():
