@@ -58,7 +58,7 @@ ROUNDINGS = ("best", "paper")
 PAPER_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
 MILP_MAX_FLOWS = 64
 CUT_ROUNDS = 3  # paper rounding: LP re-solves with fan-in cuts at the best rate so far
-ROUNDS = 2  # count LPs per split search (count rounding)
+ROUNDS = 2  # splits packed for per split search (count rounding)
 SMALL_ROUNDS = 12  # the same on instances small enough for the exact MILP
 SHIFTS = (0.2, 0.1)  # split search: a PS's share is raised by these when refining stalls
 GRID, GRID_PACKED = 0.05, 4  # small two-PS instances: split grid, and how many are packed
@@ -95,12 +95,13 @@ def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], schem
     """R-InArt with the count LP, and (with `resplit`) a local search over splits: round a
     split, refine the split for the rounded routing (resplit.py) and round again for the
     refined split while that gains; when it stops gaining, try the best split with one PS's
-    share raised by SHIFT (a symmetric split is a fixed point of refining: fig1's equal
-    split rounds to 2.4, its optimum 2.5 is found at 7/15 : 8/15).  At most `ROUNDS` count
-    LPs are packed for (`SMALL_ROUNDS` on instances with at most MILP_MAX_FLOWS pairs); a
-    refined plan found by the last one is kept, with its split's bound.  `eq2`: Eq. 2's
-    optimum, which no plan exceeds.  The plan's `upper_bound` is the count LP's bound for
-    its own split."""
+    share raised by each of SHIFTS (a symmetric split is a fixed point of refining: fig1's
+    equal split rounds to 2.4, its optimum 2.5 is found at 7/15 : 8/15).  At most `ROUNDS`
+    splits are packed for (`SMALL_ROUNDS` on instances with at most MILP_MAX_FLOWS pairs);
+    a refined plan found by the last one is kept, with its split's bound.  Larger instances
+    stop at a new best plan within PACK_GAP of its split's bound.  `eq2`: Eq. 2's optimum,
+    which no plan exceeds.  The plan's `upper_bound` is the count LP's bound for its own
+    split."""
     flows = len(topo.workers) * len(topo.pss)
     if flows > LP_MAX_FLOWS:
         return _large(topo, paths, split, scheme, resplit, eq2)
