@@ -1,5 +1,8 @@
-"""`inart bench controller`: how fast `inart install` puts a plan on a switch, beside
-p4runtime-shell writing the same entries one by one, on the embedded target and bmv2.
+"""`inart bench controller`: the controller's two speeds.  ``--parts install``: how fast
+`inart install` puts a plan on a switch, beside p4runtime-shell writing the same entries one
+by one, on the embedded target and bmv2.  ``--parts replan``: how long `inart serve` takes
+from a network event to the new plan's entries on every switch (control_plane/service/
+bench.py).  Both by default.
 
 The plan is a fat-tree's (default fattree:6, 4 PSs, scheme inart: 45 switches).  One switch
 process per target stands in for every switch in turn: its pipeline is pushed (with our
@@ -16,8 +19,7 @@ All switches' entries cannot share one switch's tables instead: the same keys (e
 to one host) carry different next hops on different switches.
 
 Switches are started with `inart switch` (a child process: control_plane does not import
-the targets).  Replan latency (the controller service reacting to a change) is a later part
-and is not measured here.
+the targets).
 """
 
 from __future__ import annotations
@@ -49,11 +51,13 @@ from control_plane.deploy.transaction import (
 from control_plane.drivers.p4runtime import P4RuntimeClient
 from control_plane.localhost import free_port
 from control_plane.repo import REPO, child_env
+from control_plane.service import bench as replan
 from control_plane.solve import solve
 from control_plane.topologies import build_topology
 
 GOAL_RATIO = 5.0  # batched install vs one Write per entry, on each target
 DEVICE_ID = 1
+PARTS = ("install", "replan")
 READY_TIMEOUT_S = 60.0
 
 
@@ -68,6 +72,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated; one that cannot run here is reported and skipped")
     parser.add_argument("--switches", type=int,
                         help="only the first N switches of the plan (default: all)")
+    parser.add_argument("--parts", default=",".join(PARTS), type=names_of(PARTS),
+                        help="comma-separated from " + ", ".join(PARTS))
+    r = parser.add_argument_group("replan part")
+    r.add_argument("--replan-topologies", default="fig1,fattree:6",
+                   help="comma-separated topology specs")
+    r.add_argument("--replan-switches", choices=("auto", "embedded", "memory"), default="auto",
+                   help="embedded P4 targets or switches in memory (auto: embedded up to "
+                        "--max-embedded switches)")
+    r.add_argument("--max-embedded", type=int, default=64)
+    r.add_argument("--events", type=int, default=5,
+                   help="links per topology: each goes down, then up again")
+    r.add_argument("--quiet", action="store_true", help="no line per event")
     parser.add_argument("--json", type=Path, help="write all measurements as JSON")
     parser.set_defaults(func=run)
 
@@ -215,7 +231,26 @@ def figure_lines(row: dict[str, Any]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    targets = args.targets
+    out: dict[str, Any] = {}
+    if "install" in args.parts:
+        out["install"] = run_install(args)
+    if "replan" in args.parts:
+        out["replan"] = []
+        for spec in args.replan_topologies.split(","):
+            kind = args.replan_switches
+            if kind == "auto":
+                kind = ("embedded" if len(build_topology(spec).switches) <= args.max_embedded
+                        else "memory")
+            out["replan"].append(replan.measure(spec, kind, args.events, args.quiet))
+            print(replan.line(out["replan"][-1]), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+        print(f"measurements written to {args.json}")
+    return 0
+
+
+def run_install(args: argparse.Namespace) -> dict[str, Any]:
+    """Install throughput on every target; its figures as a dict (printed as it goes)."""
     topo = build_topology(args.topology, ps=args.ps, seed=args.seed)
     plan = solve(topo, args.scheme, seed=args.seed)
     compiled = compile_plan(plan, assign(topo))
@@ -227,13 +262,10 @@ def run(args: argparse.Namespace) -> int:
           f"switch in turn")
     rows = []
     with tempfile.TemporaryDirectory(prefix="inart-bench-controller-") as tmp:
-        for target in targets:
+        for target in args.targets:
             row = bench_target(target, compiled, names, Path(tmp))
             rows.append(row)
             for line in figure_lines(row):
                 print(line, flush=True)
-    if args.json:
-        args.json.write_text(json.dumps({"topology": topo.name, "scheme": plan.scheme,
-                                         "goal_ratio": GOAL_RATIO, "targets": rows}, indent=1))
-        print(f"measurements written to {args.json}")
-    return 0
+    return {"topology": topo.name, "scheme": plan.scheme, "goal_ratio": GOAL_RATIO,
+            "targets": rows}

@@ -38,8 +38,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "target": ("emulation.targets.embedded.bench", "embedded P4 target pkt/s and RSS, beside bmv2"),
     "transport": ("host_stack.ina.bench_transport", "INA transport vs a plain UDP sender"),
     "controller": ("control_plane.bench_controller",
-                   "inart install entries/s vs p4runtime-shell one by one (embedded, bmv2)"),
-    "replan": ("control_plane.service.bench", "inart serve: replan latency, event -> entries"),
+                   "install entries/s vs p4runtime-shell (embedded, bmv2); replan latency"),
 }
 
 

@@ -70,9 +70,10 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     controller.start()
-    host = args.listen.rpartition(":")[0]
+    where = (args.listen if args.listen.startswith("unix:")
+             else f"{args.listen.rpartition(':')[0]}:{port}")
     jobs = len(controller.list_jobs(False).jobs)
-    print(f"inart serve: listening on {host}:{port} (token: {'yes' if token else 'no'}, TLS: "
+    print(f"inart serve: listening on {where} (token: {'yes' if token else 'no'}, TLS: "
           f"{'yes' if credentials else 'no'}), switches: {args.switches}, state "
           f"{Path(args.state) / 'state.sqlite'}, {jobs} job(s) recovered", flush=True)
     done.wait()

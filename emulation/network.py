@@ -241,20 +241,52 @@ class Network:
             self._nft_tables.append(table)
 
     def _configure_hosts(self) -> None:
-        """No IPv6, static ARP for every address a host sends to."""
+        """No IPv6, static ARP for every address a host sends to, and checksums computed by
+        the host's kernel: a veth leaves TCP checksums to "offload" (CHECKSUM_PARTIAL), and a
+        switch that reads frames from a raw socket forwards them unfinished, so the receiver
+        drops every TCP segment (UDP INA packets carry checksum 0 and never noticed)."""
         assert self.net is not None
         hosts = self.topo.workers + self.topo.pss
         for host in hosts:
             node = self.net.get(host)
             lines = [f"neigh replace {self.addr.ip[p]} lladdr {self.addr.mac[p]} "
                      f"dev {host}-eth0 nud permanent" for p in hosts if p != host]
-            batch = self.out_dir / f".{host}.arp"
-            batch.write_text("\n".join(lines) + "\n")
             out = node.cmd(f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1; "
-                           f"ip -batch {batch} && echo ARP-OK")
-            batch.unlink()
-            if "ARP-OK" not in out:
-                raise NetworkError(f"host '{host}': static ARP setup failed: {out.strip()}")
+                           f"ethtool -K {host}-eth0 tx off >/dev/null && echo TX-OK")
+            if "TX-OK" not in out:
+                raise NetworkError(f"host '{host}': turning checksum offload off failed "
+                                   f"(needs ethtool): {out.strip()}")
+            self._ip_batch(host, lines, "static ARP")
+
+    def _ip_batch(self, host: str, lines: list[str], what: str) -> None:
+        """Run ``ip`` commands in a host's namespace at once; NetworkError naming ``what``."""
+        assert self.net is not None
+        batch = self.out_dir / f".{host}.ip"
+        batch.write_text("\n".join(lines) + "\n")
+        out = self.net.get(host).cmd(f"ip -batch {batch} && echo IP-OK")
+        batch.unlink()
+        if "IP-OK" not in out:
+            raise NetworkError(f"host '{host}': {what} setup failed: {out.strip()}")
+
+    def prepare_versions(self) -> None:
+        """What hosts need to follow a service's plan versions (control_plane/deploy/
+        versions.py): every PS also answers on its bank-B alias, and every host has static
+        ARP for the PSs' aliases and for the result address of every lane."""
+        from control_plane.deploy.versions import BANKS, MAX_JOBS, Lane, ps_address
+
+        assert self.net is not None
+        results = {self.addr.result_addr(Lane(slot, bank).wire_job)
+                   for slot in range(MAX_JOBS) for bank in range(len(BANKS))}
+        aliases = {ps: ps_address(self.addr, ps, 1) for ps in self.topo.pss}
+        for host in self.topo.workers + self.topo.pss:
+            tor = self.addr.mac[self.addr.tor[host]]
+            lines = [f"neigh replace {ip} lladdr {self.addr.mac[ps]} dev {host}-eth0 "
+                     f"nud permanent" for ps, ip in aliases.items() if ps != host]
+            lines += [f"neigh replace {ip} lladdr {tor} dev {host}-eth0 nud permanent"
+                      for ip in sorted(results)]
+            if host in aliases:
+                lines.append(f"addr add {aliases[host]}/32 dev {host}-eth0")
+            self._ip_batch(host, lines, "plan-version addresses")
 
     def set_result_arp(self, result_addr: str) -> None:
         """Static ARP of a job's result address (to the ToR switch) on every host."""
@@ -264,10 +296,12 @@ class Network:
             self.net.get(host).cmd(f"ip neigh replace {result_addr} lladdr {mac} "
                                    f"dev {host}-eth0 nud permanent")
 
-    def popen(self, host: str, cmd: list[str], **kwargs) -> subprocess.Popen:
-        """Start a process inside a host's namespace; stopped with the network."""
+    def popen(self, host: str, cmd: list[str], env: dict[str, str] | None = None,
+              **kwargs) -> subprocess.Popen:
+        """Start a process inside a host's namespace (``env``: added to the project's
+        environment); stopped with the network."""
         assert self.net is not None
-        env = child_env(PYTHONUNBUFFERED="1")
+        env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
         # mnexec -d (Mininet's popen) makes the process a session leader: killpg reaches it
         proc = self.net.get(host).popen(cmd, env=env, cwd=str(REPO), **kwargs)
         self.procs.append(proc)

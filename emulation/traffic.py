@@ -16,6 +16,7 @@ import queue
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,18 +105,54 @@ def _tail(path: Path) -> str:
         return ""
 
 
-def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg: TrafficConfig,
-            workdir: Path, quiet: bool = False) -> JobResult:
-    """One job over the installed network; returns when every worker finished."""
-    cfg.check()
-    workdir.mkdir(parents=True, exist_ok=True)
+@dataclass(frozen=True)
+class JobSource:
+    """Where a job's hosts get their plan: files written for them, or a controller service
+    whose plan versions they follow (``--service``)."""
+
+    argv: list[str]  # options every process of the job gets
+    ps_argv: list[str]  # and the PSs alone
+    workers: list[str]
+    pss: list[str]
+    ranks: dict[str, int]  # worker -> bitmap rank (the synthetic sums' order)
+    label: str  # progress bar
+    worker_argv: tuple[str, ...] = ()  # and the workers alone (e.g. --sync ring)
+    worker_env: dict[str, dict[str, str]] = field(default_factory=dict)  # host -> variables
+
+
+def plan_files(addr: Addressing, plan: Plan, compiled: Compiled, workdir: Path) -> JobSource:
+    """The plan and address map as files in ``workdir``; RESULTs to the plan's address."""
     topo = plan.topology
     plan_path, addr_path = workdir / "plan.json", workdir / "addresses.json"
     plan_path.write_text(json.dumps(host_plan(plan, compiled), indent=1))
     addr_path.write_text(json.dumps(host_address_map(addr, topo.pss, topo.workers)))
-    job = ["--plan", str(plan_path), "--addresses", str(addr_path), "--n", str(cfg.n),
-           "--seed", str(cfg.seed), "--window", str(cfg.window),
-           "--pool-size", str(compiled.pool_size)]
+    return JobSource(["--plan", str(plan_path), "--addresses", str(addr_path),
+                      "--pool-size", str(compiled.pool_size)],
+                     ["--result-to", f"{compiled.result_addr}:{wire.RESULT_PORT}"],
+                     topo.workers, topo.pss, dict(compiled.ranks), plan.scheme)
+
+
+def service_job(address: str, job_id: int, workers: list[str], pss: list[str],
+                ranks: dict[str, int]) -> JobSource:
+    """A job of `inart serve` at ``address`` (reachable from the hosts: unix:PATH)."""
+    return JobSource(["--service", address, "--job-id", str(job_id)], [], workers, pss,
+                     dict(ranks), f"job {job_id}")
+
+
+def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg: TrafficConfig,
+            workdir: Path, quiet: bool = False) -> JobResult:
+    """One job over the installed network; returns when every worker finished."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    return run_hosts(net, plan_files(addr, plan, compiled, workdir), cfg, workdir, quiet)
+
+
+def run_hosts(net: Network, source: JobSource, cfg: TrafficConfig, workdir: Path,
+              quiet: bool = False, on_round: Callable[[int], None] | None = None) -> JobResult:
+    """Start the job's PSs and workers in their hosts and wait until every worker finished;
+    ``on_round(r)`` runs once every worker reported round r (e.g. to inject an event)."""
+    cfg.check()
+    workdir.mkdir(parents=True, exist_ok=True)
+    job = [*source.argv, "--n", str(cfg.n), "--seed", str(cfg.seed), "--window", str(cfg.window)]
     if cfg.mode == "synthetic":
         job += ["--model", "synthetic", "--values", str(cfg.values)]
     else:
@@ -130,7 +167,8 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
 
     def start(name: str, cmd: list[str]) -> None:
         err = open(workdir / f"{name}.stderr", "w")  # noqa: SIM115 (owned by the child)
-        proc = net.popen(name, cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+        proc = net.popen(name, cmd, env=source.worker_env.get(name), stdout=subprocess.PIPE,
+                         stderr=err, text=True)
         err.close()
         procs[name] = proc
         JsonLineReader(name, proc, events).start()
@@ -154,45 +192,47 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
             return name, rec
 
     mode = "sum" if cfg.mode == "synthetic" else "train"
-    for ps in topo.pss:
-        start(ps, [*py, "host_stack.ina.ps", *job, "--ps", ps, "--mode", mode,
-                   "--result-to", f"{compiled.result_addr}:{wire.RESULT_PORT}",
+    for ps in source.pss:
+        start(ps, [*py, "host_stack.ina.ps", *job, "--ps", ps, "--mode", mode, *source.ps_argv,
                    "--stats", str(workdir / f"{ps}.stats.json"),
                    "--idle-exit", str(cfg.deadline_s)])
     ready: set[str] = set()
     chunks: dict[str, int] = {}
-    while len(ready) < len(topo.pss):
+    while len(ready) < len(source.pss):
         name, rec = next_event()
         if rec["event"] == "ready":
             ready.add(name)
             chunks[name] = rec["chunks"]
     start_file = workdir / "start"  # the workers' start barrier: round 0 begins together
     start_file.unlink(missing_ok=True)
-    for w in topo.workers:
-        start(w, [*py, "host_stack.train.worker", *job, "--worker", w, "--rounds", str(cfg.rounds),
+    for w in source.workers:
+        start(w, [*py, "host_stack.train.worker", *job, *source.worker_argv, "--worker", w,
+                  "--rounds", str(cfg.rounds),
                   "--batch", str(cfg.batch), "--start-file", str(start_file),
                   "--start-timeout", str(cfg.deadline_s)])
-    waiting = set(topo.workers)
+    waiting = set(source.workers)
     while waiting:
         name, rec = next_event()
         if rec["event"] == "ready":
             waiting.discard(name)
     start_file.touch()
-    rounds: dict[str, list[dict]] = {w: [] for w in topo.workers}
+    rounds: dict[str, list[dict]] = {w: [] for w in source.workers}
     done: dict[str, dict] = {}
     seen: dict[int, int] = {}
-    with tqdm(total=cfg.rounds, desc=f"{plan.scheme} rounds", unit="round",
+    with tqdm(total=cfg.rounds, desc=f"{source.label} rounds", unit="round",
               disable=quiet, leave=False) as bar:
-        while len(done) < len(topo.workers):
+        while len(done) < len(source.workers):
             name, rec = next_event()
             if rec["event"] == "round":
                 rounds[name].append(rec)
                 seen[rec["round"]] = seen.get(rec["round"], 0) + 1
-                if seen[rec["round"]] == len(topo.workers):
+                if seen[rec["round"]] == len(source.workers):
                     bar.update(1)
+                    if on_round is not None:
+                        on_round(rec["round"])
             elif rec["event"] == "done":
                 done[name] = rec
-    for ps in topo.pss:  # SIGTERM: the PSs write their counters and exit
+    for ps in source.pss:  # SIGTERM: the PSs write their counters and exit
         proc = procs[ps]
         if proc.poll() is None:
             proc.terminate()
@@ -201,15 +241,15 @@ def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg:
         except subprocess.TimeoutExpired:
             proc.kill()
     ps_stats = {}
-    for ps in topo.pss:
+    for ps in source.pss:
         path = workdir / f"{ps}.stats.json"
         ps_stats[ps] = json.loads(path.read_text()) if path.exists() else {}
     result = JobResult(rounds, done, ps_stats, chunks, time.monotonic() - t0)
     if cfg.mode == "synthetic":
-        order = sorted(compiled.ranks, key=compiled.ranks.get)
+        order = sorted(source.ranks, key=source.ranks.get)
         want = expected_digests(len(order), cfg.rounds, cfg.values, cfg.seed,
-                                [compiled.ranks[w] for w in order])
-        for w in topo.workers:
+                                [source.ranks[w] for w in order])
+        for w in source.workers:
             got = [r.get("result_sha256") for r in rounds[w]]
             for r, (g, e) in enumerate(zip(got, want, strict=False)):
                 if g != e:

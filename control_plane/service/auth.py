@@ -57,7 +57,13 @@ def read_token(path: str | Path) -> str:
 
 
 def check_listen(address: str, token: str | None) -> None:
-    """Refuse a non-loopback listen address without a token."""
+    """Refuse a non-loopback listen address without a token.  A Unix socket
+    (``unix:PATH``) is local like loopback, and also reachable from the network namespaces
+    of one machine (an emulation's hosts), which loopback is not."""
+    if address.startswith("unix:"):
+        if not address[len("unix:"):].lstrip("/"):
+            raise AuthConfigError(f"--listen {address}: expected unix:PATH")
+        return
     host, _ = split_address(address, any_port=True)
     if token is None and not is_loopback(host):
         raise AuthConfigError(f"--listen {address}: not a loopback address; listening there "

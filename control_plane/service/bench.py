@@ -1,4 +1,5 @@
-"""`inart bench replan`: how long a network event takes to become new entries.
+"""The replan part of `inart bench controller`: how long a network event takes to become new
+entries.
 
 Per topology: an `inart serve` controller (in this process, gRPC on loopback) with the
 topology's switches, one job over all workers and PSs, then events on links the job's plan
@@ -22,7 +23,6 @@ embedded targets up to --max-embedded switches.  Goals: fig1 <= 1 s, fattree:6 <
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -33,7 +33,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4Info
@@ -182,53 +181,3 @@ def line(r: dict) -> str:
             f"{r['plan_s']:.3f} s + install {r['install_s']:.3f} s; link back up: "
             f"{r['restore_s']:.3f} s; {r['switches']} switches; load {r['load_avg']:g} on "
             f"{r['cores']} cores)")
-
-
-@contextmanager
-def _stdout_to_stderr(active: bool) -> Iterator[None]:
-    """Send everything written to file descriptor 1 to 2 meanwhile (JSON alone on stdout)."""
-    if not active:
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
-def run(args: argparse.Namespace) -> int:
-    results = []
-    with _stdout_to_stderr(args.json == "-"):  # HiGHS prints its banner on fd 1
-        for spec in args.topologies.split(","):
-            kind = args.switches
-            if kind == "auto":
-                kind = ("embedded" if len(build_topology(spec).switches) <= args.max_embedded
-                        else "memory")
-            results.append(measure(spec, kind, args.events, args.quiet or args.json == "-"))
-    if args.json == "-":
-        print(json.dumps(results, indent=1))
-    else:
-        for r in results:
-            print(line(r))
-        if args.json:
-            Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
-    return 0
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--topologies", default="fig1,fattree:6")
-    parser.add_argument("--switches", choices=("auto", "embedded", "memory"), default="auto",
-                        help="embedded P4 targets or switches in memory (auto: embedded up to "
-                             "--max-embedded switches)")
-    parser.add_argument("--max-embedded", type=int, default=64)
-    parser.add_argument("--events", type=int, default=5,
-                        help="links per topology: each goes down, then up again")
-    parser.add_argument("--quiet", action="store_true", help="no line per event")
-    parser.add_argument("--json", metavar="PATH", help="write the figures as JSON ('-': print "
-                                                       "only JSON)")
-    parser.set_defaults(func=run)

@@ -7,7 +7,8 @@ Life of a job
 - SubmitJob: phases 1 and 2 on the job's part of the network, version 1 compiled into bank A
   of the job's lane (control_plane/deploy/versions.py) and installed; then the job runs.
 - An event changes the network's modifiers, then every job is re-planned on the new state:
-  phase 2 alone unless L-InArt's split moved (planner.py).  A plan whose entries equal the
+  phase 2 alone unless L-InArt's split moved (planner.py; a job whose hosts report
+  progress keeps its split, since its PSs hold their shards).  A plan whose entries equal the
   running version's changes nothing.  Otherwise the new version goes into the other bank:
   *make*: every switch gets the new entries beside the old ones; the version becomes active
   with ``switch_round`` = one past the highest round any host has reported; the old one is
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+import networkx as nx
 
 from control_plane.deploy.entries import Compiled, EntriesError, SwitchEntries
 from control_plane.deploy.versions import (
@@ -244,7 +246,25 @@ class Controller:
                 for sw, items in version.items.items():
                     if sw in want:
                         want[sw].update(items)
+                for sw, key in self._dead_routes(version, up):
+                    want.get(sw, {}).pop(key, None)
         return want
+
+    def _dead_routes(self, version: Version, up: nx.Graph) -> list[tuple[str, Key]]:
+        """(switch, key) of every ``route_pair`` entry of ``version`` for a (src, dst) pair
+        whose path crosses a link that is down, on every switch of that path.  Removing them
+        lets that traffic fall back to ``route_dst``, computed on the links that are up (a
+        pair's entries must all go: one left upstream would steer it back into the dead end):
+        the round in flight on a draining version (its RETXs, never aggregated, and the PSs'
+        answers) still reaches the PSs and workers."""
+        if version.compiled is None:
+            return []
+        net = self._net()
+        pairs = [(sw, entry) for sw, swe in version.compiled.switches.items()
+                 for entry in swe.entries if entry.table == "InaIngress.route_pair"]
+        dead = {entry.match for sw, entry in pairs
+                if not up.has_edge(sw, net.addressing.neighbour_of(sw, dict(entry.params)["port"]))}
+        return [(sw, self.cache.item(entry).key) for sw, entry in pairs if entry.match in dead]
 
     def _sync_all(self, want: dict[str, dict[Key, Item]], job_id: int = 0, version: int = 0,
                   step: str = "install", read: bool = False) -> dict[str, SyncResult]:
@@ -440,7 +460,8 @@ class Controller:
             planned = plan_job(topo, job.scheme, job.seed,
                                current.plan if current else None,
                                current.phase1_split if current else None,
-                               [v.plan for v in job.versions.values() if v is not current])
+                               [v.plan for v in job.versions.values() if v is not current],
+                               hold_split=bool(job.progress))
             bank = 1 - current.bank if current else 0
             version = Version(max(job.versions, default=0) + 1, bank, planned.plan,
                               "installing", reason, planned.phase, planned.phase1_split,
@@ -449,8 +470,11 @@ class Controller:
         except (NoPlanError, EntriesError, ValueError) as exc:
             return self._stall(job, out, f"no plan: {exc}")
         out.phase = version.phase
+        held = version.plan.meta.get("split_held")
+        note = (f"; split kept while its hosts train (phase 1 would move it to "
+                f"{_split_text(held)}: restart the job to apply)" if held else "")
         if current is not None and self._same_entries(job, current, version):
-            return self._unchanged(job, out, left_out, "the new plan has the same entries")
+            return self._unchanged(job, out, left_out, "the new plan has the same entries" + note)
         # make: the new entries beside the old ones
         t0 = time.perf_counter()
         job.versions[version.number] = version
@@ -476,7 +500,8 @@ class Controller:
         self.hub.publish(job.id, version=self.version_msg(job, version))
         out.outcome, out.version = pb.REPLAN_OUTCOME_NEW_VERSION, version.number
         out.message = (f"version {version.number} (bank {BANKS[bank]}, phase {version.phase}): "
-                       f"rate {version.plan.rate:.6g}, from round {version.switch_round}")
+                       f"rate {version.plan.rate:.6g}, from round {version.switch_round}"
+                       f"{note}")
         return out
 
     def _same_entries(self, job: Job, current: Version, new: Version) -> bool:
@@ -658,3 +683,7 @@ class Controller:
             msg.pool_size = v.compiled.pool_size
             msg.ranks.update(v.compiled.ranks)
         return msg
+
+
+def _split_text(split: dict[str, float]) -> str:
+    return ", ".join(f"{ps} {share:.3g}" for ps, share in sorted(split.items()))

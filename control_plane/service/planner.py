@@ -52,9 +52,12 @@ def _same_split(a: dict[str, float], b: dict[str, float]) -> bool:
 
 def plan_job(topo: Topology, scheme: str, seed: int, current: Plan | None = None,
              phase1_split: dict[str, float] | None = None,
-             earlier: Sequence[Plan] = ()) -> Planned:
+             earlier: Sequence[Plan] = (), hold_split: bool = False) -> Planned:
     """Plan a job on ``topo``: both phases for a new job or when L-InArt's split moved since
     ``phase1_split`` (or the job's PSs changed); phase 2 with ``current``'s split otherwise.
+    ``hold_split``: keep the split even when L-InArt's moved, as long as the PSs are the same
+    (a running job's PSs hold their shards; hosts follow re-routing only, host_stack/ina/
+    follow.py); the split phase 1 wants is then in ``plan.meta["split_held"]``.
 
     Phase 2 first looks for an ``earlier`` plan (or ``current``) made for exactly this
     network with this split: a failure that healed brings back the plan from before it, with
@@ -63,14 +66,17 @@ def plan_job(topo: Topology, scheme: str, seed: int, current: Plan | None = None
     re-plan never moves to a worse plan than one it knows."""
     t0 = time.perf_counter()
     split = l_inart(topo).split if scheme == PHASED_SCHEME else {}
+    moved = phase1_split is not None and not _same_split(split, phase1_split)
     if (scheme != PHASED_SCHEME or current is None or phase1_split is None
-            or set(current.partition) != set(topo.pss) or not _same_split(split, phase1_split)):
+            or set(current.partition) != set(topo.pss) or (moved and not hold_split)):
         plan, phase = solve(topo, scheme, seed), 1
     else:
         same_split = [p for p in (current, *earlier)
                       if _same_split(p.partition, current.partition)]
         plan = _replayed(topo, same_split) or _rerouted(topo, scheme, seed, current, same_split)
         phase = 2
+        if not _same_split(split, current.partition):
+            plan.meta["split_held"] = split
     plan.meta["phase"] = phase
     return Planned(plan, phase, split, time.perf_counter() - t0)
 

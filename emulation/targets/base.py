@@ -100,6 +100,11 @@ class SwitchProcess:
         reason = self.target.unavailable()
         if reason:
             raise TargetError(f"target '{self.target.name}': {reason}")
+        if port_open(self.spec.grpc, self.netns):
+            # else the readiness check would take the other process's answer for this one's
+            raise TargetError(f"{self.target.name} switch (device {self.spec.device_id}): "
+                              f"P4Runtime address {self.spec.grpc} is already in use by another "
+                              f"process (a switch left over from an earlier run?)")
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         out = open(self.log, "ab") if self.log else None  # noqa: SIM115
         try:

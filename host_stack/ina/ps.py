@@ -32,8 +32,8 @@ from host_stack.ina.addresses import Address, parse_address
 from host_stack.ina.aggregator import ChunkAggregator, Verdict
 from host_stack.ina.impair import ImpairedSocket, wrap
 from host_stack.ina.ps_apply import OptimizerApply, SumApply
-from host_stack.ina.transport import make_socket
-from host_stack.train.jobargs import load_job, process_parser
+from host_stack.ina.transport import TransportError, make_socket
+from host_stack.train.jobargs import load_job, process_parser, service_link
 
 
 class PsServer:
@@ -155,11 +155,16 @@ class PsServer:
                 on_idle()
 
     def stats(self) -> dict[str, int]:
-        out = dict(self.counters)
-        out.update({f"agg_{k}": v for k, v in self.agg.counters.items()})
-        done = self.agg.completed
-        out["rounds_completed"] = int(done.min()) + 1 if done.size else 0
-        return out
+        return shard_stats(self.counters, self.agg)
+
+
+def shard_stats(counters: Counter[str], agg: ChunkAggregator) -> dict[str, int]:
+    """A PS's counters, its aggregator's and the rounds every chunk of its shard completed."""
+    out = dict(counters)
+    out.update({f"agg_{k}": v for k, v in agg.counters.items()})
+    done = agg.completed
+    out["rounds_completed"] = int(done.min()) + 1 if done.size else 0
+    return out
 
 
 def checkpoint(path: Path, ps: str, job: int, agg: ChunkAggregator, apply) -> Path:
@@ -190,33 +195,46 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     bind: Address = ("?", 0)
+    link = None
     try:
-        job = load_job(args, impair_seed=args.seed * 1000 + 999)
+        link = service_link(args, args.ps)
+        active = link.version() if link is not None else None
+        job = load_job(args, impair_seed=args.seed * 1000 + 999, version=active)
         if args.ps not in job.plan.ps_ids:
             raise ValueError(f"--ps {args.ps}: not a PS of the plan ({', '.join(job.plan.ps_ids)})")
+        if link is not None and (args.bind or args.result_to):
+            raise ValueError("--service: each version brings the PS's address and result "
+                             "address; drop --bind/--result-to")
         bind = job.addresses[args.ps]
         if args.bind:
             bind = parse_address(args.bind, bind[1], args.ps)
         targets = None
         if args.result_to:
             targets = [parse_address(t, wire.RESULT_PORT, "--result-to") for t in args.result_to]
-        sock = wrap(make_socket(bind), job.impairment)
+        first, end = job.ranges[args.ps]
+        if args.mode == "train":
+            params = job.initial_params(args)[first * job.n:end * job.n]
+            apply = OptimizerApply(params, job.n, job.quantizer, args.lr, args.momentum)
+        else:
+            apply = SumApply()
+        agg = ChunkAggregator(end - first, job.n, job.plan.workers, apply)
+        if link is not None:
+            from host_stack.ina.ps_versions import VersionedPs  # imports grpc: only here
+
+            server = VersionedPs(link, args.ps, active, job.n, job.n_values, agg,
+                                 job.impairment)
+        else:
+            sock = wrap(make_socket(bind), job.impairment)
+            server = PsServer(sock, job.plan.job, job.n, agg,
+                              [job.addresses[w] for w in job.plan.worker_ids], targets)
     except OSError as exc:
         print(f"ps: error: cannot bind {bind[0]}:{bind[1]}: {exc.strerror}", file=sys.stderr)
         return 2
-    except ValueError as exc:  # PlanError, AddressError, WireError are ValueErrors
+    except (ValueError, TransportError) as exc:  # PlanError, AddressError, WireError, ...
         print(f"ps: error: {exc}", file=sys.stderr)
+        if link is not None:
+            link.close()
         return 2
-    first, end = job.ranges[args.ps]
-    n_chunks = end - first
-    if args.mode == "train":
-        params = job.initial_params(args)[first * job.n:end * job.n]
-        apply = OptimizerApply(params, job.n, job.quantizer, args.lr, args.momentum)
-    else:
-        apply = SumApply()
-    agg = ChunkAggregator(n_chunks, job.n, job.plan.workers, apply)
-    workers = [job.addresses[w] for w in job.plan.worker_ids]
-    server = PsServer(sock, job.plan.job, job.n, agg, workers, targets)
 
     def on_signal(signum, _frame) -> None:
         if signum == signal.SIGUSR1:
@@ -238,16 +256,19 @@ def main(argv: list[str] | None = None) -> int:
                 server.counters["checkpoint_no_dir"] += 1
 
     print(json.dumps({"event": "ready", "ps": args.ps, "bind": f"{bind[0]}:{bind[1]}",
-                      "chunks": n_chunks, "range": [first, end]}), flush=True)
+                      "chunks": end - first, "range": [first, end]}), flush=True)
     try:
         server.serve(args.idle_exit, on_idle)
     finally:
         stats = server.stats()
-        if isinstance(sock, ImpairedSocket):
-            stats.update({f"impair_{k}": v for k, v in sock.counts.items()})
+        if isinstance(server, PsServer):
+            if isinstance(server.sock, ImpairedSocket):
+                stats.update({f"impair_{k}": v for k, v in server.sock.counts.items()})
+            server.sock.close()
+        else:
+            server.close()
         if args.stats:
             Path(args.stats).write_text(json.dumps(stats, indent=1, sort_keys=True))
-        sock.close()
     return 0
 
 

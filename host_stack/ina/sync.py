@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -36,14 +36,16 @@ class SyncRoundStats(CommStats):
     clipped: int
     quant_rel_error: float
     counters: dict[str, int] = field(default_factory=dict)
+    version: int = 0  # the service's plan version this round ran on (0: a plan file)
 
 
 class InaSync:
     """Gradient in, parameters out, through the PSs of a plan."""
 
     def __init__(self, transport: WorkerTransport, ranges: list[tuple[int, int]], n: int,
-                 n_values: int, quantizer: Quantizer) -> None:
+                 n_values: int, quantizer: Quantizer, follower: Follower | None = None) -> None:
         self.transport = transport
+        self.follower = follower
         self.ranges = ranges
         self.n = n
         self.n_values = n_values
@@ -57,6 +59,8 @@ class InaSync:
         q, clipped = self.quantizer.quantize(g)
         err = error_stats(g, self.quantizer.dequantize(q))["rel_l2_error"]
         q = q.reshape(self.n_chunks, self.n)
+        if self.follower is not None:
+            self.transport = self.follower.transport_for(round_, self.transport)
         before = Counter(self.transport.counters)
         t0 = time.perf_counter()
         results = self.transport.exchange(round_, [q[a:b] for a, b in self.ranges])
@@ -67,25 +71,64 @@ class InaSync:
         self.history.append(SyncRoundStats(
             round=round_, comm_s=comm, packets=packets, retx=delta["retx_sent"],
             bytes=packets * self.transport.bytes_per_packet(), clipped=clipped,
-            quant_rel_error=err, counters={k: v for k, v in delta.items() if v}))
+            quant_rel_error=err, counters={k: v for k, v in delta.items() if v},
+            version=self.follower.current.number if self.follower is not None else 0))
         words = np.concatenate(results) if results else np.zeros((0, self.n), np.int32)
         return torch.from_numpy(words.view(np.float32).reshape(-1)[:self.n_values].copy())
 
     def close(self) -> None:
         self.transport.close()
+        if self.follower is not None:
+            self.follower.close()
+
+
+def ps_links(plan, addresses, unit_bps: float | None) -> list:
+    """The worker's view of the plan's PSs, in plan order: address and paced rate."""
+    from host_stack.ina.transport import PsLink
+
+    return [PsLink(ps, addresses[ps], plan.ps_rate_bps(ps, unit_bps)) for ps in plan.ps_ids]
+
+
+class Follower:
+    """Moves a worker to the plan version the service names for each round (follow.py)."""
+
+    def __init__(self, link, job, worker: str, unit_bps: float | None) -> None:
+        self.link, self.job, self.worker, self.unit_bps = link, job, worker, unit_bps
+        self.first = self.current = link.for_round(0)
+
+    def transport_for(self, round_: int, transport: WorkerTransport) -> WorkerTransport:
+        """``transport``, or a new one on the same socket when ``round_`` runs on another
+        version (counters carried over; HELLO checks the PSs serve it before the round)."""
+        version = self.link.for_round(round_)
+        if version.number == self.current.number:
+            return transport
+        version.check_follows(self.first, self.job.n_values, self.job.n)
+        moved = WorkerTransport(transport.sock, version.plan.job,
+                                version.plan.rank(self.worker),
+                                ps_links(version.plan, version.addresses, self.unit_bps),
+                                replace(transport.cfg, pool_size=version.pool_size))
+        moved.counters.update(transport.counters)
+        moved.counters["version_switches"] += 1
+        moved.hello()
+        self.current = version
+        return moved
+
+    def close(self) -> None:
+        self.link.close()
 
 
 def build(ctx) -> InaSync:
     """Registry hook: an InaSync for one worker of ``ctx`` (a WorkerContext)."""
     from host_stack.ina.impair import wrap
-    from host_stack.ina.transport import PsLink, make_socket
+    from host_stack.ina.transport import make_socket
 
     job, args = ctx.job, ctx.args
     plan = job.plan
-    links = [PsLink(ps, job.addresses[ps], plan.ps_rate_bps(ps, args.unit_bps))
-             for ps in plan.ps_ids]
     sock = wrap(make_socket(job.addresses[ctx.worker]), job.impairment)
-    transport = WorkerTransport(sock, plan.job, ctx.rank, links, job.transport)
+    transport = WorkerTransport(sock, plan.job, ctx.rank,
+                                ps_links(plan, job.addresses, args.unit_bps), job.transport)
     transport.hello()
+    follower = (Follower(ctx.service, job, ctx.worker, args.unit_bps)
+                if ctx.service is not None else None)
     return InaSync(transport, [job.ranges[ps] for ps in plan.ps_ids], job.n, job.n_values,
-                   job.quantizer)
+                   job.quantizer, follower)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from host_stack.ina.jobplan import JobPlan, load_plan
 from host_stack.ina.quantize import DEFAULT_BOUND, Quantizer
 from host_stack.ina.transport import TransportConfig
 from host_stack.train.models import MODELS, build_model, flat_params
+
+if TYPE_CHECKING:  # the service client (grpc) is imported only by hosts that follow one
+    from host_stack.ina.follow import HostVersion, ServiceLink
 
 MODEL_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum")
 TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "window", "timeout", "max_retries",
@@ -44,10 +48,12 @@ def job_argv(args: argparse.Namespace) -> list[str]:
     return out
 
 
-def add_job_args(parser: argparse.ArgumentParser) -> None:
+def add_job_args(parser: argparse.ArgumentParser, plan_required: bool = True) -> None:
     """Options shared by `python -m host_stack.ina.ps`, `... .worker` and `inart train`."""
     g = parser.add_argument_group("job (every process must get the same values)")
-    g.add_argument("--plan", required=True, help="inart.plan/1 JSON file")
+    g.add_argument("--plan", required=plan_required,
+                   help="inart.plan/1 JSON file" + ("" if plan_required else
+                                                     " (or --service and --job-id)"))
     g.add_argument("--model", default="cnn", choices=sorted(MODELS) + ["synthetic"],
                    help="model to train; 'synthetic' sends random gradients (transport only)")
     g.add_argument("--values", type=int, default=100_000,
@@ -86,10 +92,34 @@ def process_parser(module: str, description: str | None, node: str) -> argparse.
     (``--ps`` or ``--worker``, an id of the plan) and the address map."""
     p = argparse.ArgumentParser(prog=f"python -m {module}", description=description,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_job_args(p)
+    add_job_args(p, plan_required=False)
     p.add_argument(f"--{node}", required=True, help=f"this {node}'s node id in the plan")
-    p.add_argument("--addresses", required=True, help="address map JSON file")
+    p.add_argument("--addresses", help="address map JSON file (with --plan)")
+    s = p.add_argument_group("service (instead of --plan and --addresses: follow the plan "
+                             "versions of a job of `inart serve`)")
+    s.add_argument("--service", metavar="ADDRESS",
+                   help="the service's gRPC address (host:port or unix:PATH)")
+    s.add_argument("--job-id", type=int, help="the job's id in the service")
+    s.add_argument("--token-file", help="bearer token for a service off localhost")
     return p
+
+
+def service_link(args: argparse.Namespace, participant: str) -> ServiceLink | None:
+    """The link to the service when ``args`` name one (and no plan file), else None."""
+    if getattr(args, "service", None) is None:
+        if getattr(args, "job_id", None) is not None:
+            raise ValueError("--job-id: only with --service")
+        return None
+    if args.plan or args.addresses:
+        raise ValueError("--service: the plan and addresses come from the service; "
+                         "drop --plan/--addresses")
+    if args.job_id is None or args.job_id < 1:
+        raise ValueError(f"--job-id {args.job_id}: expected the service's job id (>= 1)")
+    from control_plane.service.auth import read_token
+    from host_stack.ina.follow import ServiceLink
+
+    token = read_token(args.token_file) if args.token_file else None
+    return ServiceLink(args.service, args.job_id, participant, token)
 
 
 def _noting(base: type[argparse.Action]) -> type[argparse.Action]:
@@ -155,9 +185,15 @@ def model_size(args: argparse.Namespace) -> int:
 
 
 def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
-             impair_seed: int = 0) -> Job:
-    """Validate the plan, addresses and options; nothing is started yet."""
-    plan = load_plan(args.plan)
+             impair_seed: int = 0, version: HostVersion | None = None) -> Job:
+    """Validate the plan, addresses and options (the plan and addresses of ``version`` when
+    the job follows the service); nothing is started yet."""
+    if version is not None:
+        plan, addresses = version.plan, version.addresses
+    elif not args.plan:
+        raise ValueError("--plan: a plan file is required (or --service and --job-id)")
+    else:
+        plan = load_plan(args.plan)
     if addresses is None:
         if not getattr(args, "addresses", None):
             raise ValueError("--addresses: an address map file is required for this process")
@@ -166,8 +202,10 @@ def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
     if args.n < 1 or packet_too_big(args.n):
         raise ValueError(f"--n {args.n}: expected 1..{(1472 - wire.HEADER_LEN) // 4}")
     n_values = model_size(args)
+    # a service's version brings the slot pool of its lane on the switches
+    pool = version.pool_size if version is not None else args.pool_size
     config = TransportConfig(n=args.n, window=args.window, timeout_s=args.timeout,
-                             max_retries=args.max_retries, pool_size=args.pool_size,
+                             max_retries=args.max_retries, pool_size=pool,
                              hello_timeout_s=args.hello_timeout)
     return Job(plan=plan, addresses=addresses, n=args.n, n_values=n_values,
                ranges=plan.chunk_ranges(n_values, args.n),

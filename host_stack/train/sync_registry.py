@@ -34,6 +34,7 @@ class WorkerContext:
     args: argparse.Namespace
     worker: str
     rank: int
+    service: object = None  # host_stack.ina.follow.ServiceLink when the job follows one
 
 
 # forms groups at run time through its own controller process, so not per-worker processes

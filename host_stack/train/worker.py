@@ -27,7 +27,7 @@ import torch
 
 from host_stack.ina.transport import TransportError
 from host_stack.train.data import digits, shard
-from host_stack.train.jobargs import add_round_args, load_job, process_parser
+from host_stack.train.jobargs import add_round_args, load_job, process_parser, service_link
 from host_stack.train.loop import RoundStats, accuracy, train_worker
 from host_stack.train.models import build_model, flat_params
 from host_stack.train.sync import MeasuredSync
@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "file exists (a launcher's start barrier)")
     p.add_argument("--start-timeout", type=float, default=600.0,
                    help="seconds to wait for --start-file")
+    p.add_argument("--eval-every", type=int, default=0, metavar="K",
+                   help="test accuracy in the round record every K rounds (time-to-accuracy; "
+                        "its time is in neither compute_s nor sync_s)")
     return p
 
 
@@ -97,11 +100,16 @@ def _round_fields(sync: MeasuredSync, rs: RoundStats) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    job = load_job(args, impair_seed=args.seed * 1000 + zlib.crc32(args.worker.encode()))
+    if args.rounds < 1 or args.batch < 1 or args.eval_every < 0:
+        raise ValueError("--rounds and --batch: expected >= 1, --eval-every >= 0")
+    link = service_link(args, args.worker)
+    if link is not None and args.sync != "ina":
+        raise ValueError(f"--service: only --sync ina follows the service's plan versions, "
+                         f"not --sync {args.sync}")
+    job = load_job(args, impair_seed=args.seed * 1000 + zlib.crc32(args.worker.encode()),
+                   version=link.for_round(0) if link is not None else None)
     rank = job.plan.rank(args.worker)
-    if args.rounds < 1 or args.batch < 1:
-        raise ValueError("--rounds and --batch: expected >= 1")
-    sync = load_sync(args.sync).build(WorkerContext(job, args, args.worker, rank))
+    sync = load_sync(args.sync).build(WorkerContext(job, args, args.worker, rank, link))
     if args.start_file:
         emit("ready", worker=args.worker)
         wait_for_start(Path(args.start_file), args.start_timeout)
@@ -123,9 +131,14 @@ def run(args: argparse.Namespace) -> int:
             model = build_model(args.model, args.seed)
             x_tr, y_tr, x_te, y_te = digits(seed=args.seed)
             xs, ys = shard(x_tr, y_tr, rank, job.plan.workers)
+            def on_round(rs: RoundStats) -> None:
+                extra = {}
+                if args.eval_every and (rs.round + 1) % args.eval_every == 0:
+                    extra["accuracy"] = accuracy(model, x_te, y_te)
+                emit("round", **_round_fields(sync, rs), **extra)
+
             train_worker(model, xs, ys, sync, args.rounds, args.batch,
-                         seed=worker_seed(args.seed, rank),
-                         on_round=lambda rs: emit("round", **_round_fields(sync, rs)))
+                         seed=worker_seed(args.seed, rank), on_round=on_round)
             params = flat_params(model)
             acc = accuracy(model, x_te, y_te)
         counters = dict(getattr(getattr(sync, "transport", None), "counters", {}))

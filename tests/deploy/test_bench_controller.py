@@ -16,7 +16,7 @@ def test_bench_controller_small(tmp_path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "control_plane.cli", "bench", "controller", "--topology",
          "leafspine:2,1,3", "--ps", "1", "--switches", "2", "--targets", "embedded,bmv2",
-         "--json", str(out)],
+         "--parts", "install", "--json", str(out)],
         capture_output=True, text=True, timeout=300,
         env=child_env(INART_BMV2=os.devnull + "-missing"))  # bmv2 "not installed" here
     assert proc.returncode == 0, proc.stderr
@@ -27,7 +27,7 @@ def test_bench_controller_small(tmp_path) -> None:
         "controller/embedded/p4runtime-shell-per-switch", "controller/bmv2"]
     assert "entries/s, ratio" in lines[0] and "goal >= 5x:" in lines[0]
     assert "skipped" in lines[-1] and "INART_BMV2" in lines[-1]
-    data = json.loads(out.read_text())
+    data = json.loads(out.read_text())["install"]
     embedded = data["targets"][0]
     assert embedded["switches"] == 2 and embedded["entries"] > 0
     assert embedded["write_ratio"] > 0 and "skipped" in data["targets"][1]

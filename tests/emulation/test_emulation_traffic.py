@@ -28,9 +28,10 @@ class LoopbackHosts:
     def __init__(self) -> None:
         self.procs: list[subprocess.Popen] = []
 
-    def popen(self, host: str, cmd: list[str], **kwargs) -> subprocess.Popen:
-        env = child_env(PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen(cmd, env=env, cwd=REPO, **kwargs)
+    def popen(self, host: str, cmd: list[str], env: dict[str, str] | None = None,
+              **kwargs) -> subprocess.Popen:
+        proc = subprocess.Popen(cmd, env=child_env(PYTHONUNBUFFERED="1", **(env or {})),
+                                cwd=REPO, **kwargs)
         self.procs.append(proc)
         return proc
 

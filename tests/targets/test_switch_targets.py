@@ -70,6 +70,19 @@ def test_switch_process_reports_an_early_exit(tmp_path) -> None:
     assert switch.proc is not None and switch.proc.poll() is not None
 
 
+def test_a_switch_refuses_an_address_another_process_serves(tmp_path) -> None:
+    """Else the readiness check would take the other server's answer for the new switch's
+    (a switch left over from a killed run answered an emulation's P4Runtime writes)."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        spec = SwitchSpec(0, {}, f"127.0.0.1:{other.getsockname()[1]}")
+        switch = SwitchProcess(get_target("embedded"), spec, log=tmp_path / "switch.log")
+        with pytest.raises(TargetError, match="already in use by another process"):
+            switch.start()
+        assert switch.proc is None
+
+
 @pytest.mark.parametrize("name", ["embedded", "bmv2"])
 def test_standalone_switch_from_the_cli_takes_a_pipeline(name: str) -> None:
     reason = get_target(name).unavailable()

@@ -1,0 +1,232 @@
+"""`inart experiment head-to-head`: INA vs ring vs topology-aware tree vs RSGCM on one network.
+
+Every scheme trains the same model on the same data with the same batch, learning rate and
+seed, on the same emulated network of P4 switches, one after the other:
+- INA with the InArt, ATP and LBMM plans (LBMM aggregates nowhere: the multi-PS baseline
+  without in-network aggregation), paced to the plan's rate, the optimizer on the PSs;
+- ring all-reduce, RAT topology-aware trees and RSGCM rings (host_stack/collectives) over
+  gloo, whose TCP connections cross the same switches and shaped links (the switches route
+  them by destination: the host routes every installed plan carries).
+Per scheme and seed: time per iteration split into compute and communication (the slowest
+worker of each round), the loss, the test accuracy every ``--eval-every`` rounds against the
+cumulative iteration time (time-to-accuracy; evaluation time is left out), the bytes each
+worker put on its link beside what the scheme says it sent (the INA frames; for the
+collectives their payload in full-size TCP segments, so what is left over is ACKs, gloo's
+rendezvous and control messages), the bytes into the PSs and over all links.  Not here:
+selective reduce forms its groups through its own controller process (`inart experiment
+selective`); `--sync torch` is gloo's own ring, the same traffic as `ring` on this network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from control_plane.deploy.addressing import Addressing
+from control_plane.deploy.entries import compile_plan
+from control_plane.plan import Plan
+from control_plane.report import format_table, to_csv
+from control_plane.topologies import build_topology
+from emulation.emulate import Emulation, plan_for
+from emulation.measure import link_bytes
+from emulation.traffic import JobResult, JobSource, TrafficConfig, plan_files, run_hosts
+from host_stack.experiments.cli import add_common_args
+
+INA = ("inart", "atp", "lbmm")
+COLLECTIVES = ("ring", "tree", "rsgcm")
+SCHEMES = INA + COLLECTIVES
+DIST_PORT = 29500
+TCP_MSS, TCP_FRAME_OVERHEAD = 1448, 66  # MTU 1500 with TCP timestamps; 14 + 20 + 32 bytes
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    add_common_args(parser, "head-to-head", 1, "repetitions (seeds 0..N-1: data order, "
+                    "initial weights, solver)",
+                    "fig1, 6 rounds, every scheme (what the tests run)")
+    parser.add_argument("--topology", "-t", default="fig1", help="fig1 | fattree:K | ...")
+    parser.add_argument("--schemes", default=",".join(SCHEMES),
+                        help=f"comma-separated from {', '.join(SCHEMES)}")
+    parser.add_argument("--model", default="mlp", choices=("mlp", "cnn"))
+    parser.add_argument("--rounds", type=int, default=60, help="iterations per run")
+    parser.add_argument("--batch", type=int, default=32, help="minibatch per worker")
+    parser.add_argument("--eval-every", type=int, default=5, help="test accuracy every K rounds")
+    parser.add_argument("--target-accuracy", type=float, default=0.85,
+                        help="the accuracy time-to-accuracy is measured to")
+    parser.add_argument("--scale", type=float, default=0.25,
+                        help="Mbit/s per topology unit (link shaping and INA pacing)")
+    parser.add_argument("--deadline", type=float, default=900.0, help="seconds per run")
+    parser.set_defaults(func=run)
+
+
+def collective_job(addr: Addressing, plan: Plan, workdir: Path, sync: str) -> JobSource:
+    """The workers alone, ``--sync sync``; rank 0's host is the gloo rendezvous, and each
+    worker's gloo sockets use its emulated interface."""
+    files = plan_files(addr, plan, compile_plan(plan, addr), workdir)
+    workers = plan.topology.workers
+    init = f"tcp://{addr.ip[workers[0]]}:{DIST_PORT}"
+    env = {w: {"INART_DIST_INIT": init, "GLOO_SOCKET_IFNAME": f"{w}-eth0"} for w in workers}
+    return JobSource(files.argv, [], workers, [], files.ranks, sync, ("--sync", sync), env)
+
+
+def per_round(job: JobResult) -> list[dict[str, float]]:
+    """Every round's compute and communication time (the slowest worker's), mean loss and
+    the accuracy where it was evaluated (equal on every worker: they hold equal parameters)."""
+    records = list(job.rounds.values())
+    out = []
+    for r in range(min(len(recs) for recs in records)):
+        recs = [recs[r] for recs in records]
+        slowest = max(recs, key=lambda x: x["compute_s"] + x["sync_s"])
+        row = {"round": r, "compute_s": slowest["compute_s"], "comm_s": slowest["sync_s"],
+               "loss": statistics.fmean(x["loss"] for x in recs)}
+        accs = [x["accuracy"] for x in recs if "accuracy" in x]
+        if accs:
+            row["accuracy"] = statistics.fmean(accs)
+        out.append(row)
+    return out
+
+
+def curve(rounds: list[dict[str, float]]) -> list[tuple[float, float]]:
+    """(cumulative iteration time, accuracy) at every evaluated round."""
+    t, out = 0.0, []
+    for r in rounds:
+        t += r["compute_s"] + r["comm_s"]
+        if "accuracy" in r:
+            out.append((t, r["accuracy"]))
+    return out
+
+
+def summarize(scheme: str, seed: int, job: JobResult, worker_up: int, expected: int,
+              ps_in: int, links: int, target: float) -> dict[str, Any]:
+    rounds = per_round(job)
+    steady = rounds[1:] or rounds  # round 0 includes connection set-up (HELLO, gloo)
+    points = curve(rounds)
+    reached = next((t for t, acc in points if acc >= target), None)
+    done = list(job.done.values())
+    return {
+        "scheme": scheme, "seed": seed, "rounds": len(rounds),
+        "compute_s": statistics.median(r["compute_s"] for r in steady),
+        "comm_s": statistics.median(r["comm_s"] for r in steady),
+        "iter_s": statistics.median(r["compute_s"] + r["comm_s"] for r in steady),
+        "final_loss": rounds[-1]["loss"] if rounds else float("nan"),
+        "accuracy": statistics.fmean(d["accuracy"] for d in done),
+        "time_to_target_s": reached,
+        "workers_agree": len({d["params_sha256"] for d in done}) == 1,
+        "params_sha256": done[0]["params_sha256"],
+        "worker_bytes": worker_up, "expected_bytes": expected,
+        "bytes_ratio": worker_up / expected if expected else float("nan"),
+        "ps_ingress_bytes": ps_in, "link_bytes": links,
+        "curve": points, "per_round": rounds,
+    }
+
+
+def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Path,
+            target: float, eval_every: int) -> dict[str, Any]:
+    """Install (INA) or reuse the routes (collectives), train, measure the links."""
+    topo, addr = emu.topo, emu.addr
+    workdir = out / "hosts" / f"{scheme}-seed{seed}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    if scheme in INA:
+        plan = plan_for(topo, scheme, seed)
+        source = plan_files(addr, plan, emu.install(plan), workdir)
+    else:
+        if emu.installed is None:  # the host routes come with any plan's entries
+            emu.install(plan_for(topo, "lbmm", seed))
+        source = collective_job(addr, plan_for(topo, "lbmm", seed), workdir, scheme)
+    source = replace(source, worker_argv=(*source.worker_argv, "--eval-every", str(eval_every)))
+    facing = {h: f"{addr.tor[h]}-eth{addr.port[(addr.tor[h], h)]}"
+              for h in topo.workers + topo.pss}
+    before = emu.net.interface_bytes()
+    job = run_hosts(emu.net, source, cfg, workdir, quiet=True)
+    after = emu.net.interface_bytes()
+    worker_up = sum(after[facing[w]][1] - before[facing[w]][1] for w in topo.workers)
+    ps_in = sum(after[facing[s]][0] - before[facing[s]][0] for s in topo.pss)
+    expected = sum(r.get("bytes", 0) for recs in job.rounds.values() for r in recs)
+    if scheme in COLLECTIVES:  # payload -> frames: Ethernet, IPv4, TCP with timestamps
+        expected = round(expected * (TCP_MSS + TCP_FRAME_OVERHEAD) / TCP_MSS)
+    return summarize(scheme, seed, job, worker_up, expected, ps_in,
+                     link_bytes(before, after, set(facing.values())), target)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.quick:
+        args.topology, args.rounds, args.eval_every = "fig1", 6, 3
+    schemes = [s for s in args.schemes.split(",") if s]
+    unknown = sorted(set(schemes) - set(SCHEMES))
+    if unknown:
+        raise SystemExit(f"--schemes: {', '.join(unknown)}: expected from {', '.join(SCHEMES)}")
+    topo = build_topology(args.topology)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with Emulation(topo, out / "emulation", "embedded", args.scale, quiet=True) as emu, \
+            tqdm(total=len(schemes) * args.seeds, desc="head-to-head", unit="run") as bar:
+        for seed in range(args.seeds):
+            cfg = TrafficConfig(mode="train", model=args.model, rounds=args.rounds,
+                                unit_bps=emu.unit_bps, seed=seed, batch=args.batch,
+                                deadline_s=args.deadline)
+            for scheme in schemes:
+                bar.set_postfix(scheme=scheme, seed=seed)
+                rows.append(one_run(emu, scheme, seed, cfg, out, args.target_accuracy,
+                                    args.eval_every))
+                bar.update(1)
+    write(rows, out, args)
+    return 0
+
+
+COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "final_loss", "accuracy",
+           "time_to_target_s", "worker_bytes", "expected_bytes", "bytes_ratio",
+           "ps_ingress_bytes", "link_bytes")
+
+
+def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
+    """Table on stdout; JSON (with curves), CSV and PNGs under ``out``."""
+    flat = [{k: r[k] for k in COLUMNS} for r in rows]
+    print(format_table(flat))
+    setup = {"topology": args.topology, "model": args.model, "rounds": args.rounds,
+             "batch": args.batch, "seeds": args.seeds, "scale_mbps_per_unit": args.scale,
+             "target_accuracy": args.target_accuracy}
+    (out / "head_to_head.json").write_text(json.dumps({"setup": setup, "runs": rows},
+                                                       indent=1) + "\n")
+    (out / "head_to_head.csv").write_text(to_csv(flat))
+    plot(rows, out)
+    print(f"written: {out / 'head_to_head.json'}, .csv, accuracy_vs_time.png, iteration.png")
+
+
+def plot(rows: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for r in rows:
+        if r["curve"]:
+            t, acc = zip(*r["curve"], strict=True)
+            ax.plot(t, acc, marker=".", label=f"{r['scheme']} (seed {r['seed']})")
+    ax.set_xlabel("training time (s, compute + communication)")
+    ax.set_ylabel("test accuracy")
+    ax.grid(alpha=0.3)
+    if ax.lines:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "accuracy_vs_time.png", dpi=120)
+    plt.close(fig)
+    schemes = list(dict.fromkeys(r["scheme"] for r in rows))
+    comp = [statistics.fmean(r["compute_s"] for r in rows if r["scheme"] == s) for s in schemes]
+    comm = [statistics.fmean(r["comm_s"] for r in rows if r["scheme"] == s) for s in schemes]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.bar(schemes, comp, label="compute")
+    ax.bar(schemes, comm, bottom=comp, label="communication")
+    ax.set_ylabel("seconds per iteration (median)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "iteration.png", dpi=120)
+    plt.close(fig)
