@@ -1,12 +1,16 @@
-"""`inart bench solver`: solve time and rate of every scheme on fat-trees, side by side.
+"""`inart bench solver`: plan quality and solve time of every scheme, side by side.
 
-Prints per size: each scheme's rate and solve time, inart with Alg. 2's rounding only
-("inart_paper"), inart/atp and inart/upper_bound, and two LP-InArt formulations timed in the
-same run: the naive path LP (every switch a candidate, dual simplex) and our compact one,
-with their bounds.  A "joint vs inart" table sets our `joint` against `inart` (joint/inart,
-and whether joint kept inart's plan) on fig1, every fat-tree above and seeded heterogeneous
-leaf-spines.  With --milp N it also solves N small random instances exactly and splits the
-gap to the LP bound into relaxation (MILP/LP) and rounding (inart/MILP).
+Tables:
+- fat-trees (`--sizes`, `--preset`, `--seeds`): each scheme's rate and solve time,
+  inart/atp and inart/upper_bound (the count LP's bound for inart's split), the binding
+  constraint, and where the gap comes from: the paper's LP-InArt optimum for L-InArt's split
+  (the bound the paper's rounding works against), the count LP's bound for that split, the
+  first packing, and the plan after the split search;
+- `--random N`: N seeded heterogeneous leaf-spines and small fat-trees, each solved exactly
+  (MILP) where it fits, with inart/MILP per instance, its mean and min, and the seeds of the
+  worst instances (to rerun one: `inart plan` with the printed topology options);
+- `--lp-timing`: the naive path LP against our compact one, timed in the same run;
+- last, one labelled line per figure with its goal (bench_figures.py).
 """
 
 from __future__ import annotations
@@ -16,150 +20,230 @@ import json
 import random
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from tqdm import tqdm
 
+from control_plane.baselines import equal_split
+from control_plane.bench_figures import fattree_figures, line, random_figure
+from control_plane.l_inart import l_inart
 from control_plane.lp_inart import InArtLP
+from control_plane.milp import solve_milp
 from control_plane.paths import PathSets
 from control_plane.plan import Plan
 from control_plane.report import format_table
-from control_plane.solve import solve
-from control_plane.topologies import fattree, fig1, leafspine
+from control_plane.solve import MILP_MAX_FLOWS, solve
+from control_plane.topologies import fattree, leafspine
 from control_plane.topology import Topology
 
 SCHEMES = ("lbmm", "atp", "r-inart", "inart", "joint")
+WORST = 5  # worst instances listed by seed
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sizes", default="4,6,8", help="fat-tree k values (e.g. 4,6,8,16)")
+    parser.add_argument("--sizes", default="4,6,8", help="fat-tree k values (e.g. 4,6,8,16); "
+                        "'' for none")
     parser.add_argument("--preset", default="homogeneous,heterogeneous")
     parser.add_argument("--ps", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--milp", type=int, default=20, help="small instances vs exact MILP")
-    parser.add_argument("--leafspines", nargs="+", default=["4,2,4", "3,2,3", "4,3,3"],
-                        metavar="L,S,H", help="heterogeneous leaf-spines for joint vs inart")
-    parser.add_argument("--leafspine-seeds", type=int, default=4,
-                        help="seeds 1..N of each heterogeneous leaf-spine")
-    parser.add_argument("--naive-max-k", type=int, default=6,
-                        help="time the naive path LP only up to this fat-tree k (it takes "
-                             "minutes beyond k=6)")
+    parser.add_argument("--seeds", default="0", help="fat-tree seeds: N, A-B or A,B,C")
+    parser.add_argument("--schemes", default=",".join(SCHEMES),
+                        help="schemes of the fat-tree table (inart and atp always run)")
+    parser.add_argument("--paper", action="store_true",
+                        help="also inart with --rounding paper (Alg. 2), in the fat-tree table")
+    parser.add_argument("--random", type=int, default=0, metavar="N",
+                        help="N seeded heterogeneous leaf-spines and small fat-trees vs MILP")
+    parser.add_argument("--random-seed", type=int, default=0, help="first instance seed")
+    parser.add_argument("--milp-time", type=float, default=60.0,
+                        help="time limit per exact MILP (s); unproven ones are marked")
+    parser.add_argument("--jobs", type=int, default=1, help="random instances in parallel")
+    parser.add_argument("--lp-timing", action="store_true",
+                        help="time the naive path LP against the compact one (fat-trees k<=6)")
     parser.add_argument("--json", type=Path, help="write all measurements as JSON")
     parser.set_defaults(func=run)
 
 
-def bench_size(k: int, preset: str, ps: int, seed: int, naive: bool = True) -> dict:
+def parse_seeds(text: str) -> list[int]:
+    """'3' -> [3]; '0-4' -> [0..4]; '1,5' -> [1, 5]."""
+    if "-" in text:
+        a, b = text.split("-")
+        return list(range(int(a), int(b) + 1))
+    return [int(x) for x in text.split(",") if x]
+
+
+def breakdown(plan: Plan) -> dict:
+    """Where inart's plan stands: first count LP bound and packing, split search, binding."""
+    steps = (plan.meta.get("count_lp") or {}).get("steps") or []
+    first = steps[0] if steps else {}
+    return {"count_bound_first": _r(first.get("bound")),
+            "packed_first": _r(first.get("packed")),
+            "count_lps": len(steps),
+            "binding": plan.meta.get("binding")}
+
+
+def _r(x: float | None, n: int = 4) -> float | None:
+    return None if x is None else round(x, n)
+
+
+def bench_fattree(k: int, preset: str, ps: int, seed: int, schemes: list[str],
+                  paper: bool) -> dict:
+    """One fat-tree row: rates, times, ratios and inart's breakdown."""
+    t0, c0 = time.perf_counter(), time.process_time()
     topo = fattree(k, ps=ps, preset=preset, seed=seed)
     paths = PathSets(topo)
-    row: dict = {"topology": f"fattree:{k}", "preset": preset, "workers": len(topo.workers)}
+    row: dict = {"topology": f"fattree:{k}", "preset": preset, "seed": seed,
+                 "workers": len(topo.workers)}
     plans = {}
-    for scheme in SCHEMES:
-        plan = solve(topo, scheme, seed=seed, paths=paths)
-        plans[scheme] = plan
-        row[f"{scheme}_rate"] = round(plan.rate, 3)
-        row[f"{scheme}_s"] = plan.meta["solve_seconds"]
-    row.update(joint_columns(plans["inart"], plans["joint"]))
-    paper = solve(topo, "inart", seed=seed, paths=paths, rounding="paper")
-    row["inart_paper_rate"] = round(paper.rate, 3)
-    row["inart_ub"] = round(plans["inart"].upper_bound, 3)
-    row["inart/atp"] = round(plans["inart"].rate / plans["atp"].rate, 3)
-    row["inart/ub"] = round(plans["inart"].rate / plans["inart"].upper_bound, 3)
-    equal = {s: 1 / len(topo.pss) for s in topo.pss}
-    for form in ("naive", "compact") if naive else ("compact",):
-        t0 = time.perf_counter()
-        lp = InArtLP(topo, paths, formulation=form).solve(equal)
-        row[f"lp_{form}_s"] = round(time.perf_counter() - t0, 3)
-        row[f"lp_{form}_bound"] = round(lp.rate, 4)
-    if naive:
-        row["naive/compact_time"] = round(row["lp_naive_s"] / max(row["lp_compact_s"], 1e-9), 2)
+    for scheme in dict.fromkeys(["inart", "atp", *schemes]):  # inart first: fresh path sets
+        start = time.perf_counter()
+        plans[scheme] = solve(topo, scheme, seed=seed, paths=paths)
+        row[f"{scheme}_rate"] = round(plans[scheme].rate, 4)
+        row[f"{scheme}_s"] = round(time.perf_counter() - start, 3)
+        if scheme == "inart":  # end to end: topology, path sets and the solve
+            row["inart_e2e_s"] = round(time.perf_counter() - t0, 3)
+            row["inart_e2e_cpu_s"] = round(time.process_time() - c0, 3)
+    inart = plans["inart"]
+    if paper:
+        p = solve(topo, "inart", seed=seed, paths=paths, rounding="paper")
+        row["inart_paper_rate"] = round(p.rate, 4)
+        row["paper_lp"] = round(p.meta["lp_first_rate"], 4)
+    row["inart_ub"] = _r(inart.upper_bound)
+    row["inart/atp"] = round(inart.rate / plans["atp"].rate, 3)
+    row["inart/ub"] = round(inart.rate / inart.upper_bound, 3)
+    row.update(breakdown(inart))
     return row
 
 
-def joint_columns(inart: Plan, joint: Plan) -> dict:
-    """joint/inart and how joint got there: inart's plan kept, or the search steps that won."""
-    return {"joint/inart": round(joint.rate / inart.rate, 4),
-            "joint_kept": joint.meta["joint"]["kept"],
-            "joint_steps": ",".join(joint.meta["joint"]["steps"]) or "-",
-            "joint_ub": round(joint.upper_bound, 3)}
-
-
-def bench_joint(name: str, preset: str, topo: Topology, seed: int) -> dict:
-    """One instance of the joint vs inart table."""
-    paths = PathSets(topo)
-    inart = solve(topo, "inart", seed=seed, paths=paths)
-    joint = solve(topo, "joint", seed=seed, paths=paths)
-    return {"topology": name, "preset": preset,
-            "inart_rate": round(inart.rate, 4), "joint_rate": round(joint.rate, 4),
-            **joint_columns(inart, joint), "joint_s": joint.meta["solve_seconds"]}
-
-
-def joint_table(size_rows: list[dict], leafspines: list[str], seeds: int, seed: int) -> list[dict]:
-    """fig1, the fat-trees already solved in `size_rows`, then seeded heterogeneous leaf-spines."""
-    keys = ("topology", "preset", "inart_rate", "joint_rate", "joint/inart", "joint_kept",
-            "joint_steps", "joint_ub", "joint_s")
-    rows = [bench_joint("fig1", "paper", fig1(), seed)]
-    rows += [{k: r[k] for k in keys} for r in size_rows]
-    for spec in leafspines:
-        shape = [int(x) for x in spec.split(",")]
-        for n in range(1, seeds + 1):
-            topo = leafspine(*shape, ps=2, preset="heterogeneous", seed=n)
-            rows.append(bench_joint(f"leafspine:{spec} seed {n}", "heterogeneous", topo, seed))
-    return rows
-
-
-def joint_summary(rows: list[dict]) -> dict:
-    """joint/inart over all instances; the goal is >= 1 on every one."""
-    ratios = [r["joint/inart"] for r in rows]
-    return {"instances": len(ratios), "joint>=inart": sum(x >= 1 - 1e-6 for x in ratios),
-            "joint>inart": sum(x > 1 + 1e-6 for x in ratios), "joint/inart_min": min(ratios),
-            "joint/inart_mean": round(sum(ratios) / len(ratios), 4),
-            "joint/inart_max": max(ratios), "goal": "joint/inart >= 1 on every instance"}
-
-
-def bench_milp(count: int, seed: int) -> dict:
-    """Where the gap to the LP bound comes from: relaxation (MILP/LP) or rounding (inart/MILP)."""
+def random_instance(seed: int) -> tuple[str, Topology]:
+    """A seeded heterogeneous instance small enough for the exact MILP: a leaf-spine with 3-4
+    leaves, 2 spines, 2-3 hosts per leaf and 2 PSs (3 in 4), or a fattree:4 with 2 PSs and
+    4-6 workers.  The returned options rebuild it with `inart plan`."""
     rng = random.Random(seed)
-    rounding, relaxation, proven = [], [], 0
-    for i in tqdm(range(count), desc="inart vs exact MILP", file=sys.stderr):
-        topo = leafspine(rng.randint(2, 3), rng.randint(1, 2), rng.randint(2, 3), ps=2,
-                         preset=rng.choice(["homogeneous", "heterogeneous"]), seed=seed + i)
-        paths = PathSets(topo)
-        milp = solve(topo, "milp", paths=paths)
-        exact = milp.rate
-        proven += bool(milp.meta["milp_optimal"])
-        lp_bound = InArtLP(topo, paths, joint=True).solve().rate
-        rounding.append(solve(topo, "inart", seed=seed + i, paths=paths).rate / exact)
-        relaxation.append(exact / lp_bound)
-    mean = lambda xs: round(sum(xs) / len(xs), 4)  # noqa: E731
-    return {"instances": count, "milp_proven_optimal": proven,
-            "inart/milp_mean": mean(rounding),
-            "inart/milp_min": round(min(rounding), 4),
-            "milp/lp_mean": mean(relaxation), "milp/lp_min": round(min(relaxation), 4)}
+    if rng.random() < 0.75:
+        leaves, hosts = rng.randint(3, 4), rng.randint(2, 3)
+        spec = f"-t leafspine:{leaves},2,{hosts} --ps 2"
+        topo = leafspine(leaves, 2, hosts, ps=2, preset="heterogeneous", seed=seed)
+    else:
+        workers = rng.randint(4, 6)
+        spec = f"-t fattree:4 --ps 2 --workers {workers}"
+        topo = fattree(4, ps=2, workers=workers, preset="heterogeneous", seed=seed)
+    return f"{spec} --preset heterogeneous --seed {seed}", topo
+
+
+def bench_random(seed: int, milp_time: float) -> dict:
+    """One random instance: inart (and r-inart, paper) against the exact MILP and bounds."""
+    spec, topo = random_instance(seed)
+    paths = PathSets(topo)
+    row: dict = {"seed": seed, "instance": spec, "workers": len(topo.workers)}
+    inart = solve(topo, "inart", seed=seed, paths=paths)
+    row["inart"] = round(inart.rate, 4)
+    row["inart_s"] = inart.meta["solve_seconds"]
+    row["r-inart"] = round(solve(topo, "r-inart", seed=seed, paths=paths).rate, 4)
+    row["paper"] = round(solve(topo, "inart", seed=seed, paths=paths, rounding="paper").rate, 4)
+    row["atp"] = round(solve(topo, "atp", paths=paths).rate, 4)
+    row["count_ub"] = _r(inart.upper_bound)
+    joint_lp = InArtLP(topo, paths, joint=True).solve().rate
+    row["lp_ub"] = round(joint_lp, 4)  # LP-InArt, split free: bounds every plan
+    free_bound = min(joint_lp, l_inart(topo).rate)
+    if len(topo.workers) * len(topo.pss) <= MILP_MAX_FLOWS:
+        t0 = time.perf_counter()
+        milp = solve_milp(topo, paths, time_limit=milp_time, start=inart)
+        row["milp"] = round(milp.rate, 4)
+        row["milp_s"] = round(time.perf_counter() - t0, 1)
+        # proven: HiGHS closed the gap, or the plan meets a bound valid for every split
+        row["proven"] = bool(milp.meta["milp_optimal"]) or milp.rate >= free_bound * (1 - 1e-6)
+        row["inart/milp"] = round(inart.rate / milp.rate, 4)
+    row["inart/count_ub"] = round(inart.rate / inart.upper_bound, 4)
+    row["binding"] = inart.meta["binding"]
+    row.update({k: v for k, v in breakdown(inart).items() if k != "binding"})
+    return row
+
+
+def random_summary(rows: list[dict]) -> dict:
+    """inart/MILP over the instances (goal: >= 0.97 on every one), worst seeds first."""
+    with_milp = [r for r in rows if "inart/milp" in r]
+    ratios = [r["inart/milp"] for r in with_milp]
+    worst = sorted(with_milp, key=lambda r: r["inart/milp"])[:WORST]
+    out = {"instances": len(rows), "with_milp": len(with_milp),
+           "milp_proven": sum(r["proven"] for r in with_milp)}
+    if ratios:
+        out.update({"inart/milp_mean": round(sum(ratios) / len(ratios), 4),
+                    "inart/milp_min": min(ratios),
+                    ">=0.97": sum(x >= 0.97 - 1e-9 for x in ratios),
+                    "paper/milp_mean": round(sum(r["paper"] / r["milp"] for r in with_milp)
+                                             / len(with_milp), 4),
+                    "worst": [(r["seed"], r["inart/milp"]) for r in worst],
+                    "goal": "inart/milp >= 0.97 on every instance"})
+    return out
+
+
+def lp_timing(k: int, preset: str, ps: int, seed: int) -> dict:
+    """The naive path LP (every switch a candidate, dual simplex) against the compact one."""
+    topo = fattree(k, ps=ps, preset=preset, seed=seed)
+    paths = PathSets(topo)
+    row: dict = {"topology": f"fattree:{k}", "preset": preset}
+    for form in ("naive", "compact"):
+        t0 = time.perf_counter()
+        lp = InArtLP(topo, paths, formulation=form).solve(equal_split(topo))
+        row[f"lp_{form}_s"] = round(time.perf_counter() - t0, 3)
+        row[f"lp_{form}_bound"] = round(lp.rate, 4)
+    row["naive/compact_time"] = round(row["lp_naive_s"] / max(row["lp_compact_s"], 1e-9), 2)
+    return row
 
 
 def run(args: argparse.Namespace) -> int:
-    sizes = [int(k) for k in args.sizes.split(",")]
-    presets = args.preset.split(",")
-    rows = []
+    sizes = [int(k) for k in args.sizes.split(",") if k]
+    presets = [p for p in args.preset.split(",") if p]
+    schemes = [s for s in args.schemes.split(",") if s]
+    result: dict = {}
+    rows: list[dict] = []
+    figures: list[dict] = []
     for k in sizes:
         for preset in presets:
-            print(f"fattree:{k} {preset} ...", file=sys.stderr, flush=True)
-            rows.append(bench_size(k, preset, args.ps, args.seed, k <= args.naive_max_k))
-            print(format_table(rows[-1:]), flush=True)
-    cols = ["topology", "preset", "workers"] + [f"{s}_rate" for s in SCHEMES] + [
-        "inart_paper_rate", "inart_ub", "inart/atp", "inart/ub", "joint/inart"]
-    print("\nRates (topology units)\n" + format_table(rows, cols))
-    tcols = ["topology", "preset"] + [f"{s}_s" for s in SCHEMES] + [
-        "lp_naive_s", "lp_compact_s", "naive/compact_time", "lp_naive_bound", "lp_compact_bound"]
-    print("\nSolve times (s) and LP formulations\n" + format_table(rows, tcols))
-    result: dict = {"sizes": rows}
-    joint_rows = joint_table(rows, args.leafspines, args.leafspine_seeds, args.seed)
-    result["joint_vs_inart"] = {"rows": joint_rows, "summary": joint_summary(joint_rows)}
-    print("\nJoint vs inart (topology units)\n" + format_table(joint_rows))
-    print(f"joint vs inart: {json.dumps(result['joint_vs_inart']['summary'])}")
-    if args.milp:
-        result["milp"] = bench_milp(args.milp, args.seed)
-        print(f"\nRounding vs exact MILP: {json.dumps(result['milp'])}")
+            for seed in parse_seeds(args.seeds):
+                print(f"fattree:{k} {preset} seed {seed} ...", file=sys.stderr, flush=True)
+                rows.append(bench_fattree(k, preset, args.ps, seed, schemes, args.paper))
+    if rows:
+        result["fattrees"] = rows
+        cols = ["topology", "preset", "seed", "workers"] + [
+            f"{s}_rate" for s in dict.fromkeys(["inart", "atp", *schemes])] + (
+            ["inart_paper_rate"] if args.paper else []) + [
+            "inart_ub", "inart/atp", "inart/ub", "binding"]
+        print("\nRates (topology units); inart_ub: count LP bound for inart's split\n"
+              + format_table(rows, cols))
+        bcols = ["topology", "preset", "seed"] + (["paper_lp"] if args.paper else []) + [
+            "count_bound_first", "packed_first", "inart_rate", "inart_ub", "count_lps"]
+        print("\nBreakdown: paper_lp = LP-InArt at L-InArt's split; count_bound_first / "
+              "packed_first = count LP bound and packing there; inart after the split "
+              "search\n" + format_table(rows, bcols))
+        tcols = ["topology", "preset", "seed", "inart_e2e_s", "inart_e2e_cpu_s"] + [
+            f"{s}_s" for s in dict.fromkeys(["inart", "atp", *schemes])]
+        print("\nSolve times (s, wall clock; inart_e2e_cpu_s: CPU time of this process)\n"
+              + format_table(rows, tcols))
+        figures += fattree_figures(rows)
+    if args.lp_timing:
+        timing = [lp_timing(k, p, args.ps, parse_seeds(args.seeds)[0])
+                  for k in sizes if k <= 6 for p in presets]
+        result["lp_timing"] = timing
+        print("\nLP formulations\n" + format_table(timing))
+    if args.random:
+        seeds = range(args.random_seed, args.random_seed + args.random)
+        with ProcessPoolExecutor(max(args.jobs, 1)) as pool:
+            futures = pool.map(bench_random, seeds, [args.milp_time] * len(seeds))
+            rand = list(tqdm(futures, total=len(seeds), desc="random instances",
+                             file=sys.stderr))
+        summary = random_summary(rand)
+        result["random"] = {"rows": rand, "summary": summary}
+        cols = ["seed", "instance", "workers", "atp", "paper", "r-inart", "inart", "milp",
+                "proven", "inart/milp", "count_ub", "lp_ub", "binding", "inart_s", "milp_s"]
+        print("\nRandom instances vs exact MILP (count_ub: count LP bound for inart's split; "
+              "lp_ub: LP-InArt with a free split)\n" + format_table(rand, cols))
+        print(f"random: {json.dumps(summary)}")
+        if summary["with_milp"]:
+            figures.append(random_figure(summary))
+    if figures:
+        result["figures"] = figures
+        print("\nGoals (issue 18)\n" + "\n".join(line(f) for f in figures))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     return 0

@@ -33,10 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scheme", "-s", default="all",
                    help=f"comma-separated from {', '.join(SCHEMES)}, or 'all'")
     p.add_argument("--k-paths", type=int, default=3, help="paths per (source, destination)")
-    p.add_argument("--trials", type=int, default=32, help="rounding trials (best kept)")
+    p.add_argument("--trials", type=int, default=32,
+                   help="Alg. 2 rounding trials, best kept (--rounding paper)")
     p.add_argument("--rounding", choices=ROUNDINGS, default="best",
-                   help="best: Alg. 2 draws or capacity-aware, whichever is better; "
-                        "paper: Alg. 2 draws only")
+                   help="best: count LP and the packing it guides, with a split search; "
+                        "paper: Alg. 2's randomized rounding of LP-InArt, as published")
     p.add_argument("--unit-mbps", type=float, default=1.0,
                    help="Mbit/s per topology unit, for communication times")
     p.add_argument("--json", type=Path,

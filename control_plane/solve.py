@@ -1,25 +1,24 @@
 """`solve(topology, scheme=...) -> Plan`: the Python API every CLI command is a thin layer over.
 
 Schemes (names used on the CLI and in plan JSON):
-- ``inart``: L-InArt split (l_inart.py) -> LP-InArt with that split -> rounding -> split
-  refined for the rounded routing -> LP-InArt re-solved for the refined split with fan-in cuts
-  at the rate reached, rounded again; the better plan is kept.  ``upper_bound`` is the second
-  LP's optimum, which bounds every plan with the final split.
-- ``r-inart``: equal split -> the same two LP rounds, split kept equal (the paper's R-InArt).
-Rounding (``rounding="best"``, default) keeps the better of Alg. 2's randomized rounding
-(best of `trials` draws) and our capacity-aware rounding (fit_rounding.py);
-``rounding="paper"`` uses Alg. 2's draws only, to reproduce the paper's algorithm alone.
-- ``joint``: our addition, a local search over split and routing that starts from ``inart``'s
-  plan, so it is never below ``inart`` (same seed, trials and paths).  Each round re-solves
-  two LPs with fan-in cuts at the best plan's rate and split: the joint LP, which may move the
-  split, and the fixed-split LP of ``inart``; both are rounded (with fresh seeds), their splits
-  refined for the rounded routing, and the better plan is kept if it beats the best so far;
-  the search stops at the first round without a gain.  ``meta["joint"]["kept"]`` says whether
-  the result is ``inart``'s plan unchanged or improved by the rounds.  ``upper_bound`` is the
-  joint LP's optimum without cuts: any integral plan over the LP's candidate switches and
-  paths (as every rounded plan is), with any split, is a feasible point of it.  The cut joint
-  LP is no bound (its cuts assume the reference split, which a plan may leave): it only
-  steers rounding.
+- ``inart``: L-InArt split (l_inart.py), then R-InArt's LP and rounding.  With
+  ``rounding="best"`` (default) the LP is the count LP (count_lp.py: LP-InArt per worker
+  class with the integer caps of a target rate) and the rounding is the packing it guides
+  (pack.py), tried at the LP's bound first and then below; then a search over splits
+  (`_count_inart`: refine the split for the rounded routing, raise one PS's share, and on
+  small two-PS instances the splits of a grid with the best bounds).  ``upper_bound`` is the
+  count LP's bound for the plan's final split: no plan with that split reaches a higher
+  rate.  Instances above LP_MAX_FLOWS pairs are packed without the LP (`_large`).
+- ``r-inart``: the same with the equal split kept (the paper's R-InArt).
+- ``rounding="paper"``: Alg. 2 as the paper states it, for fidelity: LP-InArt in rate
+  variables (lp_inart.py) and the best of `trials` randomized roundings (rounding.py), split
+  refined and LP re-solved with fan-in cuts at the rate reached; ``upper_bound`` is then the
+  cut LP's optimum, which bounds every plan with the final split.
+- ``joint``: our addition: ``inart``'s plan, the equal split's and the joint LP's split
+  (LP-InArt with x_s free), each rounded as above; the best plan is kept, so never below
+  ``inart``.  ``upper_bound`` is the joint LP's optimum, which bounds every plan over the
+  LP's candidate switches and paths with any split (a weaker bound than the count LP's, which
+  holds for one split only).
 - ``atp``, ``lbmm``: the paper's baselines (baselines.py).
 - ``milp``: the exact problem for small instances (milp.py), free split.
 """
@@ -27,18 +26,20 @@ Rounding (``rounding="best"``, default) keeps the better of Alg. 2's randomized 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from control_plane.baselines import atp, equal_split, lbmm
-from control_plane.fit_rounding import fit_best
+from control_plane.count_lp import CountLP
 from control_plane.l_inart import l_inart
-from control_plane.lp_inart import InArtLP, LPResult
+from control_plane.lp_inart import InArtLP
 from control_plane.milp import solve_milp
+from control_plane.pack import best_pack, pack_search
 from control_plane.paths import PathSets
 from control_plane.plan import Plan
-from control_plane.resplit import best_split
+from control_plane.resplit import refined
 from control_plane.rounding import round_best
 from control_plane.topology import Topology
 
@@ -56,90 +57,199 @@ SCHEMES = ("inart", "r-inart", "joint", "atp", "lbmm", "milp")
 ROUNDINGS = ("best", "paper")
 PAPER_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
 MILP_MAX_FLOWS = 64
-CUT_ROUNDS = 3  # LP re-solves with fan-in cuts at the best rate so far
-JOINT_ROUNDS = 4  # joint's search rounds (it stopped within 3 on fig1, fat-trees, leaf-spines)
+CUT_ROUNDS = 3  # paper rounding: LP re-solves with fan-in cuts at the best rate so far
+ROUNDS = 2  # splits packed for per split search (count rounding)
+SMALL_ROUNDS = 12  # the same on instances small enough for the exact MILP
+SHIFTS = (0.2, 0.1)  # split search: a PS's share is raised by these when refining stalls
+GRID, GRID_PACKED = 0.05, 4  # small two-PS instances: split grid, and how many are packed
+PACK_GAP = 0.01  # a carried plan this close to its split's bound is not packed for again
+LP_MAX_FLOWS = 1500  # larger instances are packed without the count LP (fattree:16: 4080)
 
 
-def _resplit(plan: Plan) -> Plan:
-    """The same decisions with the split that maximises their rate (never lower)."""
-    better = replace(plan, partition=best_split(plan), meta=dict(plan.meta))
-    better.rate = better.evaluate().rate
-    return better if better.rate >= plan.rate else plan
+def _count_round(lp: CountLP, split: dict[str, float], scheme: str, carried: Plan | None,
+                 hi: float, floor: float | None, small: bool) -> tuple[Plan | None, float,
+                                                                       dict]:
+    """Count LP and packing for one split: (best packed plan or None, the split's bound,
+    what it took).  `carried`: a plan with this split already known (its bound is then
+    searched upward from its rate); `hi`: a rate no plan reaches; `floor`: the best rate
+    found so far (None: bound only; large instances do not pack below it).  A split is
+    packed for only when the floor is more than PACK_GAP below its bound; `small` instances
+    get the full packing effort at every target (`best_pack`'s `thorough`)."""
+    lp.use_split(split)
+    start = carried.rate if carried else floor or 0.0
+    bound = lp.bound_from(start, hi) if start > 0 else lp.bound(0.0, hi)
+    plan = None
+    tried = floor is not None and floor < bound.rate * (1 - PACK_GAP)
+    if tried:
+        top = bound.solution.rate if bound.solution else bound.rate  # the LP is feasible there
+        # a packing's true rate is often above its target: small instances try below floor
+        plan = best_pack(lp, top / 2 if small else max(floor, top / 2), top, scheme,
+                         thorough=small)
+    info = {"bound": bound.rate, "tried": tried, "packed": plan.rate if plan else None,
+            "lp_solves": len(lp.solved)}
+    return plan, bound.rate, info
 
 
-def _round(topo: Topology, paths: PathSets, lp: LPResult, split: dict[str, float], seed: int,
-           trials: int, scheme: str, rounding: str) -> Plan:
-    """R-InArt's rounding step: Alg. 2's random trials, plus capacity-aware rounding."""
-    plan = round_best(topo, paths, lp, split, trials, seed, scheme)
-    plan.meta["rounding"] = "random"
-    if rounding == "best":
-        fitted = fit_best(topo, paths, lp, split, scheme, floor=0.0)
-        if fitted is not None and fitted.rate > plan.rate:
-            plan = fitted
-            plan.meta["rounding"] = "capacity-aware"
+def _count_inart(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str,
+                 resplit: bool, eq2: float) -> Plan:
+    """R-InArt with the count LP, and (with `resplit`) a local search over splits: round a
+    split, refine the split for the rounded routing (resplit.py) and round again for the
+    refined split while that gains; when it stops gaining, try the best split with one PS's
+    share raised by each of SHIFTS (a symmetric split is a fixed point of refining: fig1's
+    equal split rounds to 2.4, its optimum 2.5 is found at 7/15 : 8/15).  At most `ROUNDS`
+    splits are packed for (`SMALL_ROUNDS` on instances with at most MILP_MAX_FLOWS pairs);
+    a refined plan found by the last one is kept, with its split's bound.  Larger instances
+    stop at a new best plan within PACK_GAP of its split's bound.  `eq2`: Eq. 2's optimum,
+    which no plan exceeds.  The plan's `upper_bound` is the count LP's bound for its own
+    split."""
+    flows = len(topo.workers) * len(topo.pss)
+    if flows > LP_MAX_FLOWS:
+        return _large(topo, paths, split, scheme, resplit, eq2)
+    small = flows <= MILP_MAX_FLOWS
+    budget = SMALL_ROUNDS if small else ROUNDS
+    lp = CountLP(topo, paths, class_rows=small)
+    best: Plan | None = None
+    tried: set[tuple[float, ...]] = set()
+    todo: list[tuple[dict[str, float], Plan | None]] = [(split, None)]
+    if small and resplit and len(topo.pss) == 2:
+        todo += [(x, None) for x in _promising_splits(lp, topo.pss, eq2)]
+    steps: list[dict] = []
+    while todo:
+        x, carried = todo.pop(0)
+        key = tuple(round(x[s], 6) for s in topo.pss)
+        if key in tried:
+            continue
+        tried.add(key)
+        over = sum(step["tried"] for step in steps) >= budget
+        if over and carried is None:
+            break
+        floor = max(best.rate if best else 0.0, carried.rate if carried else 0.0)
+        plan, bound, info = _count_round(lp, x, scheme, carried, eq2, None if over else floor,
+                                         small)
+        steps.append(info)
+        found = max((p for p in (plan, carried) if p is not None), key=lambda p: p.rate,
+                    default=None)
+        if found is None:
+            continue
+        found.upper_bound = bound
+        if best is None or found.rate > best.rate * (1 + 1e-6):
+            best = found
+        if not resplit or over or (not small and found is best
+                                   and best.rate >= bound * (1 - PACK_GAP)):
+            break  # no split search, the budget spent, or (large) a new best at its bound
+        better = refined(found)
+        if better.rate > best.rate * (1 + 1e-6):
+            todo.insert(0, (better.partition, better))
+        elif not todo:
+            todo = [(_shift(best.partition, s, by), None) for by in SHIFTS for s in topo.pss]
+    if best is None:  # no packing fitted (not seen so far): Alg. 2's draws never fail
+        return _paper(topo, paths, split, 0, 32, scheme, resplit)
+    best.meta["rounding"] = "count-lp"
+    best.meta["count_lp"] = {"size": lp.size, "build_ms": int(lp.build_seconds * 1000),
+                             "steps": steps}
+    return best
+
+
+def _large(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str,
+           resplit: bool, eq2: float) -> Plan:
+    """Instances too large for the count LP (fattree:16's takes minutes per solve): the
+    packing alone, by bisection on the rate, then the split refined once.  `upper_bound` is
+    Eq. 2's optimum or the least worker uplink, whichever is lower: both bound every plan."""
+    uplink = min((c.uplink for c in paths.classes if c.single), default=math.inf)
+    bound = min(eq2, uplink)
+    plan = pack_search(topo, paths, split, bound, scheme)
+    if plan is None:
+        return _paper(topo, paths, split, 0, 32, scheme, resplit)
+    if resplit:
+        plan = refined(plan)
+    plan.upper_bound = bound
+    plan.meta["rounding"] = "packing (no LP: instance too large)"
     return plan
 
 
-def _refine(topo: Topology, paths: PathSets, split: dict[str, float], seed: int, trials: int,
-            opts: Options, scheme: str, resplit: bool = True) -> Plan:
-    """R-InArt from `split`, then again with fan-in cuts at the rate reached (and, with
-    `resplit`, from the split refined for the rounded routing).  The second LP's optimum
-    bounds every plan with the final split, so it is reported as `upper_bound`."""
-    lp = InArtLP(topo, paths, formulation=opts.formulation)
+def _promising_splits(lp: CountLP, pss: list[str], eq2: float) -> list[dict[str, float]]:
+    """Two PSs: the splits of a grid (step GRID) whose count LP bound is highest, best
+    first.  On a small instance a bound costs a few tiny LP solves; packing is what
+    costs, so only the most promising splits are packed."""
+    scored = []
+    for i in range(1, round(1 / GRID)):
+        x = {pss[0]: i * GRID, pss[1]: 1 - i * GRID}
+        lp.use_split(x)
+        scored.append((lp.bound(0.0, eq2).rate, i, x))
+    return [x for _, _, x in sorted(scored, key=lambda t: (-t[0], t[1]))[:GRID_PACKED]]
+
+
+def _shift(split: dict[str, float], s: str, by: float) -> dict[str, float]:
+    """`split` with PS s's share raised by the factor 1 + by, renormalised."""
+    raised = {t: x * (1 + by) if t == s else x for t, x in split.items()}
+    total = sum(raised.values())
+    return {t: x / total for t, x in raised.items()}
+
+
+def _paper(topo: Topology, paths: PathSets, split: dict[str, float], seed: int, trials: int,
+           scheme: str, resplit: bool, formulation: str = "compact") -> Plan:
+    """R-InArt as the paper states it: LP-InArt, Alg. 2's draws (best of `trials`), then
+    (with `resplit`, from the split refined for the rounded routing) LP-InArt again with
+    fan-in cuts at the rate reached.  The last LP's optimum bounds every plan with the final
+    split, so it is reported as `upper_bound`."""
+    lp = InArtLP(topo, paths, formulation=formulation)
     first = lp.solve(split)
-    plan = _round(topo, paths, first, split, seed, trials, scheme, opts.rounding)
+    plan = round_best(topo, paths, first, split, trials, seed, scheme)
     if resplit:
-        plan = _resplit(plan)
+        plan = refined(plan)
     for i in range(CUT_ROUNDS):
         cut = lp.solve(plan.partition, at_least=plan.rate)
         bound = cut.rate
-        again = _round(topo, paths, cut, plan.partition, seed + 1 + i, trials, scheme,
-                       opts.rounding)
+        again = round_best(topo, paths, cut, plan.partition, trials, seed + 1 + i, scheme)
         if again.rate <= plan.rate * (1 + 1e-6):
             break
         plan = again
     plan.upper_bound = bound
-    plan.meta.update({"lp_first_rate": first.rate, "lp_size": first.size})
+    plan.meta.update({"rounding": "random", "lp_first_rate": first.rate,
+                      "lp_size": first.size})
     return plan
 
 
 def _inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
     phase1 = l_inart(topo)
     log.debug(phase1.describe())
-    plan = _refine(topo, paths, phase1.split, seed, trials, opts, "inart")
+    if opts.rounding == "paper":
+        plan = _paper(topo, paths, phase1.split, seed, trials, "inart", True, opts.formulation)
+    else:
+        plan = _count_inart(topo, paths, phase1.split, "inart", True, phase1.rate)
     plan.meta["l_inart"] = {"split": phase1.split, "eq2_rate": phase1.rate,
                             "lambda": phase1.lam, "alpha": phase1.alpha,
                             "theta": phase1.theta, "rho": phase1.rho}
     return plan
 
 
+def _fixed(topo: Topology, paths: PathSets, split: dict[str, float], seed: int, trials: int,
+           opts: Options, scheme: str) -> Plan:
+    """R-InArt with `split` kept: phase 2 alone."""
+    if opts.rounding == "paper":
+        return _paper(topo, paths, split, seed, trials, scheme, False, opts.formulation)
+    return _count_inart(topo, paths, split, scheme, False, l_inart(topo).rate)
+
+
 def _r_inart(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
-    return _refine(topo, paths, equal_split(topo), seed, trials, opts, "r-inart", resplit=False)
+    return _fixed(topo, paths, equal_split(topo), seed, trials, opts, "r-inart")
 
 
 def _joint(topo: Topology, paths: PathSets, seed: int, trials: int, opts: Options) -> Plan:
-    """`inart`'s plan, improved while a cut joint or fixed-split LP rounds to a better one."""
+    """The best of `inart`'s plan and the rounded equal and joint-LP splits."""
     start = _inart(topo, paths, seed, trials, opts)
-    joint = InArtLP(topo, paths, joint=True, formulation=opts.formulation)
-    fixed = InArtLP(topo, paths, formulation=opts.formulation)
-    bound = joint.solve()
-    best, steps = start, []
-    for i in range(JOINT_ROUNDS):
-        tries = []
-        for k, (name, lp) in enumerate((("joint-lp", joint), ("fixed-split-lp", fixed))):
-            cut = lp.solve(best.partition, at_least=best.rate)
-            fresh = seed + CUT_ROUNDS + 1 + 2 * i + k  # seeds inart's rounds did not draw
-            rounded = _round(topo, paths, cut, cut.split, fresh, trials, "joint", opts.rounding)
-            tries.append((_resplit(rounded), name))
-        plan, name = max(tries, key=lambda t: t[0].rate)
-        if plan.rate <= best.rate * (1 + 1e-6):
-            break
-        best = plan
-        steps.append(name)
-    best.upper_bound = bound.rate  # no cuts: bounds every plan over every split
-    best.meta.update({"joint": {"kept": "inart" if best is start else "improved",
-                                "inart_rate": start.rate, "steps": steps,
-                                "lp_split": bound.split}})
+    joint_lp = InArtLP(topo, paths, joint=True, formulation=opts.formulation).solve()
+    eq2 = start.meta["l_inart"]["eq2_rate"]
+    best, kept = start, "inart"
+    for name, split in (("equal", equal_split(topo)), ("joint-lp", joint_lp.split)):
+        if opts.rounding == "paper":
+            plan = _paper(topo, paths, split, seed, trials, "joint", True, opts.formulation)
+        else:
+            plan = _count_inart(topo, paths, split, "joint", True, eq2)
+        if plan.rate > best.rate * (1 + 1e-6):
+            best, kept = plan, name
+    best.upper_bound = joint_lp.rate  # bounds every plan over every split
+    best.meta["joint"] = {"kept": kept, "inart_rate": start.rate, "lp_split": joint_lp.split}
     return best
 
 
@@ -181,6 +291,30 @@ def solve(topology: Topology, scheme: str = "inart", seed: int = 0, k_paths: int
     paths = paths or PathSets(topology, k_paths)
     t0 = time.perf_counter()
     plan = SOLVERS[scheme](topology, paths, seed, trials, Options(formulation, rounding))
+    return _finished(plan, scheme, seed, t0)
+
+
+def route(topology: Topology, split: dict[str, float], scheme: str = "inart", seed: int = 0,
+          k_paths: int = 3, trials: int = 32, rounding: str = "best",
+          paths: PathSets | None = None) -> Plan:
+    """Phase 2 alone: aggregation points and paths for a given split, as ``r-inart`` does for
+    the equal one.  The service re-plans with it on network events: keeping a job's split
+    keeps the shards its PSs hold.  ``upper_bound`` holds for plans with this split."""
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding '{rounding}': expected one of {ROUNDINGS}")
+    if set(split) != set(topology.pss):
+        raise ValueError(f"split: keys {sorted(split)} must be the topology's PSs "
+                         f"{topology.pss}")
+    if any(not 0 <= x <= 1 for x in split.values()) or abs(sum(split.values()) - 1) > 1e-6:
+        raise ValueError(f"split: shares {split} must lie in [0, 1] and sum to 1")
+    paths = paths or PathSets(topology, k_paths)
+    t0 = time.perf_counter()
+    plan = _fixed(topology, paths, split, seed, trials, Options(rounding=rounding), scheme)
+    return _finished(plan, scheme, seed, t0)
+
+
+def _finished(plan: Plan, scheme: str, seed: int, t0: float) -> Plan:
+    """Validate the plan (its rate recomputed) and record how it was made."""
     plan.finalize()
     plan.scheme = scheme
     plan.meta["solve_seconds"] = round(time.perf_counter() - t0, 4)

@@ -7,9 +7,7 @@ control_plane/l_inart.py), so a re-plan re-runs phase 1 exactly when that split 
 slowed down, or a PS was cut off or came back.  Otherwise it routes with the job's current
 split fixed, which keeps the shards the PSs hold.
 
-The solver has no public "route with this split" entry point, so ``route_fixed_split`` builds
-it here from the solver's public pieces (LP-InArt, Alg. 2's rounding, capacity-aware rounding)
-the way ``solve`` does for ``r-inart``; solve.py itself is not changed.
+Phase 2 is ``solve.route``: the count LP and its packing for the split kept (R-InArt).
 """
 
 from __future__ import annotations
@@ -18,22 +16,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from control_plane.fit_rounding import fit_best
 from control_plane.l_inart import l_inart
-from control_plane.lp_inart import InArtLP, LPResult
-from control_plane.paths import PathSets
 from control_plane.plan import Plan, PlanError
-from control_plane.rounding import round_best
-from control_plane.solve import solve
+from control_plane.solve import route, solve
 from control_plane.topology import Topology
 
 SPLIT_TOLERANCE = 1e-9
 PHASED_SCHEME = "inart"  # other schemes are re-solved whole on every change
-# LP re-solves with fan-in cuts while the rounded rate gains.  solve() does 3; a re-plan does
-# one, for latency: on fattree:6 with one fabric link down (a13-c1, e1-a1, a5-c3) the rates
-# with 0 / 1 / 2 cut rounds were 4.5 / 5.14 / 5.33, 5.0 / 5.71 / 6.0 and 4.5 / 5.71 / 5.71,
-# and each round costs about one LP solve (the largest part of a re-plan).
-CUT_ROUNDS = 1
 
 
 @dataclass
@@ -44,39 +33,6 @@ class Planned:
     phase: int  # 1: phase 1 and 2 ran; 2: phase 2 only (split kept)
     phase1_split: dict[str, float]  # L-InArt's split on this topology (decides the next phase)
     seconds: float
-
-
-def _rounded(topo: Topology, paths: PathSets, lp: LPResult, split: dict[str, float], seed: int,
-             trials: int) -> Plan:
-    """The better of Alg. 2's random rounding and capacity-aware rounding."""
-    plan = round_best(topo, paths, lp, split, trials, seed, PHASED_SCHEME)
-    fitted = fit_best(topo, paths, lp, split, PHASED_SCHEME)
-    return fitted if fitted is not None and fitted.rate > plan.rate else plan
-
-
-def route_fixed_split(topo: Topology, split: dict[str, float], seed: int = 0, trials: int = 32,
-                      k_paths: int = 3, cut_rounds: int = CUT_ROUNDS) -> Plan:
-    """Phase 2 alone: aggregation points and paths for a given split.
-
-    LP-InArt with the split fixed, rounded; then, as ``solve`` does, re-solved with fan-in
-    cuts at the best rate so far and rounded again while that gains (at most ``cut_rounds``
-    times).  The last cut LP's optimum bounds every plan with this split that reaches the
-    rate it was cut at, so it is the plan's ``upper_bound``."""
-    paths = PathSets(topo, k_paths)
-    lp = InArtLP(topo, paths)
-    first = lp.solve(split)
-    plan = _rounded(topo, paths, first, split, seed, trials)
-    bound = first.rate
-    for i in range(cut_rounds):
-        cut = lp.solve(split, at_least=plan.rate)
-        bound = cut.rate
-        again = _rounded(topo, paths, cut, split, seed + 1 + i, trials)
-        if again.rate <= plan.rate * (1 + 1e-6):
-            break
-        plan = again
-    plan.upper_bound = max(bound, plan.rate)  # max: the LP's optimum is within tolerance
-    plan.meta["lp_first_rate"] = first.rate
-    return plan.finalize()
 
 
 def keep_on(plan: Plan, topo: Topology) -> Plan | None:
@@ -139,7 +95,6 @@ def _rerouted(topo: Topology, scheme: str, seed: int, current: Plan,
               known: list[Plan]) -> Plan:
     """Phase 2 afresh, unless a known plan's decisions still fit and do at least as well
     (ties go to the plan running now, then to earlier ones: no churn for nothing)."""
-    fresh = route_fixed_split(topo, current.partition, seed)
-    fresh.scheme = scheme
+    fresh = route(topo, current.partition, scheme, seed)
     kept = [k for k in (keep_on(p, topo) for p in known) if k is not None]
     return max(kept + [fresh], key=lambda p: round(p.rate, 9))

@@ -1,14 +1,16 @@
 import json
-import random
 
 import pytest
 
+from control_plane.bench_figures import fattree_figures, line, random_figure
+from control_plane.count_lp import CountLP
 from control_plane.l_inart import l_inart
+from control_plane.lp_inart import InArtLP
 from control_plane.lp_model import LPModel
 from control_plane.milp import solve_milp
 from control_plane.paths import PathSets
 from control_plane.plan import Plan, PlanError
-from control_plane.solve import solve
+from control_plane.solve import route, solve
 from control_plane.topologies import fattree, fig1, leafspine
 
 
@@ -21,7 +23,8 @@ def fig1_plans():
 def test_fig1_known_rates(fig1_plans):
     assert fig1_plans["lbmm"].rate == pytest.approx(4 / 3)
     assert fig1_plans["atp"].rate == pytest.approx(2.0)
-    assert fig1_plans["r-inart"].rate <= 2.4 + 1e-9
+    assert fig1_plans["r-inart"].rate == pytest.approx(2.4)
+    assert fig1_plans["r-inart"].upper_bound == pytest.approx(2.4)  # the count LP is exact
     assert fig1_plans["inart"].rate == pytest.approx(2.5)
     assert fig1_plans["joint"].rate == pytest.approx(2.5)
     assert fig1_plans["milp"].rate == pytest.approx(2.5)
@@ -100,77 +103,117 @@ def test_l_inart_kkt_matches_lp(topo):
     assert sum(res.split.values()) == pytest.approx(1.0)
 
 
-def test_fattree4_schemes_valid_and_ordered():
-    t = fattree(4)
-    plans = {s: solve(t, s, seed=1) for s in ("lbmm", "atp", "r-inart", "inart")}
-    assert plans["inart"].rate >= plans["atp"].rate >= plans["lbmm"].rate
-    assert plans["inart"].rate > plans["lbmm"].rate
-    assert plans["inart"].rate <= plans["inart"].upper_bound + 1e-6
-    assert solve(t, "inart", seed=1).to_dict()["flows"] == plans["inart"].to_dict()["flows"]
+def test_fig1_paper_rounding_keeps_alg2():
+    plan = solve(fig1(), "inart", seed=0, rounding="paper")
+    assert plan.meta["rounding"] == "random"
+    assert plan.rate == pytest.approx(2.5)
+    assert plan.rate <= plan.upper_bound + 1e-6
 
 
-JOINT_CASES = {
-    "fig1": fig1,
-    "fattree:4": lambda: fattree(4),
-    **{f"leafspine:4,3,3 het {n}": (lambda n=n: leafspine(4, 3, 3, ps=2, preset="heterogeneous",
-                                                           seed=n)) for n in (1, 2, 4)},
-    "leafspine:3,2,3 het 4": lambda: leafspine(3, 2, 3, ps=2, preset="heterogeneous", seed=4),
-}
-
-
-@pytest.fixture(scope="module")
-def joint_vs_inart():
-    out = {}
-    for name, build in JOINT_CASES.items():
-        t = build()
-        paths = PathSets(t)
-        out[name] = solve(t, "inart", seed=1, paths=paths), solve(t, "joint", seed=1, paths=paths)
-    return out
-
-
-@pytest.mark.parametrize("name", list(JOINT_CASES))
-def test_joint_never_below_inart(joint_vs_inart, name):
-    inart, joint = joint_vs_inart[name]
-    assert joint.rate >= inart.rate * (1 - 1e-9)
-    assert joint.rate <= joint.upper_bound + 1e-6
-    assert Plan.from_dict(joint.to_dict()).rate == pytest.approx(joint.rate)
-    if joint.meta["joint"]["kept"] == "inart":
-        assert joint.to_dict()["flows"] == inart.to_dict()["flows"]
-
-
-def test_joint_beats_inart_on_fattree4_and_heterogeneous_leafspines(joint_vs_inart):
-    wins = {name: joint.rate / inart.rate for name, (inart, joint) in joint_vs_inart.items()}
-    assert wins["fattree:4"] > 1.01, wins
-    assert sum(r > 1.01 for r in wins.values()) >= 4, wins
-
-
-def small_instance(seed: int):
-    rng = random.Random(seed)
-    return leafspine(rng.randint(2, 3), rng.randint(1, 2), 2, ps=2,
-                     preset=rng.choice(["homogeneous", "heterogeneous"]), seed=seed)
-
-
-def test_rounding_close_to_exact_on_small_instances():
-    ratios = []
-    for seed in range(5):
-        t = small_instance(seed)
-        exact = solve(t, "milp").rate
-        ratios.append(solve(t, "inart", seed=seed).rate / exact)
-        assert ratios[-1] <= 1 + 1e-6
-    assert sum(ratios) / len(ratios) >= 0.8, ratios
-
-
-@pytest.mark.parametrize("preset", ["homogeneous", "heterogeneous"])
-def test_fattree6_inart_beats_atp_by_half(preset):
-    t = fattree(6, ps=4, preset=preset, seed=1)
+def test_worker_classes_share_paths_after_the_first_hop():
+    t = fattree(4, ps=2, preset="heterogeneous", seed=3)
     paths = PathSets(t)
-    inart, base = solve(t, "inart", seed=1, paths=paths), solve(t, "atp", paths=paths)
-    print(f"fattree:6 {preset}: inart {inart.rate:.3f} atp {base.rate:.3f} "
-          f"ratio {inart.rate / base.rate:.2f}; inart/upper_bound "
-          f"{inart.rate / inart.upper_bound:.3f}")
-    assert len(t.workers) == 50
-    assert inart.rate >= 1.5 * base.rate
-    assert inart.rate <= inart.upper_bound + 1e-6
+    assert sorted(w for c in paths.classes for w in c.members) == sorted(t.workers)
+    for cls in paths.classes:
+        tor = t.tor(cls.rep)
+        assert cls.single and cls.uplink == min(t.links[(w, tor)].spare for w in cls.members)
+        for w in cls.members:
+            assert t.tor(w) == tor
+            for dst in t.pss + t.switches:
+                assert paths.get(w, dst) == tuple(cls.path_for(w, p)
+                                                  for p in paths.get(cls.rep, dst))
+            for s in t.pss:
+                assert paths.switches_between(w, s) == paths.switches_between(cls.rep, s)
+
+
+SMALL = [(3, 1, 2, 0), (3, 1, 2, 1), (3, 1, 2, 2), (2, 2, 2, 2)]
+
+
+@pytest.mark.parametrize("leaves,spines,hosts,seed", SMALL)
+def test_count_lp_bound_is_valid_and_tight_for_the_equal_split(leaves, spines, hosts, seed):
+    t = leafspine(leaves, spines, hosts, ps=2, preset="heterogeneous", seed=seed)
+    paths = PathSets(t)
+    equal = {s: 0.5 for s in t.pss}
+    exact = solve_milp(t, paths, split=equal)
+    assert exact.meta["milp_optimal"]
+    lp = CountLP(t, paths)
+    lp.use_split(equal)
+    bound = lp.bound(0.0, l_inart(t).rate).rate
+    assert bound >= exact.rate * (1 - 1e-6)  # valid: no plan with the split beats it
+    assert lp.feasible_at(bound * (1 + 1e-6)) is None
+    r_inart = solve(t, "r-inart", paths=paths)
+    assert r_inart.upper_bound == pytest.approx(bound)
+    assert r_inart.rate == pytest.approx(exact.rate)  # tight on these, packing reaches it
+
+
+@pytest.mark.parametrize("leaves,spines,hosts,seed", SMALL)
+def test_inart_within_3_percent_of_exact(leaves, spines, hosts, seed):
+    t = leafspine(leaves, spines, hosts, ps=2, preset="heterogeneous", seed=seed)
+    paths = PathSets(t)
+    inart = solve(t, "inart", seed=seed, paths=paths)
+    exact = solve_milp(t, paths, start=inart)
+    assert exact.meta["milp_optimal"]
+    assert 0.97 * exact.rate <= inart.rate <= exact.rate * (1 + 1e-6)
+    assert Plan.from_dict(inart.to_dict()).rate == pytest.approx(inart.rate)
+
+
+def test_count_lp_bound_below_paper_lp_and_above_plan():
+    t = fattree(4, ps=4, preset="heterogeneous", seed=2)
+    paths = PathSets(t)
+    equal = {s: 0.25 for s in t.pss}
+    lp = CountLP(t, paths)
+    lp.use_split(equal)
+    count = lp.bound(0.0, l_inart(t).rate).rate
+    paper = InArtLP(t, paths).solve(equal).rate
+    plan = solve(t, "r-inart", paths=paths)
+    assert plan.rate <= count + 1e-6 <= paper + 2e-6
+    assert plan.upper_bound == pytest.approx(count)
+
+
+def test_fattree4_schemes_valid_ordered_and_deterministic():
+    t = fattree(4)
+    paths = PathSets(t)
+    plans = {s: solve(t, s, seed=1, paths=paths) for s in ("lbmm", "atp", "r-inart", "inart",
+                                                           "joint")}
+    assert plans["joint"].rate >= plans["inart"].rate >= plans["atp"].rate >= plans["lbmm"].rate
+    assert plans["inart"].rate > 1.5 * plans["atp"].rate
+    for plan in plans.values():
+        assert Plan.from_dict(plan.to_dict()).rate == pytest.approx(plan.rate)
+        if plan.upper_bound is not None:
+            assert plan.rate <= plan.upper_bound + 1e-6
+    again = solve(t, "inart", seed=1, paths=paths)
+    assert again.to_dict()["flows"] == plans["inart"].to_dict()["flows"]
+
+
+def test_random_bench_instances_are_seeded_and_summarised():
+    from control_plane.bench_solver import random_instance, random_summary
+
+    spec, topo = random_instance(3)
+    assert spec == random_instance(3)[0] and "--seed 3" in spec
+    assert len(topo.workers) * len(topo.pss) <= 64
+    rows = [{"seed": 1, "inart/milp": 1.0, "proven": True, "paper": 8.0, "milp": 10.0},
+            {"seed": 2, "inart/milp": 0.9, "proven": False, "paper": 9.0, "milp": 10.0}]
+    summary = random_summary(rows)
+    assert summary["inart/milp_min"] == 0.9 and summary[">=0.97"] == 1
+    assert summary["worst"][0] == (2, 0.9) and summary["milp_proven"] == 1
+    fig = random_figure(summary)
+    assert fig["value"] == 0.9 and fig["met"] is False and "NOT MET" in line(fig)
+
+
+def test_bench_figures_take_the_worst_ratio_and_the_median_time():
+    rows = [{"topology": "fattree:6", "preset": p, "seed": seed, "inart/atp": atp,
+             "inart/ub": ub, "inart_e2e_s": wall, "inart_e2e_cpu_s": wall / 2}
+            for p, seed, atp, ub, wall in (("homogeneous", 0, 2.1, 0.99, 0.5),
+                                          ("heterogeneous", 1, 1.9, 0.95, 3.0),
+                                          ("homogeneous", 2, 2.0, 0.89, 0.9))]
+    figs = {f["name"]: f for f in fattree_figures(rows)}
+    atp = figs["solver.inart/atp[fattree:6]"]
+    assert atp["value"] == 1.9 and not atp["met"] and atp["worst"] == "heterogeneous seed 1"
+    assert figs["solver.inart/bound[fattree:6]"]["value"] == 0.89
+    e2e = figs["solver.e2e[fattree:6]"]
+    assert e2e["value"] == 0.9 and e2e["met"] and e2e["cpu_median"] == 0.45
+    assert line(e2e).startswith("solver.e2e[fattree:6]") and "goal <= 1, ratio 0.900, met" \
+        in line(e2e)
 
 
 def test_impossible_requests_are_clear():
@@ -188,12 +231,52 @@ def test_impossible_requests_are_clear():
         solve(fig1(), "inart", rounding="magic")
 
 
-def test_bench_joint_table_covers_fig1_and_leafspines():
-    from control_plane.bench_solver import joint_summary, joint_table
+def test_large_instances_are_packed_without_the_lp(monkeypatch):
+    import control_plane.solve as solve_module
 
-    rows = joint_table([], ["3,2,3"], seeds=1, seed=1)
-    assert [r["topology"] for r in rows] == ["fig1", "leafspine:3,2,3 seed 1"]
-    assert rows[0]["joint/inart"] == 1.0 and rows[0]["joint_kept"] == "inart"
-    summary = joint_summary(rows)
-    assert summary["instances"] == summary["joint>=inart"] == 2
-    assert summary["joint>inart"] == 1
+    monkeypatch.setattr(solve_module, "LP_MAX_FLOWS", 0)
+    t = fattree(4, ps=2, preset="heterogeneous", seed=1)
+    plan = solve(t, "inart", seed=1)
+    uplink = min(t.links[(w, t.tor(w))].spare for w in t.workers)
+    assert plan.upper_bound == pytest.approx(min(l_inart(t).rate, uplink))
+    assert 0 < plan.rate <= plan.upper_bound
+    assert Plan.from_dict(plan.to_dict()).rate == pytest.approx(plan.rate)
+    assert plan.rate > solve(t, "atp").rate
+
+
+def test_route_keeps_the_split_it_is_given():
+    split = {"s1": 7 / 15, "s2": 8 / 15}
+    plan = route(fig1(), split)
+    assert plan.partition == split and plan.rate == pytest.approx(2.5)
+    assert plan.rate <= plan.upper_bound + 1e-9
+    equal = route(fig1(), {"s1": 0.5, "s2": 0.5}, scheme="r-inart")
+    assert equal.scheme == "r-inart" and equal.rate == pytest.approx(2.4)
+
+
+@pytest.mark.parametrize("split,message", [
+    ({"s1": 1.0}, "split: keys"),
+    ({"s1": 0.5, "s3": 0.5}, "split: keys"),
+    ({"s1": 0.7, "s2": 0.7}, "sum to 1"),
+    ({"s1": -0.5, "s2": 1.5}, r"in \[0, 1\]"),
+])
+def test_route_refuses_a_bad_split_by_name(split, message):
+    with pytest.raises(ValueError, match=message):
+        route(fig1(), split)
+
+
+def test_lp_matrix_compression_matches_scipy():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from control_plane.lp_model import _csc
+
+    rng = np.random.default_rng(1)
+    rows, cols = rng.integers(0, 7, 60).tolist(), rng.integers(0, 9, 60).tolist()
+    cols = [c for c in cols if c != 4]  # an empty column
+    rows = rows[:len(cols)]
+    vals = rng.normal(size=len(cols)).tolist()
+    start, index, value = _csc(rows, cols, vals, 10)
+    want = sp.csc_matrix((vals, (rows, cols)), shape=(7, 10))
+    want.sum_duplicates()
+    assert start.tolist() == want.indptr.tolist() and index.tolist() == want.indices.tolist()
+    assert np.allclose(value, want.data)

@@ -1,0 +1,73 @@
+"""The figures `inart bench solver` checks against issue 18's goals, one labelled line each.
+
+Per fat-tree size: inart/atp and inart/upper_bound (the worst instance: the goals hold "on
+every seed"), and the end-to-end solve time (median over the instances, wall clock and this
+process's CPU time; on a shared machine the wall time grows with the load, the CPU time
+much less).  For `--random N`: inart/MILP, the worst instance.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+
+# (figure, fat-tree k) -> (comparison, goal); issue 18, fat-trees with 4 PSs
+GOALS: dict[tuple[str, int], tuple[str, float]] = {
+    ("inart/atp", 6): (">=", 2.0),
+    ("inart/bound", 6): (">=", 0.9),
+    ("inart/bound", 8): (">=", 0.85),
+    ("e2e", 6): ("<=", 1.0),
+    ("e2e", 8): ("<=", 5.0),
+    ("e2e", 16): ("<=", 120.0),
+}
+RANDOM_GOAL = (">=", 0.97)
+
+
+def _figure(name: str, value: float, unit: str, goal: tuple[str, float] | None,
+            **extra: object) -> dict:
+    out: dict = {"name": name, "value": round(value, 4), "unit": unit}
+    if goal is not None:
+        op, target = goal
+        out.update(goal=f"{op} {target:g}", ratio=round(value / target, 3),
+                   met=value >= target if op == ">=" else value <= target)
+    return out | extra
+
+
+def fattree_figures(rows: list[dict]) -> list[dict]:
+    """Worst ratios and median solve time per fat-tree size in `rows` (bench rows)."""
+    out = []
+    for k in sorted({int(r["topology"].split(":")[1]) for r in rows}):
+        mine = [r for r in rows if r["topology"] == f"fattree:{k}"]
+        where = {"instances": len(mine),
+                 "presets": ",".join(sorted({r["preset"] for r in mine})),
+                 "seeds": ",".join(str(s) for s in sorted({r["seed"] for r in mine}))}
+        for key, column in (("inart/atp", "inart/atp"), ("inart/bound", "inart/ub")):
+            worst = min(mine, key=lambda r: r[column])
+            out.append(_figure(f"solver.{key}[fattree:{k}]", worst[column], "x",
+                               GOALS.get((key, k)), worst=f"{worst['preset']} seed "
+                               f"{worst['seed']}", **where))
+        wall = [r["inart_e2e_s"] for r in mine]
+        cpu = [r["inart_e2e_cpu_s"] for r in mine]
+        out.append(_figure(f"solver.e2e[fattree:{k}]", statistics.median(wall), "s",
+                           GOALS.get(("e2e", k)), max=max(wall),
+                           cpu_median=round(statistics.median(cpu), 3), cpu_max=max(cpu),
+                           load=round(os.getloadavg()[0], 2), **where))
+    return out
+
+
+def random_figure(summary: dict) -> dict:
+    """inart/MILP on the worst random instance."""
+    return _figure(f"solver.inart/milp[random {summary['instances']}]",
+                   summary["inart/milp_min"], "x", RANDOM_GOAL,
+                   mean=summary["inart/milp_mean"], at_goal=summary[">=0.97"],
+                   with_milp=summary["with_milp"], proven=summary["milp_proven"],
+                   worst=summary["worst"])
+
+
+def line(fig: dict) -> str:
+    """One labelled line: name, value, unit, goal and ratio, then the details."""
+    goal = (f"goal {fig['goal']}, ratio {fig['ratio']:.3f}, "
+            f"{'met' if fig['met'] else 'NOT MET'}" if "goal" in fig else "no goal")
+    rest = "; ".join(f"{k} {v}" for k, v in fig.items()
+                     if k not in ("name", "value", "unit", "goal", "ratio", "met"))
+    return f"{fig['name']:32s} {fig['value']:8.3f} {fig['unit']:2s} ({goal}; {rest})"
