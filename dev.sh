@@ -15,6 +15,11 @@ cd "$(dirname "$0")"
 APT_PACKAGES=(python3 python3-venv python3-dev gcc iproute2 iputils-ping ethtool procps mininet nftables
               iperf3)
 VENV=.venv
+# p4runtime-shell (`inart shell`) pins protobuf<3.21 and p4runtime==1.4.1 in its metadata only;
+# it runs on protobuf 6 with the project's own P4Runtime stubs (the `p4` package), so it is
+# installed without its declared dependencies, plus what it imports at run time.
+P4RUNTIME_SHELL=(p4runtime-shell==0.0.6)
+P4RUNTIME_SHELL_RUNTIME=(ipython==7.31.1 jedi==0.17.2)
 
 apt_setup() {
     local missing=()
@@ -31,7 +36,8 @@ apt_setup() {
 
 venv_setup() {
     local stamp="$VENV/.inart-stamp" want
-    want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+    want=$({ cat pyproject.toml; echo "${P4RUNTIME_SHELL[*]} ${P4RUNTIME_SHELL_RUNTIME[*]}"; } \
+        | sha256sum | cut -d' ' -f1)
     if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
         return
     fi
@@ -40,7 +46,14 @@ venv_setup() {
     "$VENV/bin/pip" install -q --upgrade pip
     # torch first and pinned, so no other requirement pulls a CUDA build
     "$VENV/bin/pip" install -q "torch==2.13.0"
+    # PyPI's p4runtime (left by venvs made before the `p4` package) would shadow that package
+    # with stubs protobuf 6 refuses
+    if "$VENV/bin/pip" show -q p4runtime >/dev/null 2>&1; then
+        "$VENV/bin/pip" uninstall -y -q p4runtime
+    fi
     "$VENV/bin/pip" install -q -e ".[dev]"
+    "$VENV/bin/pip" install -q "${P4RUNTIME_SHELL_RUNTIME[@]}"
+    "$VENV/bin/pip" install -q --no-deps "${P4RUNTIME_SHELL[@]}"
     echo "$want" >"$stamp"
 }
 

@@ -35,7 +35,7 @@ EVENT_KINDS = {"link-down": pb.EVENT_KIND_LINK_DOWN, "link-up": pb.EVENT_KIND_LI
 def to_dict(message: Message) -> dict:
     """A message as JSON-able data (field names as in the .proto, defaults included)."""
     return MessageToDict(message, preserving_proto_field_name=True,
-                         including_default_value_fields=True)
+                         always_print_fields_with_no_presence=True)
 
 
 class Client:

@@ -1,8 +1,9 @@
 """The committed gRPC stubs are what protoc makes of the committed .proto, and they run on the
-project's protobuf runtime (3.20.3, p4runtime-shell's pin)."""
+project's protobuf runtime (the version pyproject.toml pins, upb)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import google.protobuf
 import grpc
 import pytest
+from google.protobuf.internal import api_implementation
 
 from control_plane.repo import REPO
 from control_plane.service.proto import inart_controller_pb2 as pb
@@ -33,7 +35,9 @@ def test_committed_stubs_match_the_proto(tmp_path: Path) -> None:
 
 
 def test_stubs_run_on_the_pinned_protobuf() -> None:
-    assert google.protobuf.__version__ == "3.20.3"
+    pinned = re.search(r'"protobuf==([^"]+)"', (REPO / "pyproject.toml").read_text())
+    assert pinned and google.protobuf.__version__ == pinned.group(1)
+    assert api_implementation.Type() == "upb"
     msg = pb.PlanVersion(job_id=3, ranks={"w1": 0}, addresses={"s1": "10.6.0.2"})
     assert pb.PlanVersion.FromString(msg.SerializeToString()) == msg
     assert not pb.SwitchAddress(name="v1").HasField("device_id")  # proto3 optional
