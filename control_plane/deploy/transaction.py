@@ -212,7 +212,7 @@ class LoadedPipeline:
     def load(cls, pipeline: Pipeline) -> LoadedPipeline:
         pipeline.check()
         info = P4Info.load(pipeline.p4info)
-        config = pipeline.config.read_bytes()
+        config = pipeline.device_config()
         digest = hashlib.sha256(info.proto.SerializeToString(deterministic=True) + config)
         return cls(info, config, int.from_bytes(digest.digest()[:8], "big"))
 
