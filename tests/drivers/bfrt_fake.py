@@ -8,15 +8,14 @@ SDE's own ``bfrt_grpc`` outside of tests.
 from __future__ import annotations
 
 import json
-import threading
 import types
-from concurrent import futures
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.rpc import status_pb2  # noqa: F401  (registers google.rpc.Status in the pool)
 
 from control_plane.drivers.bfrt.sde import BfrtStubs
+from tests.drivers.fake_server import FakeServer
 
 F = descriptor_pb2.FieldDescriptorProto
 PKG = "bfrt_proto"
@@ -181,18 +180,16 @@ NON_P4 = {"tables": [
 ]}
 
 
-class FakeBfRuntime:
+class FakeBfRuntime(FakeServer):
     """A BfRuntime server: records requests, keeps entries by (table, key), answers
     ``$PORT_STR_INFO`` reads from ``fronts`` (name -> dev port); ``fail_after`` makes the
     Write that would exceed that many stored entries fail (for rollback tests)."""
 
     def __init__(self, fronts: dict[str, int] | None = None, fail_after: int | None = None):
+        super().__init__()
         self.fronts = fronts or {}
         self.fail_after = fail_after
-        self.requests: list = []
         self.entries: dict[tuple, object] = {}
-        self.lock = threading.Lock()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         handlers = {
             "Write": grpc.unary_unary_rpc_method_handler(
                 self._write, PB2.WriteRequest.FromString, PB2.WriteResponse.SerializeToString),
@@ -210,18 +207,7 @@ class FakeBfRuntime:
         }
         self.server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(f"{PKG}.BfRuntime", handlers),))
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
-        self.address = f"127.0.0.1:{self.port}"
-
-    def __enter__(self) -> FakeBfRuntime:
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.stop(grace=None)
-
-    def of(self, kind) -> list:
-        return [r for r in self.requests if isinstance(r, kind)]
+        self.listen()
 
     @staticmethod
     def _key(te) -> tuple:

@@ -4,36 +4,22 @@ records every request, so tests can check the bytes the P4Runtime driver sends."
 
 from __future__ import annotations
 
-import threading
-from concurrent import futures
-
 import grpc
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from tests.drivers.fake_server import FakeServer
 
-class FakeStratum(p4runtime_pb2_grpc.P4RuntimeServicer):
+
+class FakeStratum(FakeServer, p4runtime_pb2_grpc.P4RuntimeServicer):
     """One device; ``requests`` holds every unary request in arrival order."""
 
-    def __init__(self, device_id: int = 1):
-        self.device_id = device_id
-        self.requests: list = []
+    def __init__(self) -> None:
+        super().__init__()
         self.config: p4runtime_pb2.ForwardingPipelineConfig | None = None
         self.entities: dict[bytes, p4runtime_pb2.Entity] = {}
-        self.lock = threading.Lock()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, self.server)
-        self.address = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
-
-    def __enter__(self) -> FakeStratum:
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.stop(grace=None)
-
-    def of(self, kind) -> list:
-        return [r for r in self.requests if isinstance(r, kind)]
+        self.listen()
 
     # -- RPCs ---------------------------------------------------------------------------------
     def Capabilities(self, request, context):

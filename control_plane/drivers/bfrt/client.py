@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import grpc
 
 from control_plane.drivers.bfrt.sde import BfrtStubs
+from control_plane.drivers.streams import pump, queue_iter
 
 DEFAULT_PORT = 50052
 DEFAULT_TIMEOUT_S = 20.0
@@ -64,20 +65,6 @@ class BfrtClient:
             raise BfrtError(f"{self.address}: {name} failed: {exc.code().name}: "
                             f"{exc.details()}", exc.code()) from None
 
-    def _request_iter(self) -> Iterator:
-        while True:
-            item = self._requests.get()
-            if item is None:
-                return
-            yield item
-
-    def _read_stream(self) -> None:
-        try:
-            for msg in self._stream:
-                self._responses.put(msg)
-        except grpc.RpcError as exc:
-            self._responses.put(exc)
-
     def connect(self) -> BfrtClient:
         """Subscribe this client id to the device (bf_switchd answers on the stream)."""
         try:
@@ -86,8 +73,8 @@ class BfrtClient:
             raise BfrtError(f"{self.address}: no BF Runtime server answers within "
                             f"{self.timeout:.0f} s; is bf_switchd running (gRPC port "
                             f"{DEFAULT_PORT})?", grpc.StatusCode.UNAVAILABLE) from None
-        self._stream = self._stub.StreamChannel(self._request_iter())
-        threading.Thread(target=self._read_stream, daemon=True).start()
+        self._stream = self._stub.StreamChannel(queue_iter(self._requests))
+        threading.Thread(target=pump, args=(self._stream, self._responses), daemon=True).start()
         req = self.pb2.StreamMessageRequest(client_id=self.client_id)
         req.subscribe.device_id = self.device_id
         req.subscribe.notifications.enable_port_status_change_notifications = False
