@@ -64,7 +64,7 @@ def pipeline_for(target: str, build_dir: Path = P4_BUILD) -> Pipeline:
         raise PipelineError(f"target '{target}': expected one of {', '.join(TARGET_CONFIG)}")
     if kind == "stratum-bf":
         tna = build_dir / "tna"
-        pipeline = Pipeline(tna / "inart.p4info.txtpb", tna, kind)
+        pipeline = Pipeline(tna / "inart.p4info.bin", tna, kind)
     else:
         pipeline = Pipeline(build_dir / "inart.p4info.txtpb", build_dir / "inart.json")
     pipeline.check()

@@ -8,6 +8,12 @@ from collections.abc import Iterable, Iterator
 
 import grpc
 
+# A Tofino pipeline config (tofino.bin + context.json + bfrt.json) is several MiB, more than
+# gRPC's default 4 MiB per message; reading it back must not fail either.
+MAX_MESSAGE = 256 * 1024 * 1024
+CHANNEL_OPTIONS = (("grpc.max_receive_message_length", MAX_MESSAGE),
+                   ("grpc.max_send_message_length", MAX_MESSAGE))
+
 
 def queue_iter(requests: queue.Queue) -> Iterator:
     """Yield queued requests until a None ends the stream from our side."""

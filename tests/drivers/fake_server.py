@@ -8,6 +8,8 @@ from concurrent import futures
 
 import grpc
 
+from control_plane.drivers.streams import CHANNEL_OPTIONS
+
 
 class FakeServer:
     """Subclasses register their handlers on ``self.server`` and append to ``requests``."""
@@ -15,7 +17,8 @@ class FakeServer:
     def __init__(self) -> None:
         self.requests: list = []
         self.lock = threading.Lock()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+                                  options=CHANNEL_OPTIONS)
 
     def listen(self) -> None:
         """Bind a free loopback port (after the handlers are added)."""

@@ -14,7 +14,7 @@ def _fake_build(root):
     (root / "tna" / "bfrt.json").write_bytes(b'{"tables": []}')
     (root / "tna" / "pipe" / "context.json").write_bytes(b'{"ctx": 1}')
     (root / "tna" / "pipe" / "tofino.bin").write_bytes(bytes(range(256)) * 3)
-    (root / "tna" / "inart.p4info.txtpb").write_text("")
+    (root / "tna" / "inart.p4info.bin").write_bytes(b"")
     return TofinoFiles.in_build(root / "tna")
 
 
@@ -64,5 +64,5 @@ def test_missing_file_and_garbage(tmp_path):
 def test_pipeline_for_tofino_packs_on_load(tmp_path):
     files = _fake_build(tmp_path)
     pipeline = pipeline_for("tofino", tmp_path)
-    assert pipeline.p4info == tmp_path / "tna" / "inart.p4info.txtpb"
+    assert pipeline.p4info == tmp_path / "tna" / "inart.p4info.bin"
     assert unpack(pipeline.device_config()).bfruntime_info == files.bfrt_json.read_bytes()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import grpc
 
 from control_plane.drivers.bfrt.sde import BfrtStubs
-from control_plane.drivers.streams import pump, queue_iter
+from control_plane.drivers.streams import CHANNEL_OPTIONS, pump, queue_iter
 
 DEFAULT_PORT = 50052
 DEFAULT_TIMEOUT_S = 20.0
@@ -51,7 +51,7 @@ class BfrtClient:
         self.pb2 = stubs.pb2
         self.address, self.device_id, self.client_id = address, device_id, client_id
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(address)
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = stubs.grpc.BfRuntimeStub(self._channel)
         self._requests: queue.Queue = queue.Queue()
         self._responses: queue.Queue = queue.Queue()

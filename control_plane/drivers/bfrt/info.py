@@ -64,7 +64,7 @@ class Table:
 def _field(raw: dict, where: str) -> Field:
     inner = raw.get("singleton", raw)  # table-level data wraps the field in 'singleton'
     try:
-        typ = inner["type"]
+        typ = inner.get("type", {"type": "container"})  # container fields: no scalar type
         kind = typ.get("type", "bytes")
         width = int(typ.get("width", 32 if kind == "uint32" else 64 if kind == "uint64"
                             else 16 if kind == "uint16" else 8 if kind == "uint8" else 0))

@@ -51,6 +51,7 @@ class _Run:
     client: BfrtClient
     info: BfrtInfo | None = None
     written: list = field(default_factory=list)  # journal: TableEntry messages, in order
+    maybe: list = field(default_factory=list)  # the batch of a failed Write: some may be in
 
 
 def program_of(files: TofinoFiles, pipe_scope: tuple[int, ...] = ALL_PIPES) -> Program:
@@ -107,14 +108,22 @@ def _plan_entries(run: _Run, compiled: Compiled, dev_ports: dict[int, int]) -> l
 
 
 def _rollback(runs: list[_Run]) -> list[str]:
+    """Delete what each run wrote (last first); the entries of a failed batch one by one,
+    as a failed Write may have applied some of them."""
     lines = []
     for run in reversed(runs):
+        delete = run.client.pb2.Update.DELETE
+        for te in reversed(run.maybe):
+            try:
+                run.client.write(delete, [te], P4_NAME, "rollback of a failed batch")
+            except BfrtError:
+                pass  # it was not written
         if not run.written:
             continue
         try:
             for start in range(0, len(run.written), BATCH):
                 batch = list(reversed(run.written))[start:start + BATCH]
-                run.client.write(run.client.pb2.Update.DELETE, batch, P4_NAME, "rollback")
+                run.client.write(delete, batch, P4_NAME, "rollback")
             lines.append(f"{run.switch.name}: deleted {len(run.written)} entries")
         except BfrtError as exc:
             lines.append(f"{run.switch.name}: could NOT delete all {len(run.written)} "
@@ -149,9 +158,11 @@ def install(compiled: Compiled, switches: list[BfrtSwitch], files: TofinoFiles, 
             todo = _plan_entries(run, compiled, dev_ports)
             for start in range(0, len(todo), BATCH):
                 batch = todo[start:start + BATCH]
+                run.maybe = batch
                 run.client.write(run.client.pb2.Update.INSERT, batch, P4_NAME,
                                  f"{len(batch)} plan entries")
                 run.written.extend(batch)
+                run.maybe = []
                 if progress is not None:
                     progress(run.switch.name, "written", len(batch))
         return {run.switch.name: len(run.written) for run in runs}

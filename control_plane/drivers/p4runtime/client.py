@@ -43,7 +43,7 @@ from control_plane.drivers.p4runtime.values import (
     decode_value,
     encode_value,
 )
-from control_plane.drivers.streams import pump, queue_iter
+from control_plane.drivers.streams import CHANNEL_OPTIONS, pump, queue_iter
 
 CLOSE_WAIT_S = 2.0  # how long close() waits for the server to end the stream
 
@@ -67,7 +67,7 @@ class P4RuntimeClient:
         self.election_id = p4runtime_pb2.Uint128(high=election_id[0], low=election_id[1])
         self.timeout = timeout
         self.info: P4Info | None = None
-        self._channel = grpc.insecure_channel(address)
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         self._write_encoded = self._channel.unary_unary(  # takes the request as bytes
             "/p4.v1.P4Runtime/Write",
