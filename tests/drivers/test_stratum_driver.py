@@ -92,3 +92,28 @@ def test_install_through_stratum(fig1_compiled):
                       for u in updates if u.entity.HasField("packet_replication_engine_entry")}
             assert groups == {g.group_id: sorted((MAPPING[p], r) for p, r in g.replicas)
                               for g in fig1_compiled.switches[name].groups}
+
+
+def test_inart_install_target_tofino(fig1_plan, tmp_path, capsys):
+    """`inart install --target tofino --ports ...`: the plan's ports become the files'
+    dev ports on the wire; a switch without a ports file is refused before any write."""
+    from control_plane.cli import main
+
+    plan = tmp_path / "plan.json"
+    fig1_plan.save(plan)
+    ports = []
+    for sw in ("v1", "v2"):
+        path = tmp_path / f"{sw}.yaml"
+        path.write_text("schema: inart.ports/1\nports:\n" + "".join(
+            f"  - {{port: {k}, dev_port: {8 * k}, speed: 100G}}\n" for k in range(1, 10)))
+        ports += ["--ports", f"{sw}={path}"]
+    with FakeStratum() as s1, FakeStratum() as s2:
+        args = ["install", "--plan", str(plan), "--target", "tofino",
+                "--switch", f"v1={s1.address},device=1", "--switch", f"v2={s2.address},device=2"]
+        assert main([*args, ports[0], ports[1]]) == 2
+        assert "no ports file for switch(es) v2" in capsys.readouterr().err
+        assert s1.of(p4runtime_pb2.SetForwardingPipelineConfigRequest) == []
+        assert main([*args, *ports, "--timeout", "5"]) == 0
+        sent = {r.egress_port for w in s1.of(p4runtime_pb2.WriteRequest) for u in w.updates
+                for r in u.entity.packet_replication_engine_entry.multicast_group_entry.replicas}
+        assert sent and sent <= set(MAPPING.values())
