@@ -1,14 +1,20 @@
 # Developer tasks that need tools outside the Python environment.
-#   make p4        rebuild p4src/build (bmv2 JSON, P4Info, build-info.json) with p4c
-#   make p4-check  check that p4src/build matches the P4 sources (no p4c needed)
-# P4C=/path/to/p4c overrides the compiler (default /opt/p4/bin/p4c); see README.md.
+#   make p4        rebuild p4src/build: the bmv2 build of p4src/v1model (bmv2 JSON, P4Info,
+#                  build-info.json) with p4c, and the Tofino build of p4src/tna
+#                  (p4src/build/tna/) with p4c's Tofino back end
+#   make p4-check  check that both builds match the P4 sources (no compiler needed)
+# P4C=/path/to/p4c and BF_P4C=/path/to/p4c-barefoot override the compilers (defaults:
+# /opt/p4/bin/p4c; p4c-barefoot or bf-p4c on PATH or in /opt/p4/bin); ARCH=v1model or
+# ARCH=tna rebuilds one of them.  See README.md and docs/tofino.md.
 PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 P4C ?= /opt/p4/bin/p4c
+ARCH ?= all
+BF_P4C ?=
 
 .PHONY: p4 p4-check
 
 p4:
-	$(PYTHON) -m control_plane.p4_build --p4c $(P4C)
+	$(PYTHON) -m control_plane.p4_build --arch $(ARCH) --p4c $(P4C) $(if $(BF_P4C),--bf-p4c $(BF_P4C))
 
 p4-check:
 	$(PYTHON) -m control_plane.p4_build --check

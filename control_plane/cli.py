@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),
     "shell": ("emulation.cli_shell", "p4runtime-shell on a switch of a running emulation"),
     "switch": ("emulation.cli_switch", "run one P4 switch (embedded target or bmv2) alone"),
+    "ptf": ("emulation.cli_ptf", "run the PTF packet suite (embedded, bmv2, tofino)"),
     "serve": ("control_plane.cli_serve", "run the controller service (gRPC API, re-planning)"),
     "ctl": ("control_plane.cli_ctl", "talk to a running `inart serve`"),
 }

@@ -5,6 +5,11 @@
     inart install --plan plan.json --dry-run [--json]          # entries per switch, no switch
     inart uninstall --plan plan.json --switch ...
 
+    inart install --plan plan.json --target tofino --switch v1=10.0.0.5:9559 \
+        --ports v1=ports-v1.yaml                 # Stratum (P4Runtime) on a Tofino
+    inart install --plan plan.json --target tofino --bfrt --switch v1=10.0.0.5:50052 \
+        --ports v1=ports-v1.yaml                 # bf_switchd's BF Runtime (needs the SDE)
+
 The entries come from control_plane/deploy (assign + compile_plan), so the switches' ports and
 the hosts' addresses must be wired as the deploy layer's deterministic addressing says: port k
 of a switch is its k-th neighbour in natural id order (`--dry-run` prints the mapping and every
@@ -29,7 +34,14 @@ from control_plane.cli_args import command
 from control_plane.cli_plan import add_topology_args
 from control_plane.deploy.addressing import Addressing, AddressingError, assign
 from control_plane.deploy.entries import Compiled, EntriesError, compile_plan
-from control_plane.deploy.pipeline import TARGET_CONFIG, Pipeline, PipelineError, pipeline_for
+from control_plane.deploy.pipeline import (
+    TARGET_CONFIG,
+    TNA_BUILD,
+    Pipeline,
+    PipelineError,
+    pipeline_for,
+)
+from control_plane.deploy.portmap import remap_compiled
 from control_plane.deploy.state import StateError
 from control_plane.deploy.transaction import (
     DEFAULT_ELECTION_ID,
@@ -44,13 +56,14 @@ from control_plane.deploy.transaction import (
     verify_clean,
 )
 from control_plane.drivers.p4runtime import P4RuntimeError
+from control_plane.drivers.tofino.ports import PortsError, PortsFile, load_ports
 from control_plane.plan import Plan, PlanError
 from control_plane.report import format_table
 from control_plane.topologies import build_topology
 from control_plane.topology import Topology, TopologyError, natural_key
 
 INPUT_ERRORS = (PlanError, TopologyError, AddressingError, EntriesError, PipelineError,
-                StateError)
+                StateError, PortsError)
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -66,6 +79,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    metavar="HIGH,LOW",
                    help="P4Runtime election id; a switch where another controller is primary "
                         "with a higher one is an error (default: %(default)s)")
+    p.add_argument("--ports", action="append", default=[], metavar="NAME=FILE",
+                   help="tofino: switch NAME's ports file (plan port -> dev port, speed, FEC; "
+                        "docs/tofino.md); one per switch")
     p.add_argument("--timeout", type=float, default=15.0, help="seconds per P4Runtime call")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -87,6 +103,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--reset", action="store_true",
                    help="push the pipeline even where it is already ours: zeroes registers "
                         "and counters and removes every entry first")
+    p.add_argument("--bfrt", action="store_true",
+                   help="tofino: talk BF Runtime to bf_switchd (port 50052, the SDE's "
+                        "bfrt_grpc) instead of P4Runtime; pushes the program and brings the "
+                        "ports of --ports up")
     p.set_defaults(func=run_install)
 
 
@@ -135,7 +155,55 @@ def _load(args: argparse.Namespace) -> tuple[Plan, Addressing, Compiled, Pipelin
                               preset=args.preset, seed=args.seed)
         _check_topology(plan.topology, real, args.topology)
     addressing = assign(plan.topology)
-    return plan, addressing, compile_plan(plan, addressing), pipeline_for(args.target)
+    compiled = compile_plan(plan, addressing)
+    if getattr(args, "bfrt", False):
+        pass  # the BF Runtime driver maps ports itself (it can look front-panel names up)
+    elif args.target == "tofino" and args.ports:
+        compiled = remap_compiled(compiled, {sw: spec.dev_ports()
+                                             for sw, spec in tofino_ports(args).items()})
+    elif args.target == "tofino" and not getattr(args, "dry_run", False):
+        raise PortsError("--target tofino needs --ports NAME=FILE for every switch (plan port "
+                         "-> dev port; docs/tofino.md)")
+    return plan, addressing, compiled, pipeline_for(args.target)
+
+
+def tofino_ports(args: argparse.Namespace) -> dict[str, PortsFile]:
+    """--ports NAME=FILE, parsed."""
+    out = {}
+    for text in args.ports:
+        name, eq, path = text.partition("=")
+        if not eq or not name or not path:
+            raise PortsError(f"--ports {text!r}: expected NAME=FILE, e.g. v1=ports-v1.yaml")
+        out[name] = load_ports(path)
+    return out
+
+
+def run_bfrt(args: argparse.Namespace, compiled: Compiled,
+             switches: dict[str, SwitchAddress]) -> int:
+    """`inart install --target tofino --bfrt`: the BF Runtime driver."""
+    from control_plane.drivers.bfrt.install import BfrtInstallError, BfrtSwitch, install
+    from control_plane.drivers.bfrt.sde import SdeError
+    from control_plane.drivers.tofino.stratum import TofinoFiles
+
+    ports = tofino_ports(args)
+    missing = [sw for sw in switches if sw not in ports]
+    if missing:
+        return _fail("install", PortsError(f"--bfrt needs --ports for switch(es) "
+                                           f"{', '.join(missing)}"), 2)
+    targets = [BfrtSwitch(sw.name, sw.address, ports[sw.name], sw.device_id)
+               for sw in switches.values()]
+    started = time.perf_counter()
+    try:
+        written = install(compiled, targets, TofinoFiles.in_build(TNA_BUILD),
+                          timeout=args.timeout)
+    except (BfrtInstallError, SdeError, PortsError) as exc:
+        return _fail("install", exc, 1)
+    for name, count in written.items():
+        print(f"{name}: program pushed, {len(ports[name].ports)} port(s) up, {count} "
+              f"entries written")
+    print(f"install: {sum(written.values())} entries on {len(written)} switch(es) in "
+          f"{time.perf_counter() - started:.2f} s")
+    return 0
 
 
 class _Bar:
@@ -179,6 +247,11 @@ def run_install(args: argparse.Namespace) -> int:
         return _fail("install", exc, 2)
     if args.dry_run:
         return dry_run(args, plan, addressing, compiled, switches)
+    if args.bfrt:
+        if args.target != "tofino" or args.verify:
+            return _fail("install", DeployError("--bfrt goes with --target tofino and installs "
+                                                "only (no --verify)"), 2)
+        return run_bfrt(args, compiled, switches)
     try:
         if args.verify:
             return show_verify(args, verify(compiled, switches, pipeline, args.timeout))

@@ -42,18 +42,18 @@ class BuildError(RuntimeError):
     """The P4 build is missing, stale, or p4c failed; the message says which and why."""
 
 
-def source_files(root: Path = P4SRC) -> list[Path]:
-    """Every P4 source the program is built from, in a fixed order."""
-    files = [p for d in SOURCE_DIRS for p in sorted((root / d).glob("*.p4"))]
+def source_files(root: Path = P4SRC, dirs: tuple[str, ...] = SOURCE_DIRS) -> list[Path]:
+    """Every P4 source a program is built from (``dirs`` under ``root``), in a fixed order."""
+    files = [p for d in dirs for p in sorted((root / d).glob("*.p4"))]
     if not files:
-        raise BuildError(f"no P4 sources under {root}/{{{','.join(SOURCE_DIRS)}}}")
+        raise BuildError(f"no P4 sources under {root}/{{{','.join(dirs)}}}")
     return files
 
 
-def sources_sha256(root: Path = P4SRC) -> str:
+def sources_sha256(root: Path = P4SRC, dirs: tuple[str, ...] = SOURCE_DIRS) -> str:
     """sha256 over (relative path, contents) of every source, so renames also count."""
     digest = hashlib.sha256()
-    for path in source_files(root):
+    for path in source_files(root, dirs):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -120,7 +120,7 @@ def check_fresh(build_dir: Path = BUILD_DIR, root: Path = P4SRC) -> None:
             raise BuildError(f"{build_dir / name} differs from build-info.json '{key}'")
 
 
-def _p4c_version(p4c: str) -> str:
+def p4c_version(p4c: str) -> str:
     out = subprocess.run([p4c, "--version"], capture_output=True, text=True, timeout=60)
     return (out.stdout or out.stderr).strip().splitlines()[-1] if out.returncode == 0 else "?"
 
@@ -168,7 +168,7 @@ def compile_program(p4c: str, build_dir: Path = BUILD_DIR) -> dict:
         "bmv2_json_sha256": file_sha256(build_dir / BMV2_JSON),
         "p4info": P4INFO,
         "p4info_sha256": file_sha256(build_dir / P4INFO),
-        "p4c_version": _p4c_version(p4c),
+        "p4c_version": p4c_version(p4c),
         "p4c_command": "p4c --target bmv2 --arch v1model --std p4-16 -o p4src/build "
                        f"--p4runtime-files p4src/build/{P4INFO} p4src/v1model/inart.p4",
     }
@@ -176,26 +176,53 @@ def compile_program(p4c: str, build_dir: Path = BUILD_DIR) -> dict:
     return info
 
 
+def _run(arch: str, args: argparse.Namespace) -> str:
+    """Check or rebuild one program; the line to print."""
+    if arch == "tna":
+        from control_plane import p4_build_tna  # the Tofino build's own module
+
+        if args.check:
+            p4_build_tna.check_fresh()
+            return f"{p4_build_tna.TNA_BUILD_REL} is up to date"
+        info = p4_build_tna.compile_program(args.bf_p4c)
+        return (f"built {p4_build_tna.TNA_BUILD_REL} with {info['compiler_version']} "
+                f"(N={info['N']}, {info['stages']} stages, sources sha256 "
+                f"{info['sources_sha256'][:12]}...)")
+    if args.check:
+        check_fresh()
+        return "p4src/build (v1model) is up to date"
+    info = compile_program(args.p4c)
+    return (f"built p4src/build with {info['p4c_version']} (N={info['N']}, "
+            f"sources sha256 {info['sources_sha256'][:12]}...)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Rebuild p4src/build with p4c.")
+    parser = argparse.ArgumentParser(description="Rebuild (or check) p4src/build: the bmv2 "
+                                                 "build of p4src/v1model and the Tofino build "
+                                                 "of p4src/tna.")
+    parser.add_argument("--arch", choices=("v1model", "tna", "all"), default="all",
+                        help="which program (default: %(default)s)")
     parser.add_argument("--p4c", default=os.environ.get("P4C", DEFAULT_P4C),
                         help="p4c executable (default: $P4C or %(default)s)")
+    parser.add_argument("--bf-p4c", default=os.environ.get("BF_P4C"),
+                        help="the Tofino back end's driver (default: $BF_P4C, else "
+                             "p4c-barefoot or bf-p4c on PATH or in /opt/p4/bin)")
     parser.add_argument("--check", action="store_true",
                         help="only check that the committed build matches the sources")
     args = parser.parse_args(argv)
-    try:
-        if args.check:
-            check_fresh()
-            print("p4src/build is up to date")
-        else:
-            info = compile_program(args.p4c)
-            print(f"built p4src/build with {info['p4c_version']} (N={info['N']}, "
-                  f"sources sha256 {info['sources_sha256'][:12]}...)")
-    except BuildError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    arches = ("v1model", "tna") if args.arch == "all" else (args.arch,)
+    status = 0
+    for arch in arches:
+        try:
+            print(_run(arch, args))
+        except BuildError as exc:
+            print(f"error: {arch}: {exc}", file=sys.stderr)
+            status = 1
+    return status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # through the package, so this module and p4_build_tna share one BuildError class
+    from control_plane.p4_build import main as package_main
+
+    sys.exit(package_main())

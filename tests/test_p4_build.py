@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from control_plane import p4_build
+from control_plane import p4_build, p4_build_tna
 from control_plane.drivers.p4runtime import P4Info
 from host_stack.ina import wire
 
@@ -108,3 +108,82 @@ def test_bmv2_json_names_no_machine_paths():
     assert doc["program"] == "p4src/v1model/inart.p4"
     text = (p4_build.BUILD_DIR / p4_build.BMV2_JSON).read_text()
     assert '"filename" : "/' not in text and "/tmp/" not in text
+
+
+# ---------------------------------------------------------------------------------------------
+# the Tofino (TNA) build: p4src/build/tna
+
+
+@pytest.fixture(scope="module")
+def tna_info() -> dict:
+    return p4_build.load_build_info(p4_build_tna.TNA_BUILD)
+
+
+@pytest.fixture(scope="module")
+def tna_p4info() -> P4Info:
+    return P4Info.from_file(p4_build_tna.TNA_BUILD / p4_build_tna.ARTIFACTS["p4info"])
+
+
+def test_tna_build_matches_sources():
+    p4_build_tna.check_fresh()
+
+
+@pytest.mark.parametrize("edited", ["tna/inart.p4", "common/constants.p4"])
+def test_changed_tna_or_common_source_is_detected(tmp_path, edited):
+    shutil.copytree(p4_build.P4SRC, tmp_path / "p4src")
+    p4_build_tna.check_fresh(root=tmp_path / "p4src")
+    path = tmp_path / "p4src" / edited
+    path.write_text(path.read_text() + "\n// edited\n")
+    with pytest.raises(p4_build.BuildError, match="make p4"):
+        p4_build_tna.check_fresh(root=tmp_path / "p4src")
+
+
+@pytest.mark.parametrize("artifact", sorted(p4_build_tna.ARTIFACTS))
+def test_edited_or_missing_tna_artifact_is_detected(tmp_path, artifact):
+    shutil.copytree(p4_build_tna.TNA_BUILD, tmp_path / "tna")
+    path = tmp_path / "tna" / p4_build_tna.ARTIFACTS[artifact]
+    path.write_bytes(path.read_bytes() + b"\n")
+    with pytest.raises(p4_build.BuildError, match=f"artifacts\\['{artifact}'\\]"):
+        p4_build_tna.check_fresh(tmp_path / "tna")
+    path.unlink()
+    with pytest.raises(p4_build.BuildError, match="is missing"):
+        p4_build_tna.check_fresh(tmp_path / "tna")
+
+
+def test_tna_records_its_n_and_the_shared_constants(tna_info):
+    consts = p4_build.read_constants()
+    assert tna_info["N"] == p4_build_tna.read_n() <= consts.n
+    assert tna_info["slots"] == consts.slots and tna_info["events"] == consts.events
+    assert tna_info["arch"] == "tna" and tna_info["stages"] <= 12
+
+
+@pytest.mark.parametrize("table", sorted(CONTRACT))
+def test_tna_has_the_v1model_tables(tna_p4info, table):
+    test_controller_facing_tables(tna_p4info, table)
+
+
+@pytest.mark.parametrize("action", sorted(PARAMS))
+def test_tna_has_the_v1model_action_params(tna_p4info, action):
+    test_controller_facing_action_params(tna_p4info, action)
+
+
+def test_tna_event_counters_and_sums(tna_info, tna_p4info):
+    for name in tna_info["event_counters"]:
+        assert tna_p4info.counter(name).size == tna_info["event_counter_size"]
+    assert tna_p4info.counter("InaEgress.replica_drops").size == 1
+    sums = sorted(n for n in tna_p4info.registers if n.startswith("InaIngress.slot_sum_"))
+    assert sums == sorted(f"InaIngress.slot_sum_{i}" for i in range(tna_info["N"]))
+
+
+def test_tna_bfrt_json_names_match_the_p4info(tna_p4info):
+    doc = json.loads((p4_build_tna.TNA_BUILD / "bfrt.json").read_text())
+    tables = {t["name"]: t for t in doc["tables"]}
+    for table, (fields, actions) in CONTRACT.items():
+        t = tables[f"pipe.{table}"]
+        assert [k["name"] for k in t["key"]] == fields
+        assert actions <= {a["name"] for a in t["action_specs"]}
+
+
+def test_tna_resource_report_shows_one_pipe():
+    text = (p4_build_tna.TNA_BUILD / "resources.txt").read_text()
+    assert "fits one pipe: yes" in text

@@ -59,3 +59,47 @@ def test_target_command_line_is_shared_by_targets():
                        "--log-level", "warn", "--", "--grpc-server-addr", "127.0.0.1:9559"]
     with pytest.raises(TargetError, match="target 'tofu': expected one of embedded, bmv2"):
         get_target("tofu")
+
+
+def _tofino_ports(tmp_path: Path, count: int = run_ptf.NUM_PORTS) -> Path:
+    path = tmp_path / "ports.yaml"
+    lines = ["schema: inart.ports/1", "ports:"]
+    lines += [f"  - {{port: {k}, dev_port: {8 * (k - 1)}, speed: 10G, iface: veth{2 * k - 1}}}"
+              for k in range(1, count + 1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_ptf_suite_on_tofino(tmp_path):
+    """The same suite on a Tofino (model or switch) behind Stratum: needs the user's SDE
+    and a running switch ($INART_TOFINO_SWITCH, $INART_TOFINO_PORTS; docs/tofino.md)."""
+    switch, ports = os.environ.get("INART_TOFINO_SWITCH"), os.environ.get("INART_TOFINO_PORTS")
+    reason = run_ptf.tofino_skip_reason(switch, Path(ports) if ports else None)
+    if reason or not os.environ.get("SDE_INSTALL"):
+        pytest.skip(reason or "no SDE ($SDE_INSTALL unset)")
+    proc = subprocess.run([sys.executable, str(PTF_DIR / "run_ptf.py"), "--target", "tofino",
+                           "--keep-logs", str(tmp_path)],
+                          capture_output=True, text=True, timeout=1800)
+    report = proc.stdout[-6000:] + proc.stderr[-6000:]
+    assert proc.returncode == 0, f"PTF suite failed on tofino (logs in {tmp_path}):\n{report}"
+
+
+def test_tofino_without_a_switch_is_skipped_with_the_reason(capsys, monkeypatch):
+    monkeypatch.delenv("INART_TOFINO_SWITCH", raising=False)
+    monkeypatch.delenv("SDE_INSTALL", raising=False)
+    assert run_ptf.main(["--target", "tofino"]) == run_ptf.SKIPPED
+    assert "SKIPPED: no Tofino switch or model to test (no SDE ($SDE_INSTALL unset))" in \
+        capsys.readouterr().out
+
+
+def test_tofino_command_line_uses_the_ports_file(tmp_path):
+    cmd = run_ptf.tofino_ptf_command("10.0.0.5:9559", _tofino_ports(tmp_path), 1, ["x.Y"], [],
+                                     tmp_path)
+    assert cmd[cmd.index("-i") + 1] == "1@veth1"
+    assert f"{run_ptf.NUM_PORTS}@veth{2 * run_ptf.NUM_PORTS - 1}" in cmd
+    params = cmd[cmd.index("--test-params") + 1]
+    assert "grpc_addr='10.0.0.5:9559'" in params and "target='tofino'" in params
+    assert "port_map='1:0,2:8," in params and cmd[-1] == "x.Y"
+    short = _tofino_ports(tmp_path, 3)
+    with pytest.raises(run_ptf.HarnessError, match=r"port\(s\) 4, 5, .* need 'iface'"):
+        run_ptf.tofino_ptf_command("a:1", short, 1, [], [], tmp_path)

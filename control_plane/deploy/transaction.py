@@ -212,7 +212,7 @@ class LoadedPipeline:
     def load(cls, pipeline: Pipeline) -> LoadedPipeline:
         pipeline.check()
         info = P4Info.load(pipeline.p4info)
-        config = pipeline.config.read_bytes()
+        config = pipeline.device_config()
         digest = hashlib.sha256(info.proto.SerializeToString(deterministic=True) + config)
         return cls(info, config, int.from_bytes(digest.digest()[:8], "big"))
 
@@ -224,7 +224,10 @@ def pipeline_state(client: P4RuntimeClient, pipeline: LoadedPipeline) -> str:
         return "none"
     if config.cookie.cookie == pipeline.cookie:
         return "ours"
-    if config.p4info != pipeline.info.proto:
+    # compared as bytes: message equality would unpack the `Any`s of a Tofino P4Info's
+    # architecture externs, whose types only the SDE knows
+    if config.p4info.SerializeToString(deterministic=True) != \
+            pipeline.info.proto.SerializeToString(deterministic=True):
         return "other"
     full = client.get_pipeline(with_device_config=True)
     return "ours" if full is not None and full.p4_device_config == pipeline.config else "other"

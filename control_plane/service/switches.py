@@ -359,7 +359,7 @@ class P4RuntimeInstaller:
     def push_pipeline(self, switch: SwitchInfo) -> None:
         client = self._client(switch)
         try:
-            client.set_pipeline(self.info, self.pipeline.config)
+            client.set_pipeline(self.info, self.pipeline.device_config())
         except P4RuntimeError as exc:
             raise self._fail(switch, "pipeline push", exc) from None
 

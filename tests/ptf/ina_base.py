@@ -1,10 +1,12 @@
 """Shared fixture of the INA PTF suite: the lab (hosts on switch ports), packet builders and
 exact-output checks.  Runs inside the `ptf` tool against any P4Runtime target.
 
-Test parameters (ptf --test-params): grpc_addr (required), device_id, build_dir (default:
-the committed p4src/build), p4info and bmv2_json (default: those in build_dir).  Every test
-pushes the pipeline in setUp, which gives it empty tables, registers, counters and multicast
-groups.
+Test parameters (ptf --test-params): grpc_addr (required), device_id, target (bmv2 JSON
+targets by default; 'tofino': Stratum's P4Runtime with the TNA build), build_dir (default: the
+target's committed build), p4info and bmv2_json (default: those in build_dir), port_map
+('1:128,2:136,...': the test's port k is the switch's port m in table entries and multicast
+groups; packets still go out and come in on PTF port k).  Every test pushes the pipeline in
+setUp, which gives it empty tables, registers, counters and multicast groups.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from control_plane import p4_build
+from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4RuntimeClient
 from host_stack.ina import wire
 
@@ -52,6 +55,40 @@ def _param(name: str, default=None):
     return value
 
 
+def target() -> str:
+    return str(_param("target", "bmv2"))
+
+
+def parse_port_map(text: str) -> dict[int, int]:
+    """'1:128,2:136' -> {1: 128, 2: 136} (empty text: no mapping)."""
+    out = {}
+    for item in filter(None, text.split(",")):
+        k, _, m = item.partition(":")
+        out[int(k)] = int(m)
+    return out
+
+
+class PortMappedClient:
+    """The P4Runtime client with the tests' port numbers rewritten to the switch's (a
+    Tofino's dev ports) in set_next_hop entries and multicast replicas."""
+
+    def __init__(self, client: P4RuntimeClient, port_map: dict[int, int]):
+        self._client, self._map = client, port_map
+
+    def __getattr__(self, name: str):
+        return getattr(self._client, name)
+
+    def insert_table_entry(self, table, match, action, params=None, **kwargs):
+        params = dict(params or {})
+        if "port" in params:
+            params["port"] = self._map.get(params["port"], params["port"])
+        return self._client.insert_table_entry(table, match, action, params, **kwargs)
+
+    def insert_multicast_group(self, group_id, replicas):
+        return self._client.insert_multicast_group(
+            group_id, [(self._map.get(p, p), rid) for p, rid in replicas])
+
+
 class InaTest(BaseTest):
     """Base class: a fresh pipeline per test, a P4Runtime client, packet helpers."""
 
@@ -59,16 +96,24 @@ class InaTest(BaseTest):
         BaseTest.setUp(self)
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
-        build = Path(_param("build_dir", str(p4_build.BUILD_DIR)))
-        json_path, p4info_path = p4_build.artifact_paths(build)
+        self.target = target()
+        default = p4_build.BUILD_DIR / "tna" if self.target == "tofino" else p4_build.BUILD_DIR
+        build = Path(_param("build_dir", str(default)))
         info = p4_build.load_build_info(build)
         self.n = int(info["N"])
         self.events = dict(info["events"])
-        self.client = P4RuntimeClient(_param("grpc_addr"), int(_param("device_id", 0)),
-                                      election_id=(0, 1), timeout=30.0)
-        self.client.connect()
-        self.client.set_pipeline(_param("p4info", str(p4info_path)),
-                                 _param("bmv2_json", str(json_path)))
+        self.event_counters = list(info.get("event_counters", [EVENTS_COUNTER]))
+        client = P4RuntimeClient(_param("grpc_addr"), int(_param("device_id", 0)),
+                                 election_id=(0, 1), timeout=30.0)
+        client.connect()
+        if self.target == "tofino":
+            pipeline = pipeline_for("tofino", build.parent)
+            client.set_pipeline(pipeline.p4info, pipeline.device_config())
+        else:
+            json_path, p4info_path = p4_build.artifact_paths(build)
+            client.set_pipeline(_param("p4info", str(p4info_path)),
+                                _param("bmv2_json", str(json_path)))
+        self.client = PortMappedClient(client, parse_port_map(str(_param("port_map", ""))))
 
     def tearDown(self) -> None:
         self.client.close()
@@ -162,8 +207,11 @@ class InaTest(BaseTest):
         want = {name: expected.get(name, 0) for name in self.events}
         deadline = time.monotonic() + timeout
         while True:
-            cells = self.client.read_counters(EVENTS_COUNTER)
-            got = {name: cells[i].packets if i in cells else 0 for name, i in self.events.items()}
+            got = dict.fromkeys(self.events, 0)
+            for counter in self.event_counters:  # Tofino spreads the events over several
+                cells = self.client.read_counters(counter)
+                for name, i in self.events.items():
+                    got[name] += cells[i].packets if i in cells else 0
             if got == want or time.monotonic() > deadline:
                 break
             time.sleep(0.05)

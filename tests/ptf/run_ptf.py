@@ -1,6 +1,8 @@
-"""Run the INA PTF suite against a switch target started from its command line.
+"""Run the INA PTF suite against a switch target started from its command line, or against
+a running Tofino (the model or a switch) reached over Stratum's P4Runtime.
 
     sudo python tests/ptf/run_ptf.py [--target bmv2|embedded] [ptf test names ...]
+    python tests/ptf/run_ptf.py --target tofino --switch ADDR --ports ports.yaml [tests ...]
 
 Creates a private network namespace with veth pairs sw<k> <-> h<k> (k = 1..NUM_PORTS),
 starts the target inside it as
@@ -10,6 +12,12 @@ starts the target inside it as
 (bmv2 simple_switch_grpc's arguments; the embedded target accepts the same), runs the `ptf`
 tool on the h<k> ends, and removes the namespace (and with it every veth) afterwards.  The
 target defaults to $INART_PTF_TARGET or bmv2.  Needs root.  Exit status is ptf's.
+
+With --target tofino nothing is started: the switch runs already (docs/tofino.md), the ports
+file says which interface of this host is wired to each test port (`iface`) and which dev
+port that is on the Tofino (`dev_port`); the tests push the TNA build and write their entries
+with dev ports.  Without a switch address (--switch or $INART_TOFINO_SWITCH) the run is
+skipped with the reason, exit status 77.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from host_stack.netns import Netns, NetnsError  # noqa: E402
 
 NUM_PORTS = 10  # keep equal to ina_base.NUM_PORTS
 GRPC = "127.0.0.1:9559"  # free by construction: the namespace is new
+SKIPPED = 77  # exit status of a skipped run (automake's convention)
 
 
 class HarnessError(RuntimeError):
@@ -85,10 +94,59 @@ def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_a
         raise HarnessError(str(exc)) from None
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def tofino_skip_reason(switch: str | None, ports: Path | None) -> str | None:
+    """Why a Tofino run cannot happen here, or None."""
+    if not switch:
+        sde = os.environ.get("SDE_INSTALL")
+        where = f"$SDE_INSTALL={sde}" if sde else "no SDE ($SDE_INSTALL unset)"
+        return (f"no Tofino switch or model to test ({where}): give --switch HOST:PORT "
+                f"(Stratum's P4Runtime) or set $INART_TOFINO_SWITCH")
+    if ports is None:
+        return "no ports file: give --ports ports.yaml (docs/tofino.md)"
+    return None
+
+
+def tofino_ptf_command(switch: str, ports: Path, device_id: int, tests: list[str],
+                       ptf_args: list[str], workdir: Path) -> list[str]:
+    """The ptf command line for a running Tofino: test port k on the ports file's iface."""
+    from control_plane.drivers.tofino.ports import load_ports
+
+    spec = load_ports(ports)
+    missing = [k for k in range(1, NUM_PORTS + 1)
+               if k not in spec.ports or spec.ports[k].iface is None
+               or spec.ports[k].dev_port is None]
+    if missing:
+        raise HarnessError(f"{ports}: the suite uses ports 1..{NUM_PORTS}; port(s) "
+                           f"{', '.join(map(str, missing))} need 'iface' and 'dev_port'")
+    ptf = find_ptf()
+    if ptf is None:
+        raise HarnessError("the 'ptf' tool is not installed (pip install ptf)")
+    port_map = ",".join(f"{k}:{spec.ports[k].dev_port}" for k in range(1, NUM_PORTS + 1))
+    params = (f"grpc_addr='{switch}';device_id={device_id};target='tofino';"
+              f"port_map='{port_map}'")
+    return [ptf, "--test-dir", str(HERE),
+            *[a for k in range(1, NUM_PORTS + 1) for a in ("-i", f"{k}@{spec.ports[k].iface}")],
+            "--test-params", params, "--log-file", str(workdir / "ptf.log"), *ptf_args, *tests]
+
+
+def run_tofino(switch: str, ports: Path, device_id: int, tests: list[str],
+               ptf_args: list[str], workdir: Path) -> int:
+    cmd = tofino_ptf_command(switch, ports, device_id, tests, ptf_args, workdir)
+    print(f"run_ptf: tofino at {switch}: {' '.join(cmd)}", flush=True)
+    return subprocess.run(cmd, cwd=workdir, timeout=1800).returncode
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The runner's options (also `inart ptf`'s)."""
     parser.add_argument("--target", default=os.environ.get("INART_PTF_TARGET", "bmv2"),
-                        choices=sorted(TARGETS), help="switch target (default: %(default)s)")
+                        choices=[*sorted(TARGETS), "tofino"],
+                        help="switch target (default: %(default)s)")
+    parser.add_argument("--switch", default=os.environ.get("INART_TOFINO_SWITCH"),
+                        help="tofino: HOST:PORT of the switch's P4Runtime (Stratum)")
+    parser.add_argument("--ports", type=Path, default=os.environ.get("INART_TOFINO_PORTS"),
+                        help="tofino: the ports file (iface and dev_port of ports 1..10)")
+    parser.add_argument("--device-id", type=int, default=1,
+                        help="tofino: P4Runtime device id (default: %(default)s)")
     parser.add_argument("--switch-arg", action="append", default=[],
                         help="extra target argument before '--' (repeatable), e.g. --log-console")
     parser.add_argument("--ptf-arg", action="append", default=[],
@@ -99,7 +157,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="P4 build to test (bmv2 JSON, P4Info, build-info.json; "
                              "default: the committed p4src/build)")
     parser.add_argument("tests", nargs="*", help="ptf test names (default: all)")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the suite as ``args`` say; ptf's exit status (77: skipped, 2: harness error)."""
+    if args.target == "tofino":
+        return _main_tofino(args)
     try:
         if args.keep_logs:
             args.keep_logs.mkdir(parents=True, exist_ok=True)
@@ -109,6 +172,30 @@ def main(argv: list[str] | None = None) -> int:
             return run_suite(args.target, args.tests, args.switch_arg, args.ptf_arg, Path(tmp),
                              args.build_dir)
     except HarnessError as exc:
+        print(f"run_ptf: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def _main_tofino(args: argparse.Namespace) -> int:
+    reason = tofino_skip_reason(args.switch, args.ports)
+    if reason:
+        print(f"run_ptf: SKIPPED: {reason}")
+        return SKIPPED
+    try:
+        if args.keep_logs:
+            args.keep_logs.mkdir(parents=True, exist_ok=True)
+            return run_tofino(args.switch, args.ports, args.device_id, args.tests,
+                              args.ptf_arg, args.keep_logs.resolve())
+        with tempfile.TemporaryDirectory(prefix="inart-ptf-") as tmp:
+            return run_tofino(args.switch, args.ports, args.device_id, args.tests,
+                              args.ptf_arg, Path(tmp))
+    except (HarnessError, ValueError) as exc:
         print(f"run_ptf: error: {exc}", file=sys.stderr)
         return 2
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import grpc
@@ -43,6 +43,7 @@ from control_plane.drivers.p4runtime.values import (
     decode_value,
     encode_value,
 )
+from control_plane.drivers.streams import CHANNEL_OPTIONS, pump, queue_iter
 
 CLOSE_WAIT_S = 2.0  # how long close() waits for the server to end the stream
 
@@ -66,7 +67,7 @@ class P4RuntimeClient:
         self.election_id = p4runtime_pb2.Uint128(high=election_id[0], low=election_id[1])
         self.timeout = timeout
         self.info: P4Info | None = None
-        self._channel = grpc.insecure_channel(address)
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         self._write_encoded = self._channel.unary_unary(  # takes the request as bytes
             "/p4.v1.P4Runtime/Write",
@@ -108,8 +109,9 @@ class P4RuntimeClient:
         the device (when the server says).
         """
         self.wait_ready()
-        self._stream = self._stub.StreamChannel(self._request_iter())
-        self._reader = threading.Thread(target=self._read_stream, daemon=True)
+        self._stream = self._stub.StreamChannel(queue_iter(self._requests))
+        self._reader = threading.Thread(target=pump, args=(self._stream, self._responses),
+                                        daemon=True)
         self._reader.start()
         req = p4runtime_pb2.StreamMessageRequest()
         req.arbitration.device_id = self.device_id
@@ -127,20 +129,6 @@ class P4RuntimeClient:
                 f"{reply.arbitration.status.message})", grpc.StatusCode.PERMISSION_DENIED
             )
         return self
-
-    def _request_iter(self) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
-        while True:
-            item = self._requests.get()
-            if item is None:
-                return
-            yield item
-
-    def _read_stream(self) -> None:
-        try:
-            for msg in self._stream:
-                self._responses.put(msg)
-        except grpc.RpcError as exc:
-            self._responses.put(exc)
 
     def wait_primary(self, timeout: float | None = None) -> None:
         """Block until the server makes this (backup) session primary, e.g. after the primary

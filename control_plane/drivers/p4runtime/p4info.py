@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from google.protobuf import text_format
+from google.protobuf.message import DecodeError
 from p4.config.v1 import p4info_pb2
 
 from control_plane.drivers.p4runtime.values import P4RuntimeError
@@ -34,12 +35,19 @@ class P4Info:
 
     @classmethod
     def from_file(cls, path: str | Path) -> P4Info:
-        """Read a P4Info in text format (p4c's ``--p4runtime-files X.txt``)."""
+        """Read a P4Info in text format (p4c's ``--p4runtime-files X.txt``), or binary when
+        the name ends in ``.pb``/``.bin`` (the Tofino build's: its architecture externs are
+        `Any` messages of types only the SDE knows, which text format cannot parse)."""
         info = p4info_pb2.P4Info()
+        binary = Path(path).suffix in (".pb", ".bin")
         try:
-            text_format.Merge(Path(path).read_text(), info)
-        except (OSError, text_format.ParseError) as exc:
-            raise P4RuntimeError(f"P4Info {path}: cannot read as text-format P4Info: {exc}"
+            if binary:
+                info.ParseFromString(Path(path).read_bytes())
+            else:
+                text_format.Merge(Path(path).read_text(), info)
+        except (OSError, text_format.ParseError, DecodeError) as exc:
+            kind = "binary" if binary else "text-format"
+            raise P4RuntimeError(f"P4Info {path}: cannot read as {kind} P4Info: {exc}"
                                  ) from exc
         return cls(info)
 

@@ -1,0 +1,200 @@
+"""The committed Tofino build of the TNA program (p4src/build/tna/) and how to remake it.
+
+The open-source Tofino back end of p4c (``p4c-barefoot``, also installed as ``bf-p4c``) is
+built from source like p4c itself, so its outputs are committed: ``bfrt.json``,
+``pipe/context.json``, ``pipe/tofino.bin``, the P4Info, ``resources.txt`` (stages, SRAM/TCAM,
+PHV, hash units per stage, from the compiler's own resource report) and ``build-info.json``
+(N, counters, the sha256 of p4src/common + p4src/tna and of every artifact).  A test fails
+when the sources changed but the build was not remade (``make p4`` where the back end is on
+PATH).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from control_plane.p4_build import (
+    BUILD_DIR,
+    BUILD_INFO,
+    P4SRC,
+    BuildError,
+    file_sha256,
+    load_build_info,
+    read_constants,
+    source_files,
+    sources_sha256,
+)
+from control_plane.repo import REPO
+from control_plane.tofino_resources import ResourceReport, read_report
+
+SOURCE_DIRS = ("common", "tna")
+MAIN_SOURCE = P4SRC / "tna" / "inart.p4"
+MAIN_REL = MAIN_SOURCE.relative_to(REPO).as_posix()
+TNA_BUILD = BUILD_DIR / "tna"
+TNA_BUILD_REL = TNA_BUILD.relative_to(REPO).as_posix()
+COMPILERS = ("bf-p4c", "p4c")  # the Tofino driver, or p4c's driver where p4c-barefoot is beside it
+DEFAULT_PREFIX = Path("/opt/p4/bin")
+# build-info key -> file under the build directory
+ARTIFACTS = {
+    "bfrt_json": "bfrt.json",
+    "context_json": "pipe/context.json",
+    "binary": "pipe/tofino.bin",
+    "p4info": "inart.p4info.bin",  # binary: the text form has `Any`s only the SDE can parse
+    "p4info_text": "inart.p4info.txtpb",  # for reading
+    "resources": "resources.txt",
+}
+EVENT_COUNTERS = ["InaIngress.events", "InaIngress.more_events", "InaEgress.events"]
+_TNA_N = re.compile(r"^#ifndef INA_N\s*\n#define INA_N\s+(\d+)\s*$", re.M)
+_WARNING = re.compile(r"\bwarning\b", re.I)
+# Warnings that do not matter, with why.  Anything else fails the build.
+ALLOWED_WARNINGS = (
+    # bf-p4c pads short parser paths to Tofino's minimum parse depth with a loop state it
+    # makes itself; informational, nothing in the program to change
+    re.compile(r"^warning: Parser state min_parse_depth_accept_loop will be unrolled"),
+    # protobuf's logging inside the compiler while it writes the text P4Info: the TNA port
+    # metadata extern is an `Any` it cannot print (the binary P4Info carries it whole)
+    re.compile(r"^WARNING: All log messages before absl::InitializeLog\(\) is called"),
+    re.compile(r"^W\d+ .*text_format\.cc:\d+\] type\.googleapis\.com/barefoot\.PortMetadata: "
+               r"failed to parse contents"),
+)
+# TNA parsers take their metadata as `out`; every field is set before it is read
+# (in the parser or the control), which the front end cannot see.  Standard P4Runtime
+# counters and registers in the P4Info (not Tofino's own extern messages): what Stratum and
+# the project's P4Runtime driver read.
+DISABLED = ("--Wdisable=uninitialized-out-param", "--p4runtime-force-std-externs")
+
+
+def _has_tofino(driver: str) -> bool:
+    """A bf-p4c driver, or p4c's driver with p4c-barefoot installed beside it."""
+    path = Path(driver)
+    return path.name == "bf-p4c" or (path.parent / "p4c-barefoot").exists()
+
+
+def find_compiler(explicit: str | None = None) -> str:
+    """The Tofino back end's driver: ``explicit``, else bf-p4c or p4c (with p4c-barefoot
+    beside it) on PATH or in /opt/p4/bin."""
+    if explicit:
+        found = shutil.which(explicit)
+        if found is None:
+            raise BuildError(f"Tofino back end not found at '{explicit}'")
+        return found
+    for name in COMPILERS:
+        for found in (shutil.which(name), str(DEFAULT_PREFIX / name)):
+            if found and Path(found).exists() and _has_tofino(found):
+                return found
+    raise BuildError("the Tofino back end of p4c (p4c-barefoot, driven by bf-p4c or p4c) is not "
+                     "on PATH nor in /opt/p4/bin: build p4c with -DENABLE_TOFINO=ON (README), "
+                     "or give BF_P4C=/path/to/p4c")
+
+
+def read_n(path: Path = MAIN_SOURCE) -> int:
+    """N of the TNA program: its own ``#ifndef INA_N / #define INA_N`` (it holds fewer values
+    per packet than the v1model default; docs/tofino.md says why)."""
+    m = _TNA_N.search(path.read_text())
+    if not m:
+        raise BuildError(f"{path}: no '#ifndef INA_N / #define INA_N <number>'")
+    return int(m.group(1))
+
+
+def check_fresh(build_dir: Path = TNA_BUILD, root: Path = P4SRC) -> None:
+    """Raise BuildError unless the committed TNA build matches today's sources and itself."""
+    info = load_build_info(build_dir)
+    current = sources_sha256(root, SOURCE_DIRS)
+    if info.get("sources_sha256") != current:
+        raise BuildError(
+            f"p4src/common or p4src/tna changed (sha256 {current[:12]}..., the Tofino build "
+            f"recorded {str(info.get('sources_sha256'))[:12]}...): rebuild with 'make p4' "
+            f"(needs the Tofino back end of p4c)")
+    for key, name in ARTIFACTS.items():
+        path = build_dir / name
+        if not path.is_file():
+            raise BuildError(f"{path} is missing from the Tofino build")
+        if info.get("artifacts", {}).get(key) != file_sha256(path):
+            raise BuildError(f"{path} differs from build-info.json artifacts['{key}']")
+
+
+def compiler_version(compiler: str) -> str:
+    out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[-1] if out.returncode == 0 and text else "?"
+
+
+def _compile(compiler: str, out: Path) -> str:
+    """Run the back end into ``out``; its diagnostics (refused if it failed or warned)."""
+    cmd = [compiler, "--target", "tofino", "--arch", "tna", "--std", "p4-16", "-g", *DISABLED,
+           "-o", str(out), "--bf-rt-schema", str(out / "bfrt.json"),
+           "--p4runtime-files",
+           f"{out / ARTIFACTS['p4info']},{out / ARTIFACTS['p4info_text']}", MAIN_REL]
+    # the driver's scripts run on `python3` from PATH: a venv beside the prefix (where the
+    # build put jsl, jsonschema, pyyaml, pyinstaller) goes first
+    prefix = Path(compiler).parent
+    paths = [str(p) for p in (prefix.parent / "venv" / "bin", prefix) if p.is_dir()]
+    env = {**os.environ, "PATH": os.pathsep.join([*paths, os.environ.get("PATH", "")])}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=REPO, env=env)
+    diagnostics = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0:
+        raise BuildError(f"the Tofino back end failed ({proc.returncode}):\n{diagnostics}")
+    bad = [line for line in diagnostics.splitlines()
+           if (_WARNING.search(line) or line.startswith("W0"))
+           and not any(p.match(line) for p in ALLOWED_WARNINGS)
+           and not re.search(r"\d+ errors?, \d+ warnings? generated", line)]
+    if bad:
+        raise BuildError(f"the Tofino back end emitted warnings (the build must be free of "
+                         f"them; known harmless ones are listed in ALLOWED_WARNINGS):\n"
+                         f"{diagnostics}")
+    return diagnostics
+
+
+def _install(tmp: Path, build_dir: Path, report: ResourceReport) -> None:
+    """Replace ``build_dir`` with the artifacts of one compile."""
+    if build_dir.exists():
+        shutil.rmtree(build_dir)
+    for name in ARTIFACTS.values():
+        if name == ARTIFACTS["resources"]:
+            continue
+        (build_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tmp / name, build_dir / name)
+    (build_dir / ARTIFACTS["resources"]).write_text(report.text())
+
+
+def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD) -> dict:
+    """Compile p4src/tna with the Tofino back end and write the build and its metadata."""
+    compiler = find_compiler(compiler)
+    consts = read_constants()
+    with tempfile.TemporaryDirectory(prefix="inart-bf-p4c-") as tmp_name:
+        tmp = Path(tmp_name)
+        _compile(compiler, tmp)
+        report = read_report(tmp / "pipe")
+        if not report.fits:
+            raise BuildError(f"the TNA program does not fit one pipe:\n{report.text()}")
+        _install(tmp, build_dir, report)
+    info = {
+        "schema": "inart.p4build/1",
+        "program": "inart",
+        "arch": "tna",
+        "target": "tofino",
+        "N": read_n(),
+        "slots": consts.slots,
+        "event_counter": EVENT_COUNTERS[0],
+        "event_counters": EVENT_COUNTERS,
+        "event_counter_size": consts.event_counter_size,
+        "events": consts.events,
+        "drop_events": sorted(k for k in consts.events if k.endswith("_drop")),
+        "stages": report.stages_used,
+        "sources": [p.relative_to(P4SRC).as_posix() for p in source_files(P4SRC, SOURCE_DIRS)],
+        "sources_sha256": sources_sha256(P4SRC, SOURCE_DIRS),
+        "artifacts": {key: file_sha256(build_dir / name) for key, name in ARTIFACTS.items()},
+        "compiler_version": compiler_version(compiler),
+        "compiler_command": f"p4c --target tofino --arch tna --std p4-16 -g "
+                            f"{' '.join(DISABLED)} -o OUT --bf-rt-schema OUT/bfrt.json "
+                            f"--p4runtime-files OUT/{ARTIFACTS['p4info']},"
+                            f"OUT/{ARTIFACTS['p4info_text']} {MAIN_REL}",
+    }
+    (build_dir / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
+    return info
