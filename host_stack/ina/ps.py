@@ -187,18 +187,24 @@ class PsServer:
 
     def serve(self, idle_exit_s: float | None = None, on_idle=None) -> None:
         """Loop until ``stop`` is set or nothing arrived for ``idle_exit_s`` seconds."""
-        last = time.monotonic()
-        while not self.stop:
-            if self.poll(0.1):
-                last = time.monotonic()
-            elif idle_exit_s is not None and time.monotonic() - last > idle_exit_s:
-                self.counters["idle_exit"] += 1
-                return
-            if on_idle is not None:
-                on_idle()
+        serve_until(self, idle_exit_s, on_idle)
 
     def stats(self) -> dict[str, int]:
         return shard_stats(self.counters, self.agg)
+
+
+def serve_until(server, idle_exit_s: float | None, on_tick=None, poll_s: float = 0.1) -> None:
+    """A PS's loop (PsServer, or VersionedPs over several): poll, then ``on_tick``, until
+    ``server.stop`` is set or nothing arrived for ``idle_exit_s`` seconds."""
+    last = time.monotonic()
+    while not server.stop:
+        if server.poll(poll_s):
+            last = time.monotonic()
+        elif idle_exit_s is not None and time.monotonic() - last > idle_exit_s:
+            server.counters["idle_exit"] += 1
+            return
+        if on_tick is not None:
+            on_tick()
 
 
 def shard_stats(counters: Counter[str], agg: ChunkAggregator) -> dict[str, int]:

@@ -14,14 +14,13 @@ from __future__ import annotations
 import queue
 import select
 import sys
-import time
 from collections import Counter
 
 from host_stack.ina.aggregator import ChunkAggregator
 from host_stack.ina.batchio import make_socket
 from host_stack.ina.follow import ACTIVE, DRAINING, RETIRED, FollowError, HostVersion, ServiceLink
 from host_stack.ina.impair import Impairment, wrap
-from host_stack.ina.ps import PsServer, shard_stats
+from host_stack.ina.ps import PsServer, serve_until, shard_stats
 
 
 class VersionedPs:
@@ -91,17 +90,14 @@ class VersionedPs:
         return bool(ready)
 
     def serve(self, idle_exit_s: float | None = None, on_idle=None) -> None:
-        """Loop until ``stop`` is set or nothing arrived for ``idle_exit_s`` seconds."""
-        last = time.monotonic()
-        while not self.stop:
+        """Loop until ``stop`` is set or nothing arrived for ``idle_exit_s`` seconds; versions
+        announced meanwhile are added or removed between two polls."""
+        def tick() -> None:
             self.apply_updates()
-            if self.poll(0.05):
-                last = time.monotonic()
-            elif idle_exit_s is not None and time.monotonic() - last > idle_exit_s:
-                self.counters["idle_exit"] += 1
-                return
             if on_idle is not None:
                 on_idle()
+
+        serve_until(self, idle_exit_s, tick, poll_s=0.05)
 
     def stats(self) -> dict[str, int]:
         total = Counter(self.counters)

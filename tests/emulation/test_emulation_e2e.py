@@ -12,23 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.deploy.pipeline import Pipeline
 from control_plane.topologies import build_topology, fig1
 from emulation.emulate import Emulation, plan_for
-from emulation.network import leftovers, mininet_available
+from emulation.network import leftovers
 from emulation.targets import get_target
 from emulation.traffic import TrafficConfig
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]
 SCALE = 0.25  # Mbit/s per topology unit: what the embedded target carries on 2 cores
 
-
-@pytest.fixture(autouse=True)
-def _needs_mininet_and_program():
-    reason = mininet_available()
-    if reason:
-        pytest.skip(reason)
-    Pipeline().check()  # committed: a missing build is a failure, not a skip
 
 
 def run_schemes(tmp_path: Path, topo, schemes, target="embedded", loss=0.0, rounds=3,

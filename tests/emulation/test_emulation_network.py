@@ -20,17 +20,11 @@ import pytest
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.transaction import DEFAULT_ELECTION_ID, addressed_switches, open_client
 from control_plane.topologies import fig1
-from emulation.network import Network, leftovers, mininet_available, queue_for
+from emulation.network import Network, leftovers, queue_for
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet")]
 
-
-@pytest.fixture(autouse=True)
-def _needs_mininet():
-    reason = mininet_available()
-    if reason:
-        pytest.skip(reason)
 
 
 def _nft_tables() -> str:

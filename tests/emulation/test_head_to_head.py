@@ -9,20 +9,11 @@ import sys
 
 import pytest
 
-from control_plane.deploy.pipeline import Pipeline
 from control_plane.repo import REPO, child_env
 from emulation.head_to_head import INA, SCHEMES
-from emulation.network import mininet_available
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]
 
-
-@pytest.fixture(autouse=True)
-def _needs_mininet_and_program():
-    reason = mininet_available()
-    if reason:
-        pytest.skip(reason)
-    Pipeline().check()
 
 
 def test_every_scheme_same_loss_exact_ina_and_expected_bytes(tmp_path) -> None:

@@ -16,26 +16,18 @@ from pathlib import Path
 import pytest
 
 from control_plane.deploy.addressing import assign
-from control_plane.deploy.pipeline import Pipeline
 from control_plane.plan import Plan
 from control_plane.service.client import Client
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.topologies import build_topology
-from emulation.network import Network, mininet_available
+from emulation.network import Network
 from emulation.traffic import JobResult, TrafficConfig, run_hosts, service_job
 from tests.foreground import inart_foreground
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]
 SCALE = 0.25  # Mbit/s per topology unit, as in test_emulation_e2e.py
 DOWN_AFTER, UP_AFTER, ROUNDS = 2, 7, 12
 
-
-@pytest.fixture(autouse=True)
-def _needs_mininet_and_program():
-    reason = mininet_available()
-    if reason:
-        pytest.skip(reason)
-    Pipeline().check()
 
 
 def fabric_link(plan: Plan) -> tuple[str, str]:
