@@ -137,9 +137,10 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
         plan = plan_for(topo, scheme, seed)
         source = plan_files(addr, plan, emu.install(plan), workdir)
     else:
+        plan = plan_for(topo, "lbmm", seed)  # its worker ids, ranks and topology only
         if emu.installed is None:  # the host routes come with any plan's entries
-            emu.install(plan_for(topo, "lbmm", seed))
-        source = collective_job(addr, plan_for(topo, "lbmm", seed), workdir, scheme)
+            emu.install(plan)
+        source = collective_job(addr, plan, workdir, scheme)
     source = replace(source, worker_argv=(*source.worker_argv, "--eval-every", str(eval_every)))
     facing = {h: f"{addr.tor[h]}-eth{addr.port[(addr.tor[h], h)]}"
               for h in topo.workers + topo.pss}

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-import networkx as nx
 
 from control_plane.deploy.entries import Compiled, EntriesError, SwitchEntries
 from control_plane.deploy.versions import (
@@ -239,6 +238,8 @@ class Controller:
         if self._routes is None or self._routes[0] != key:
             self._routes = key, network_routes(net.topology, net.addressing, up)
         want = {sw: self.cache.items([swe]) for sw, swe in self._routes[1].items()}
+        dead_ports = {(sw, port) for (sw, nb), port in net.addressing.port.items()
+                      if not up.has_edge(sw, nb)}
         for job in self.jobs.values():
             for version in job.versions.values():
                 if version.state == "retired":
@@ -246,24 +247,24 @@ class Controller:
                 for sw, items in version.items.items():
                     if sw in want:
                         want[sw].update(items)
-                for sw, key in self._dead_routes(version, up):
+                for sw, key in self._dead_routes(version, dead_ports):
                     want.get(sw, {}).pop(key, None)
         return want
 
-    def _dead_routes(self, version: Version, up: nx.Graph) -> list[tuple[str, Key]]:
+    def _dead_routes(self, version: Version, dead_ports: set[tuple[str, int]]
+                     ) -> list[tuple[str, Key]]:
         """(switch, key) of every ``route_pair`` entry of ``version`` for a (src, dst) pair
-        whose path crosses a link that is down, on every switch of that path.  Removing them
-        lets that traffic fall back to ``route_dst``, computed on the links that are up (a
-        pair's entries must all go: one left upstream would steer it back into the dead end):
-        the round in flight on a draining version (its RETXs, never aggregated, and the PSs'
-        answers) still reaches the PSs and workers."""
-        if version.compiled is None:
+        whose path leaves a switch by one of ``dead_ports`` (its link is down), on every
+        switch of that path.  Removing them lets that traffic fall back to ``route_dst``,
+        computed on the links that are up (a pair's entries must all go: one left upstream
+        would steer it back into the dead end): the round in flight on a draining version (its
+        RETXs, never aggregated, and the PSs' answers) still reaches the PSs and workers."""
+        if version.compiled is None or not dead_ports:
             return []
-        net = self._net()
         pairs = [(sw, entry) for sw, swe in version.compiled.switches.items()
                  for entry in swe.entries if entry.table == "InaIngress.route_pair"]
         dead = {entry.match for sw, entry in pairs
-                if not up.has_edge(sw, net.addressing.neighbour_of(sw, dict(entry.params)["port"]))}
+                if (sw, dict(entry.params)["port"]) in dead_ports}
         return [(sw, self.cache.item(entry).key) for sw, entry in pairs if entry.match in dead]
 
     def _sync_all(self, want: dict[str, dict[Key, Item]], job_id: int = 0, version: int = 0,
