@@ -7,6 +7,8 @@ small next to HiGHS' own time on fat-tree instances.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -14,6 +16,24 @@ import highspy
 import numpy as np
 
 INF = highspy.kHighsInf
+
+
+def _silence_banner() -> None:
+    """HiGHS 1.16 prints its banner on fd 1 at a process's first ``Highs()``, whatever its
+    options; make that first instance here with fd 1 on /dev/null, so tables and JSON a
+    command prints on stdout are not preceded by it."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+_silence_banner()
 
 
 class SolverError(RuntimeError):

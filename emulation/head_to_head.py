@@ -38,9 +38,9 @@ from emulation.measure import link_bytes
 from emulation.traffic import JobResult, JobSource, TrafficConfig, plan_files, run_hosts
 from host_stack.experiments.cli import add_common_args
 
-INA = ("inart", "atp", "lbmm")
+INA = ("inart", "r-inart", "atp", "lbmm")  # r-inart: equal split + R-InArt, the paper's baseline
 COLLECTIVES = ("ring", "tree", "rsgcm")
-SCHEMES = INA + COLLECTIVES
+SCHEMES = ("inart", "atp", "lbmm", *COLLECTIVES)  # the default comparison
 DIST_PORT = 29500
 TCP_MSS, TCP_FRAME_OVERHEAD = 1448, 66  # MTU 1500 with TCP timestamps; 14 + 20 + 32 bytes
 
@@ -48,12 +48,19 @@ TCP_MSS, TCP_FRAME_OVERHEAD = 1448, 66  # MTU 1500 with TCP timestamps; 14 + 20 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    add_common_args(parser, "head-to-head", 1, "repetitions (seeds 0..N-1: data order, "
-                    "initial weights, solver)",
-                    "fig1, 6 rounds, every scheme (what the tests run)")
+    add_training_args(parser, "head-to-head", SCHEMES,
+                      "fig1, 6 rounds, every scheme (what the tests run)")
+    parser.set_defaults(func=run)
+
+
+def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple[str, ...],
+                      quick_help: str) -> None:
+    """The options of a training comparison on one emulated network (also the testbed's)."""
+    add_common_args(parser, name, 1, "repetitions (seeds 0..N-1: data order, "
+                    "initial weights, solver)", quick_help)
     parser.add_argument("--topology", "-t", default="fig1", help="fig1 | fattree:K | ...")
-    parser.add_argument("--schemes", default=",".join(SCHEMES),
-                        help=f"comma-separated from {', '.join(SCHEMES)}")
+    parser.add_argument("--schemes", default=",".join(schemes),
+                        help=f"comma-separated from {', '.join(INA + COLLECTIVES)}")
     parser.add_argument("--model", default="mlp", choices=("mlp", "cnn"))
     parser.add_argument("--rounds", type=int, default=60, help="iterations per run")
     parser.add_argument("--batch", type=int, default=32, help="minibatch per worker")
@@ -63,7 +70,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale", type=float, default=0.25,
                         help="Mbit/s per topology unit (link shaping and INA pacing)")
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds per run")
-    parser.set_defaults(func=run)
 
 
 def collective_job(addr: Addressing, plan: Plan, workdir: Path, sync: str) -> JobSource:
@@ -103,18 +109,32 @@ def curve(rounds: list[dict[str, float]]) -> list[tuple[float, float]]:
     return out
 
 
+def worker_rate_mbps(job: JobResult) -> float:
+    """Median over rounds after the first of the workers' mean sending rate: the bytes each
+    sent in a round over its time in that round's communication."""
+    per_round_rates = [
+        statistics.fmean(recs[r].get("bytes", 0) * 8 / recs[r]["sync_s"] / 1e6
+                         for recs in job.rounds.values() if recs[r]["sync_s"] > 0)
+        for r in range(1, min(len(recs) for recs in job.rounds.values()))]
+    return statistics.median(per_round_rates) if per_round_rates else float("nan")
+
+
 def summarize(scheme: str, seed: int, job: JobResult, worker_up: int, expected: int,
-              ps_in: int, links: int, target: float) -> dict[str, Any]:
+              ps_in: int, links: int, target: float, batch: int) -> dict[str, Any]:
     rounds = per_round(job)
     steady = rounds[1:] or rounds  # round 0 includes connection set-up (HELLO, gloo)
     points = curve(rounds)
     reached = next((t for t, acc in points if acc >= target), None)
     done = list(job.done.values())
+    iter_s = statistics.median(r["compute_s"] + r["comm_s"] for r in steady)
     return {
         "scheme": scheme, "seed": seed, "rounds": len(rounds),
         "compute_s": statistics.median(r["compute_s"] for r in steady),
         "comm_s": statistics.median(r["comm_s"] for r in steady),
-        "iter_s": statistics.median(r["compute_s"] + r["comm_s"] for r in steady),
+        "iter_s": iter_s,
+        "train_s": sum(r["compute_s"] + r["comm_s"] for r in rounds),
+        "images_per_s": len(job.rounds) * batch / iter_s if iter_s > 0 else float("nan"),
+        "rate_mbps": worker_rate_mbps(job),
         "final_loss": rounds[-1]["loss"] if rounds else float("nan"),
         "accuracy": statistics.fmean(d["accuracy"] for d in done),
         "time_to_target_s": reached,
@@ -152,23 +172,40 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     expected = sum(r.get("bytes", 0) for recs in job.rounds.values() for r in recs)
     if scheme in COLLECTIVES:  # payload -> frames: Ethernet, IPv4, TCP with timestamps
         expected = round(expected * (TCP_MSS + TCP_FRAME_OVERHEAD) / TCP_MSS)
-    return summarize(scheme, seed, job, worker_up, expected, ps_in,
-                     link_bytes(before, after, set(facing.values())), target)
+    row = summarize(scheme, seed, job, worker_up, expected, ps_in,
+                    link_bytes(before, after, set(facing.values())), target, cfg.batch)
+    row["plan_rate_units"] = plan.rate if scheme in INA else None
+    return row
 
 
 def run(args: argparse.Namespace) -> int:
     if args.quick:
         args.topology, args.rounds, args.eval_every = "fig1", 6, 3
-    schemes = [s for s in args.schemes.split(",") if s]
-    unknown = sorted(set(schemes) - set(SCHEMES))
-    if unknown:
-        raise SystemExit(f"--schemes: {', '.join(unknown)}: expected from {', '.join(SCHEMES)}")
+    schemes = parse_schemes(args.schemes)
+    rows = train_all(args, schemes, "head-to-head")
+    write(rows, args.out, args)
+    return 0
+
+
+def parse_schemes(text: str) -> list[str]:
+    """--schemes: a comma-separated subset of INA + COLLECTIVES, in the order given."""
+    schemes = [s for s in text.split(",") if s]
+    unknown = sorted(set(schemes) - set(INA + COLLECTIVES))
+    if unknown or not schemes:
+        raise SystemExit(f"--schemes: {', '.join(unknown) or 'empty'}: expected from "
+                         f"{', '.join(INA + COLLECTIVES)}")
+    return schemes
+
+
+def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[dict[str, Any]]:
+    """Every scheme for every seed on one emulated network, seed-major (so a loaded machine
+    slows every scheme alike), with a progress bar."""
     topo = build_topology(args.topology)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     with Emulation(topo, out / "emulation", "embedded", args.scale, quiet=True) as emu, \
-            tqdm(total=len(schemes) * args.seeds, desc="head-to-head", unit="run") as bar:
+            tqdm(total=len(schemes) * args.seeds, desc=desc, unit="run") as bar:
         for seed in range(args.seeds):
             cfg = TrafficConfig(mode="train", model=args.model, rounds=args.rounds,
                                 unit_bps=emu.unit_bps, seed=seed, batch=args.batch,
@@ -178,19 +215,44 @@ def run(args: argparse.Namespace) -> int:
                 rows.append(one_run(emu, scheme, seed, cfg, out, args.target_accuracy,
                                     args.eval_every))
                 bar.update(1)
-    write(rows, out, args)
-    return 0
+    return rows
 
 
-COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "final_loss", "accuracy",
-           "time_to_target_s", "worker_bytes", "expected_bytes", "bytes_ratio",
-           "ps_ingress_bytes", "link_bytes")
+def spread(rows: list[dict], key: str) -> dict[str, list[float]]:
+    """Per scheme (in order of appearance): [median, min, max] of ``key`` over its runs;
+    runs where the value is missing (e.g. the target accuracy never reached) are left out."""
+    out = {}
+    for scheme in dict.fromkeys(r["scheme"] for r in rows):
+        vals = [r[key] for r in rows if r["scheme"] == scheme and r.get(key) is not None]
+        out[scheme] = [statistics.median(vals), min(vals), max(vals)] if vals else []
+    return out
+
+
+def spread_table(rows: list[dict], keys: tuple[str, ...]) -> str:
+    """One line per scheme: every key as median [min-max] over the seeds."""
+    spreads = {k: spread(rows, k) for k in keys}
+    lines = []
+    for scheme in spreads[keys[0]]:
+        line = {"scheme": scheme, "runs": sum(r["scheme"] == scheme for r in rows)}
+        for k in keys:
+            v = spreads[k][scheme]
+            line[k] = f"{v[0]:.4g} [{v[1]:.4g}-{v[2]:.4g}]" if v else "-"
+        lines.append(line)
+    return format_table(lines)
+
+
+COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "rate_mbps", "images_per_s",
+           "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
+           "expected_bytes", "bytes_ratio", "ps_ingress_bytes", "link_bytes")
 
 
 def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
     """Table on stdout; JSON (with curves), CSV and PNGs under ``out``."""
     flat = [{k: r[k] for k in COLUMNS} for r in rows]
     print(format_table(flat))
+    print(f"\nover {args.seeds} seed(s): median [min-max]")
+    print(spread_table(rows, ("iter_s", "comm_s", "rate_mbps", "time_to_target_s",
+                              "final_loss")))
     setup = {"topology": args.topology, "model": args.model, "rounds": args.rounds,
              "batch": args.batch, "seeds": args.seeds, "scale_mbps_per_unit": args.scale,
              "target_accuracy": args.target_accuracy}

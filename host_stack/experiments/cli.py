@@ -22,6 +22,9 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
     "inart-emulation": ("emulation.experiment",
                         "InArt/ATP/LBMM on Mininet + P4 switches: rate, comm time, throughput, "
                         "PS ingress per model or worker count (seed 004, Figs. 8-13)"),
+    "inart-testbed": ("emulation.testbed",
+                      "InArt's testbed figures (rate, throughput, iteration, comm, training "
+                      "time, time to accuracy) vs the paper's ratios (seed 004, Figs. 2-7)"),
     "head-to-head": ("emulation.head_to_head",
                      "INA (InArt, ATP, LBMM) vs ring, RAT tree and RSGCM training on one "
                      "emulated network: time-to-accuracy, per-iteration split, bytes"),

@@ -10,27 +10,35 @@ import sys
 import pytest
 
 from control_plane.repo import REPO, child_env
-from emulation.head_to_head import INA, SCHEMES
+from emulation.head_to_head import COLLECTIVES, INA
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]
 
 
 
-def test_every_scheme_same_loss_exact_ina_and_expected_bytes(tmp_path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "experiment",
-                           "head-to-head", "--quick", "--out", str(tmp_path)],
+def inart(*args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", *args],
                           capture_output=True, text=True, timeout=1500, cwd=REPO,
                           env=child_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_every_scheme_same_loss_exact_ina_and_expected_bytes(tmp_path) -> None:
+    every = (*INA, *COLLECTIVES)
+    inart("experiment", "head-to-head", "--quick", "--schemes", ",".join(every),
+          "--out", str(tmp_path))
     runs = json.loads((tmp_path / "head_to_head.json").read_text())["runs"]
     by = {r["scheme"]: r for r in runs}
-    assert sorted(by) == sorted(SCHEMES)
+    assert sorted(by) == sorted(every)
     for path in ("head_to_head.csv", "accuracy_vs_time.png", "iteration.png"):
         assert (tmp_path / path).stat().st_size > 0
     losses = [r["final_loss"] for r in runs]
     assert max(losses) - min(losses) <= 0.02 * min(losses), losses  # same data, same model
     assert all(r["workers_agree"] and r["rounds"] == 6 for r in runs)
     assert all(len(r["curve"]) == 2 for r in runs)  # accuracy at rounds 3 and 6
+    assert all(r["rate_mbps"] > 0 and r["images_per_s"] > 0 for r in runs)
+    assert all(r["train_s"] >= r["iter_s"] for r in runs)
     # INA sums are exact wherever they are aggregated: the same parameters, bit for bit
     assert len({by[s]["params_sha256"] for s in INA}) == 1
     for r in runs:  # what each worker put on its link is what the scheme says it sent
@@ -40,3 +48,12 @@ def test_every_scheme_same_loss_exact_ina_and_expected_bytes(tmp_path) -> None:
         assert 0.97 <= r["bytes_ratio"] <= high, (r["scheme"], r["bytes_ratio"])
     assert by["lbmm"]["ps_ingress_bytes"] > by["inart"]["ps_ingress_bytes"]  # aggregation
     assert by["ring"]["ps_ingress_bytes"] == 0
+    # the testbed comparison from this run: every figure, every INA scheme, InArt's ratio 1
+    proc = inart("experiment", "inart-testbed", "--from", str(tmp_path / "head_to_head.json"),
+                 "--out", str(tmp_path / "testbed"))
+    lines = json.loads((tmp_path / "testbed" / "testbed.json").read_text())
+    assert {(x["figure"], x["scheme"]) for x in lines} >= {
+        (f"Fig. {n}", s) for n in range(2, 7) for s in INA}
+    assert all(x["ours_vs_inart"] == 1.0 for x in lines if x["scheme"] == "inart"
+               and x["ours"] is not None)
+    assert "Fig. 2" in proc.stdout and (tmp_path / "testbed" / "testbed-ratios.png").exists()
