@@ -34,7 +34,7 @@ from control_plane.plan import Plan
 from control_plane.report import format_table, to_csv
 from control_plane.topologies import build_topology
 from emulation.emulate import Emulation, plan_for
-from emulation.measure import link_bytes
+from emulation.measure import directed_link_bytes
 from emulation.traffic import JobResult, JobSource, TrafficConfig, plan_files, run_hosts
 from host_stack.experiments.cli import add_common_args
 
@@ -172,9 +172,11 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     expected = sum(r.get("bytes", 0) for recs in job.rounds.values() for r in recs)
     if scheme in COLLECTIVES:  # payload -> frames: Ethernet, IPv4, TCP with timestamps
         expected = round(expected * (TCP_MSS + TCP_FRAME_OVERHEAD) / TCP_MSS)
-    row = summarize(scheme, seed, job, worker_up, expected, ps_in,
-                    link_bytes(before, after, set(facing.values())), target, cfg.batch)
+    per_link = directed_link_bytes(addr.port, before, after)
+    row = summarize(scheme, seed, job, worker_up, expected, ps_in, sum(per_link.values()),
+                    target, cfg.batch)
     row["plan_rate_units"] = plan.rate if scheme in INA else None
+    row["bytes_per_link"] = per_link
     return row
 
 
@@ -270,10 +272,13 @@ def plot(rows: list[dict], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for r in rows:
+    colour = {s: f"C{i}" for i, s in enumerate(dict.fromkeys(r["scheme"] for r in rows))}
+    for r in rows:  # one colour per scheme; its first seed labelled, the others dashed
         if r["curve"]:
             t, acc = zip(*r["curve"], strict=True)
-            ax.plot(t, acc, marker=".", label=f"{r['scheme']} (seed {r['seed']})")
+            first = r["seed"] == min(x["seed"] for x in rows if x["scheme"] == r["scheme"])
+            ax.plot(t, acc, marker=".", color=colour[r["scheme"]], ls="-" if first else "--",
+                    label=r["scheme"] if first else None)
     ax.set_xlabel("training time (s, compute + communication)")
     ax.set_ylabel("test accuracy")
     ax.grid(alpha=0.3)

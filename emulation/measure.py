@@ -69,6 +69,21 @@ def link_bytes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, i
     return total
 
 
+def directed_link_bytes(port: dict[tuple[str, str], int], before: dict[str, tuple[int, int]],
+                        after: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """Bytes per link direction ("a->b"), from the switch interfaces' counters: a switch
+    port's tx is switch -> neighbour; where the neighbour is a host, its rx is host -> switch.
+    ``port``: (switch, neighbour) -> port number, as Addressing has it."""
+    switches = {sw for sw, _ in port}
+    out = {}
+    for (sw, nb), p in port.items():
+        name = f"{sw}-eth{p}"
+        out[f"{sw}->{nb}"] = after[name][0] - before[name][0]
+        if nb not in switches:
+            out[f"{nb}->{sw}"] = after[name][1] - before[name][1]
+    return out
+
+
 def summarize(plan: Plan, job: JobResult, cfg: TrafficConfig, link_total: int, ps_ingress: int,
               switch_events: dict[str, dict[str, int]], skip_first: bool = True) -> dict:
     """One scheme's row: measured metrics beside the plan's."""

@@ -48,6 +48,10 @@ def test_every_scheme_same_loss_exact_ina_and_expected_bytes(tmp_path) -> None:
         assert 0.97 <= r["bytes_ratio"] <= high, (r["scheme"], r["bytes_ratio"])
     assert by["lbmm"]["ps_ingress_bytes"] > by["inart"]["ps_ingress_bytes"]  # aggregation
     assert by["ring"]["ps_ingress_bytes"] == 0
+    for r in runs:  # per link direction, adding up to the total
+        assert sum(r["bytes_per_link"].values()) == r["link_bytes"]
+    assert by["ring"]["bytes_per_link"]["v2->s1"] < 10_000  # at most ARP/stray frames
+    assert by["lbmm"]["bytes_per_link"]["v2->s1"] > by["inart"]["bytes_per_link"]["v2->s1"]
     # the testbed comparison from this run: every figure, every INA scheme, InArt's ratio 1
     proc = inart("experiment", "inart-testbed", "--from", str(tmp_path / "head_to_head.json"),
                  "--out", str(tmp_path / "testbed"))
