@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import threading
 from contextlib import ExitStack
@@ -36,7 +37,7 @@ from control_plane.topology import Topology
 from emulation.cli_emulate import add_emulation_args, traffic_config
 from emulation.emulate import write_rows
 from emulation.measure import summarize
-from emulation.network import Network
+from emulation.network import Network, queue_for
 from emulation.traffic import JobResult, TrafficConfig, TrafficError, run_hosts, service_job
 from host_stack.experiments.cli import add_common_args
 
@@ -99,8 +100,10 @@ class ServedNetwork:
         addr = assign(topo)
         self.topo = topo
         self.sock = f"unix:{out / 'serve.sock'}"
+        shutil.rmtree(out / "state", ignore_errors=True)  # a fresh service, no old jobs
+        queue = queue_for(len(topo.workers), len(topo.pss), TrafficConfig.window)
         self.net = stack.enter_context(Network(topo, addr, out / "logs", target, scale, loss,
-                                               quiet))
+                                               quiet, queue))
         self.net.prepare_versions()
         pipeline = pipeline_for(target)
         installer = P4RuntimeInstaller(pipeline)
