@@ -59,12 +59,6 @@ class JointPlan:
     fair: dict[str, float] = field(default_factory=dict)  # step 2's rates
     errors: dict[str, str] = field(default_factory=dict)  # jobs with no plan, and why
 
-    def table(self) -> list[dict[str, object]]:
-        """One row per job: alone, fair and planned rate, and what binds it."""
-        return [{"job": name, "alone": self.alone.get(name, plan.rate),
-                 "fair": self.fair.get(name, plan.rate), "rate": plan.rate,
-                 "binding": plan.evaluate().binding} for name, plan in self.plans.items()]
-
 
 def resources(plan: Plan) -> dict[Resource, float]:
     """A plan's load per unit of its rate on every resource it uses."""

@@ -50,7 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     add_common_args(parser, "multi-job", 1, "repetitions (gradient seeds 0..N-1)",
-                    "fig1 split in two jobs, 2 short rounds (what the tests run)")
+                    "fig1 split in two jobs (halves), 2 short rounds")
     parser.add_argument("--topology", "-t", default="fig1", help="fig1 | fattree:K | ...")
     parser.add_argument("--ps", type=int, default=None, help="number of PSs (fat-tree, ...)")
     parser.add_argument("--preset", default=None, help="homogeneous | heterogeneous")
