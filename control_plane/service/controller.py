@@ -6,6 +6,8 @@ state (a re-plan holds it while the solver runs: seconds on fattree:6).
 Life of a job
 - SubmitJob: phases 1 and 2 on the job's part of the network, version 1 compiled into bank A
   of the job's lane (control_plane/deploy/versions.py) and installed; then the job runs.
+  Jobs side by side are always planned together (control_plane/multi_job.py: each on its
+  share of what they contend for), so a submit or cancel re-plans the other jobs too.
 - An event changes the network's modifiers, then every job is re-planned on the new state:
   phase 2 alone unless L-InArt's split moved (planner.py; a job whose hosts report
   progress keeps its split, since its PSs hold their shards).  A plan whose entries equal the
