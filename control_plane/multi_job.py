@@ -24,7 +24,10 @@ explainable in the terms of DESIGN.md section 2:
    jobs is also planned in turn, each job on what the ones before it left.  Every outcome is
    moved onto shares as in step 3 (at its own rates and loads), and the one with the highest
    lowest ``rate / alone`` wins (then the highest sum): the fairest, never a less fair one
-   because another job gains.
+   because another job gains.  When the alone plans fit together (every fair rate is the
+   alone rate) they are the outcome, with no further solving; the outcomes are tried one
+   after another (first rotation, shares, other rotations) and the search stops at one that
+   keeps every job at its alone rate, since none is fairer.
 
 A job alone on the network is planned on it unchanged (steps 1-3 give it everything).  Jobs
 use disjoint workers and PSs (a host trains one job); aggregator slots are not part of the
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from control_plane.plan import Plan, keep_on
@@ -205,20 +208,34 @@ def plan_jobs(topologies: Mapping[str, Topology], solver: Solver,
     loads = {name: resources(plan) for name, plan in alone.items()}
     joint.fair = fair_rates(joint.alone, loads, spare)
     jobs = {k: parts[k] for k in alone}
-    candidates = [_within_shares(jobs, alone, joint.fair, loads, spare, solver)]
-    order = list(jobs)
-    for first in range(len(order)):
-        candidates.append(_in_turn(jobs, order[first:] + order[:first], spare, solver))
-    dressed = [_dressed(jobs, c, spare) for c in candidates if len(c) == len(jobs)]
-    if not dressed:
-        joint.errors.update({k: f"no capacity left for job {k} beside the others"
-                             for k in jobs})
-        return joint
 
     def fairness(plans: dict[str, Plan]) -> tuple[float, float]:
         shares = [round(plans[k].rate / joint.alone[k], 9) for k in jobs]
         return min(shares), sum(shares)
-    joint.plans = max(dressed, key=fairness)
+
+    def outcomes() -> Iterator[dict[str, Plan]]:
+        if all(joint.fair[k] >= joint.alone[k] * (1 - 1e-9) for k in jobs):
+            yield dict(alone)  # the alone plans fit together: nobody is slowed
+            return
+        order = list(jobs)
+        for first in range(len(order)):
+            yield _in_turn(jobs, order[first:] + order[:first], spare, solver)
+            if first == 0:
+                yield _within_shares(jobs, alone, joint.fair, loads, spare, solver)
+    best: dict[str, Plan] | None = None
+    for outcome in outcomes():
+        if len(outcome) < len(jobs):
+            continue
+        dressed = _dressed(jobs, outcome, spare)
+        if best is None or fairness(dressed) > fairness(best):
+            best = dressed
+        if fairness(best)[0] >= 1.0:
+            break  # every job at its alone rate: no outcome is fairer
+    if best is None:
+        joint.errors.update({k: f"no capacity left for job {k} beside the others"
+                             for k in jobs})
+        return joint
+    joint.plans = best
     for name, plan in joint.plans.items():
         plan.meta["multi_job"] = {"jobs": len(jobs), "alone": joint.alone[name],
                                   "fair": joint.fair[name]}
