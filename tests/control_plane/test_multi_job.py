@@ -72,6 +72,8 @@ def test_two_jobs_on_a_multipath_fabric_fit_together(spec: str) -> None:
     half = len(topo.workers) // 2
     parts = {"a": job_part(topo, topo.workers[:half], topo.pss[:1]),
              "b": job_part(topo, topo.workers[half:], topo.pss[1:])}
+    alone = {k: inart(k, t) for k, t in parts.items()}
+    assert check_fits(alone, topo) != []  # planned alone, the two overload a shared resource
     joint = plan_jobs(parts, inart)
     assert sorted(joint.plans) == ["a", "b"] and joint.errors == {}
     assert_valid_and_fitting(joint, topo)
