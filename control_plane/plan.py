@@ -185,6 +185,17 @@ class Plan:
         return cls.from_dict(data)
 
 
+def keep_on(plan: Plan, topo: Topology) -> Plan | None:
+    """``plan``'s decisions on the network as it is now, or None if they no longer fit it
+    (a path over a link that is down, a host cut off)."""
+    kept = Plan(plan.scheme, topo, dict(plan.partition), list(plan.flows),
+                meta={"stream_paths": dict(plan.meta.get("stream_paths", {}))})
+    try:
+        return kept.finalize()
+    except (PlanError, KeyError):
+        return None
+
+
 def evaluate(plan: Plan) -> Loads:
     """Per-unit-rate loads of an integral plan and the rate they allow (DESIGN.md sec. 2)."""
     topo = plan.topology

@@ -6,6 +6,8 @@ state (a re-plan holds it while the solver runs: seconds on fattree:6).
 Life of a job
 - SubmitJob: phases 1 and 2 on the job's part of the network, version 1 compiled into bank A
   of the job's lane (control_plane/deploy/versions.py) and installed; then the job runs.
+  Jobs side by side are always planned together (control_plane/multi_job.py: each on its
+  share of what they contend for), so a submit or cancel re-plans the other jobs too.
 - An event changes the network's modifiers, then every job is re-planned on the new state:
   phase 2 alone unless L-InArt's split moved (planner.py; a job whose hosts report
   progress keeps its split, since its PSs hold their shards).  A plan whose entries equal the
@@ -27,6 +29,7 @@ every switch is read back and made to hold exactly the desired entries (switches
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -48,6 +51,7 @@ from control_plane.deploy.versions import (
     ps_address,
 )
 from control_plane.drivers.p4runtime import P4Info
+from control_plane.multi_job import plan_jobs
 from control_plane.plan import Plan
 from control_plane.service.network import (
     Modifiers,
@@ -56,7 +60,7 @@ from control_plane.service.network import (
     NoPlanError,
     SwitchInfo,
 )
-from control_plane.service.planner import plan_job
+from control_plane.service.planner import Planned, plan_job
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.store import Store
 from control_plane.service.switches import Installer, Item, ItemCache, Key, SyncResult, sync
@@ -379,7 +383,7 @@ class Controller:
             job = Job(0, name, list(workers), list(pss), model_size, scheme, seed, free[0])
             job.id = self.store.new_job(job.body())
             self.jobs[job.id] = job
-            self._replan(job, "submitted")
+            self._replan_all(f"job {job.id} submitted")
             self.hub.publish(job.id, job=self.job_msg(job))
             return self.job_msg(job)
 
@@ -409,6 +413,7 @@ class Controller:
             self._sync_all(self._desired(), job.id, 0, "remove")
             self.store.drop_job_state(job.id, job.body())
             del self.jobs[job.id]
+            self._replan_all(f"job {job.id} cancelled")  # the others share what it freed
             msg = self.job_msg(job)
             self.hub.publish(job.id, job=msg)
             return msg
@@ -442,40 +447,90 @@ class Controller:
             return self.version_msg(job, version, with_plan=True)
 
     # -- re-planning -----------------------------------------------------------------------------
-    def _replan(self, job: Job, reason: str) -> pb.JobReplan:
-        """Plan ``job`` on the network as it is and install the result make-before-break."""
-        out = pb.JobReplan(job_id=job.id)
+    def _replan_all(self, reason: str) -> dict[int, pb.JobReplan]:
+        """Plan every job together on the network as it is (control_plane/multi_job.py: each
+        job on its share of the resources the jobs contend for) and install each new plan
+        make-before-break.  A job whose version still drains keeps its plan (DEFERRED, re-planned
+        once it drained) and the others are planned beside it; nothing is solved when neither
+        the jobs nor their parts of the network changed since their plans were made."""
         net = self._net()
-        current = job.versions.get(job.active)
-        try:
-            topo, left_out = net.job_topology(job.workers, job.pss)
-            if current is not None and topo.to_dict() == current.plan.topology.to_dict():
-                return self._unchanged(job, out, left_out, "the job's part of the network "
-                                       "did not change")
-            if job.draining:
+        outs: dict[int, pb.JobReplan] = {}
+        parts: dict[int, tuple[Topology, list[str]]] = {}
+        for job in list(self.jobs.values()):
+            try:
+                parts[job.id] = net.job_topology(job.workers, job.pss)
+            except NoPlanError as exc:
+                outs[job.id] = self._stall(job, pb.JobReplan(job_id=job.id), f"no plan: {exc}")
+        key = _joint_key(parts, {j.id for j in self.jobs.values() if j.draining})
+        fixed: dict[str, Plan] = {}
+        free: dict[int, Job] = {}
+        for job_id, (_, left_out) in parts.items():
+            job = self.jobs[job_id]
+            current = job.versions.get(job.active)
+            if current is not None and current.plan.meta.get("joint") == key:
+                fixed[str(job_id)] = current.plan
+                outs[job_id] = self._unchanged(job, pb.JobReplan(job_id=job_id), left_out,
+                                               "the job's part of the network and the jobs "
+                                               "beside it did not change")
+            elif job.draining and current is not None:
+                fixed[str(job_id)] = current.plan
                 job.replan_pending = True
                 self._save(job)
-                out.outcome, out.message = pb.REPLAN_OUTCOME_DEFERRED, (
-                    f"version {job.draining} still drains; re-planned once it did")
-                return out
-            planned = plan_job(topo, job.scheme, job.seed,
-                               current.plan if current else None,
+                outs[job_id] = pb.JobReplan(job_id=job_id, outcome=pb.REPLAN_OUTCOME_DEFERRED,
+                                            message=f"version {job.draining} still drains; "
+                                                    f"re-planned once it did")
+            else:
+                free[job_id] = job
+        if not free:
+            return outs
+        t0 = time.perf_counter()
+        splits: dict[str, dict[str, float]] = {}
+
+        def solver(name: str, topo: Topology) -> Plan:
+            job = free[int(name)]
+            current = job.versions.get(job.active)
+            planned = plan_job(topo, job.scheme, job.seed, current.plan if current else None,
                                current.phase1_split if current else None,
                                [v.plan for v in job.versions.values() if v is not current],
                                hold_split=bool(job.progress))
+            splits[name] = planned.phase1_split
+            return planned.plan
+        joint = plan_jobs({str(i): parts[i][0] for i in free}, solver, fixed)
+        seconds = time.perf_counter() - t0
+        for job_id, job in free.items():
+            plan = joint.plans.get(str(job_id))
+            out = pb.JobReplan(job_id=job_id)
+            if plan is None:
+                outs[job_id] = self._stall(job, out, f"no plan: {joint.errors[str(job_id)]}")
+                continue
+            plan.meta["joint"] = key
+            planned = Planned(plan, int(plan.meta.get("phase", 1)), splits[str(job_id)],
+                              seconds)
+            outs[job_id] = self._replan(job, reason, planned, parts[job_id][1])
+        return outs
+
+    def _replan(self, job: Job, reason: str, planned: Planned,
+                left_out: list[str]) -> pb.JobReplan:
+        """Install ``planned`` for ``job`` make-before-break, unless it changes nothing."""
+        out = pb.JobReplan(job_id=job.id)
+        current = job.versions.get(job.active)
+        try:
             bank = 1 - current.bank if current else 0
             version = Version(max(job.versions, default=0) + 1, bank, planned.plan,
                               "installing", reason, planned.phase, planned.phase1_split,
                               planned.seconds)
             self._compile(job, version)
-        except (NoPlanError, EntriesError, ValueError) as exc:
+        except (EntriesError, ValueError) as exc:
             return self._stall(job, out, f"no plan: {exc}")
         out.phase = version.phase
         held = version.plan.meta.get("split_held")
         note = (f"; split kept while its hosts train (phase 1 would move it to "
                 f"{_split_text(held)}: restart the job to apply)" if held else "")
         if current is not None and self._same_entries(job, current, version):
-            return self._unchanged(job, out, left_out, "the new plan has the same entries" + note)
+            current.plan.meta["joint"] = version.plan.meta.get("joint")
+            self._save(job, [current])
+            return self._unchanged(job, out, left_out, "the new plan has the same entries "
+                                   "and rate" + note)
         # make: the new entries beside the old ones
         t0 = time.perf_counter()
         job.versions[version.number] = version
@@ -506,9 +561,11 @@ class Controller:
         return out
 
     def _same_entries(self, job: Job, current: Version, new: Version) -> bool:
-        """Whether ``new`` compiled into ``current``'s bank gives exactly its entries."""
-        if current.plan.partition != new.plan.partition or current.compiled is None:
-            return False
+        """Whether ``new`` has ``current``'s rate and, compiled into its bank, exactly its
+        entries."""
+        if (current.plan.partition != new.plan.partition or current.compiled is None
+                or round(current.plan.rate, 9) != round(new.plan.rate, 9)):
+            return False  # a new rate is a new version: the hosts pace at it
         twin = compile_version(new.plan, self._net().addressing, Lane(job.slot, current.bank))
 
         def content(c: Compiled) -> dict[str, tuple[frozenset, frozenset]]:
@@ -544,8 +601,7 @@ class Controller:
         """Re-plan every job: cheap for those whose part of the network did not change, and
         the retry of a job that is stalled or whose last version could not be installed."""
         with self.lock:
-            for job in list(self.jobs.values()):
-                self._replan(job, "retry")
+            self._replan_all("retry")
 
     def _save(self, job: Job, versions: Sequence[Version] = ()) -> None:
         self.store.save_job(job.id, job.body(),
@@ -576,8 +632,8 @@ class Controller:
                 self.known[node] = None  # it may restart meanwhile: read it back when back
             response = pb.ReportEventResponse(event_id=record.id)
             reason = f"event {record.id}: {description}"
-            for job in list(self.jobs.values()):
-                response.replans.append(self._replan(job, reason))
+            replans = self._replan_all(reason)
+            response.replans.extend(replans[i] for i in sorted(replans))
             if not any(r.outcome == pb.REPLAN_OUTCOME_NEW_VERSION for r in response.replans):
                 self._sync_all(self._desired())  # the network's routes still change
             response.seconds = time.perf_counter() - t0
@@ -645,7 +701,7 @@ class Controller:
             self.hub.publish(job.id, version=self.version_msg(job, old))
             if job.replan_pending:
                 job.replan_pending = False
-                self._replan(job, "deferred re-plan")
+                self._replan_all(f"deferred re-plan of job {job.id}")
 
     def subscribe(self, job_id: int, since: int) -> Subscription:
         """A Watch subscription to one job (NOT_FOUND if unknown) or, with 0, to all."""
@@ -688,3 +744,10 @@ class Controller:
 
 def _split_text(split: dict[str, float]) -> str:
     return ", ".join(f"{ps} {share:.3g}" for ps, share in sorted(split.items()))
+
+
+def _joint_key(parts: dict[int, tuple[Topology, list[str]]], draining: set[int]) -> str:
+    """A digest of what a joint plan depends on: every job's part of the network, and which
+    jobs keep their plans while a version drains."""
+    doc = [[i, parts[i][0].to_dict(), i in draining] for i in sorted(parts)]
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]

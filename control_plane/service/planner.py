@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from control_plane.l_inart import l_inart
-from control_plane.plan import Plan, PlanError
+from control_plane.plan import Plan, keep_on
 from control_plane.solve import route, solve
 from control_plane.topology import Topology
 
@@ -33,17 +33,6 @@ class Planned:
     phase: int  # 1: phase 1 and 2 ran; 2: phase 2 only (split kept)
     phase1_split: dict[str, float]  # L-InArt's split on this topology (decides the next phase)
     seconds: float
-
-
-def keep_on(plan: Plan, topo: Topology) -> Plan | None:
-    """``plan``'s decisions on the network as it is now, or None if they no longer fit it
-    (a path over a link that is down, a host cut off)."""
-    kept = Plan(plan.scheme, topo, dict(plan.partition), list(plan.flows),
-                meta={"stream_paths": dict(plan.meta.get("stream_paths", {}))})
-    try:
-        return kept.finalize()
-    except (PlanError, KeyError):
-        return None
 
 
 def _same_split(a: dict[str, float], b: dict[str, float]) -> bool:

@@ -28,6 +28,9 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
     "head-to-head": ("emulation.head_to_head",
                      "INA (InArt, ATP, LBMM) vs ring, RAT tree and RSGCM training on one "
                      "emulated network: time-to-accuracy, per-iteration split, bytes"),
+    "multi-job": ("emulation.multi_job",
+                  "two (or more) jobs at once on one emulated network, planned together by "
+                  "the controller service: exact sums, each job's rate vs its plan"),
 }
 
 
