@@ -214,10 +214,15 @@ class Packer:
             v = queue.popleft()
             if parent[v] is not None and self.node[v] >= incoming[v] - EPS:
                 return self._apply_chain(s, w, v, parent)
+            seen: set[tuple[str, int]] = set()
             for s2, w2 in self.at_switch[v]:
+                group = (s2, self.cls_of[w2])  # same unit, same switches: the first one speaks
+                if group in seen:
+                    continue
+                seen.add(group)
                 if self.node[v] + self.unit[s2] < incoming[v] - EPS:
                     continue  # moving it away would not free enough
-                rep2 = self.paths.classes[self.cls_of[w2]].rep
+                rep2 = self.paths.classes[group[1]].rep
                 for v2 in self.paths.switches_between(rep2, s2):
                     if v2 not in parent and v2 != avoid and (s2, v2) in self.stream:
                         parent[v2] = (v, (s2, w2))
