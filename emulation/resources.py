@@ -43,7 +43,8 @@ def cpu_s(pid: int) -> float | None:
 
 
 def descendants(roots: list[int]) -> list[int]:
-    """``roots`` and every process below them (a host's command may fork)."""
+    """``roots`` and every process below them (a host's command may fork), each once (a
+    root may be below another: forked switches below their farm)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -53,12 +54,13 @@ def descendants(roots: list[int]) -> list[int]:
         except (OSError, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], list(roots)
+    out, todo = set(), list(roots)
     while todo:
         pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
+        if pid not in out:
+            out.add(pid)
+            todo += children.get(pid, [])
+    return sorted(out)
 
 
 def machine_busy() -> tuple[float, float]:

@@ -63,6 +63,8 @@ def test_monitor_measures_pss_and_cpu_of_a_process_tree():
             mon.mark()
             time.sleep(0.3)
             assert len(descendants([parent.pid])) == 2
+            assert descendants([parent.pid, *descendants([parent.pid])]) == \
+                descendants([parent.pid])  # a root below another root counts once
             used = float(parent.stdout.readline())
             time.sleep(0.5)
             usage = mon.usage()
