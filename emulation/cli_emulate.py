@@ -2,15 +2,21 @@
 
     inart emulate --topology fig1 --scheme inart,atp,lbmm [--target embedded|bmv2]
                   [--scale MBPS_PER_UNIT] [--rounds R] [--loss PCT] [--find-max-rate]
+                  [--find-max-scale SCALES]
 
 Prints a table per scheme (measured vs plan), the communication-time ratios beside the
-paper's, and writes emulate.json / emulate.csv (and max-rate.csv) under --out.
+paper's, each run's wall time, peak memory (PSS of switches and hosts) and CPU, the whole
+emulation's, and writes emulate.json / emulate.csv (and max-rate.csv) under --out.
+``--find-max-scale 0.01,0.02,...`` builds the network at each scale in turn (the plan's traffic
+times the scale) until a scheme falls below 0.95 of its planned rate, then prints the largest
+scale reached and what limits it (emulation/scale_search.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from control_plane.cli_args import command, names_of
@@ -19,6 +25,7 @@ from control_plane.solve import SCHEMES
 from control_plane.topologies import build_topology
 from emulation.emulate import Emulation, plan_for, write_rows
 from emulation.measure import table
+from emulation.scale_search import ScaleResult, parse_scales, search, summary
 from emulation.traffic import MODES, TrafficConfig
 
 # InArt (seed 004, section 5.3.2, 50 workers, heterogeneous fat-tree): communication time
@@ -59,6 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="raise the paced rate until rounds need retransmissions or the "
                         "measured rate falls 4%% behind the paced one")
     p.add_argument("--factors", default=DEFAULT_FACTORS, help="rate factors for --find-max-rate")
+    p.add_argument("--find-max-scale", metavar="SCALES", default=None,
+                   help="increasing scales (e.g. 0.01,0.02,0.05,0.1): run every scheme at each "
+                        "until one sends < 0.95 of its plan; print the largest scale reached "
+                        "and what limits it (replaces --scale)")
     p.add_argument("--out", default=str(out_dir("emulate")), help="output directory")
     add_emulation_args(p)
     p.set_defaults(func=run)
@@ -84,6 +95,40 @@ def comm_ratios(rows: list[dict]) -> list[str]:
     return out
 
 
+def resource_lines(rows: list[dict]) -> list[str]:
+    """Each run's wall time, peak PSS (switches + hosts) and CPU, one line per scheme."""
+    return [f"{r['scheme']}: wall {r['wall_s']:.1f} s, peak PSS {r['peak_pss_mb']:.0f} MB "
+            f"(switches {r['switch_pss_mb']:.0f}, hosts {r['host_pss_mb']:.0f}), CPU "
+            f"switches {r['switch_cores']:.2f} + hosts {r['host_cores']:.2f} cores, machine "
+            f"{r['machine_busy']:.0%} busy" for r in rows if "wall_s" in r]
+
+
+def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
+               out: Path) -> tuple[ScaleResult, list[dict]]:
+    """Every plan on one network at ``scale``: the rows, and the --find-max-rate sweep."""
+    rows, sweep = [], []
+    t0 = time.monotonic()
+    with Emulation(topo, out, args.target, scale, args.loss, args.quiet) as emu:
+        cfg = traffic_config(args, emu.unit_bps)
+        for plan in plans:
+            compiled = emu.install(plan)
+            run_ = emu.run(plan, compiled, cfg, plan.scheme)
+            rows.append(dict(run_.row, topology=topo.name, target=args.target, loss=args.loss))
+            if args.find_max_rate:
+                factors = [float(f) for f in args.factors.split(",")]
+                sweep += emu.find_max_rate(plan, compiled, cfg, factors)
+        peak = emu.monitor.all_peak_mb
+        split = emu.monitor.all_peak_split
+    wall = time.monotonic() - t0
+    print(table(rows))
+    for line in comm_ratios(rows) + resource_lines(rows):
+        print(line)
+    print(f"whole emulation at scale {scale:g}: wall {wall:.0f} s (network up to torn down), "
+          f"peak PSS {peak:.0f} MB (switches {split.get('switches', 0):.0f}, hosts "
+          f"{split.get('hosts', 0):.0f})", flush=True)
+    return ScaleResult(scale, rows, peak, wall), sweep
+
+
 def run(args: argparse.Namespace) -> int:
     schemes = args.scheme
     if args.rounds < 1 or args.scale <= 0:
@@ -93,31 +138,35 @@ def run(args: argparse.Namespace) -> int:
         topo = build_topology(args.topology, ps=args.ps, workers=args.workers,
                               preset=args.preset, seed=args.seed + 1)
         plans = [plan_for(topo, s, args.seed) for s in schemes]
+        if args.find_max_scale:
+            parse_scales(args.find_max_scale)
     except ValueError as exc:
         print(f"inart emulate: error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
     rows, sweep = [], []
     try:
-        with Emulation(topo, out, args.target, args.scale, args.loss, args.quiet) as emu:
-            cfg = traffic_config(args, emu.unit_bps)
-            for plan in plans:
-                compiled = emu.install(plan)
-                run_ = emu.run(plan, compiled, cfg, plan.scheme)
-                row = dict(run_.row, topology=topo.name, target=args.target, loss=args.loss)
-                rows.append(row)
-                if args.find_max_rate:
-                    factors = [float(f) for f in args.factors.split(",")]
-                    sweep += emu.find_max_rate(plan, compiled, cfg, factors)
+        if args.find_max_scale:
+            def at(scale: float) -> ScaleResult:
+                try:
+                    return emulate_at(args, topo, plans, scale, out / f"scale-{scale:g}")[0]
+                except RuntimeError as exc:  # e.g. a deadline passed: this scale failed
+                    print(f"scale {scale:g}: {exc}", file=sys.stderr)
+                    return ScaleResult(scale, [], float("nan"), float("nan"), error=str(exc))
+
+            results = search(parse_scales(args.find_max_scale), at)
+            rows = [dict(r, scale=res.scale) for res in results for r in res.rows]
+            for line in summary(results):
+                print(line)
+        else:
+            result, sweep = emulate_at(args, topo, plans, args.scale, out)
+            rows = result.rows
     except KeyboardInterrupt:
         print("inart emulate: interrupted; network torn down", file=sys.stderr)
         return 130
     except (RuntimeError, ValueError) as exc:
         print(f"inart emulate: error: {exc}", file=sys.stderr)
         return 1
-    print(table(rows))
-    for line in comm_ratios(rows):
-        print(line)
     jpath, cpath = write_rows(rows, out, "emulate")
     print(f"wrote {jpath} and {cpath}")
     if sweep:

@@ -30,6 +30,7 @@ from control_plane.solve import solve
 from control_plane.topology import Topology
 from emulation.measure import event_names, link_bytes, summarize
 from emulation.network import Network, queue_for
+from emulation.resources import Monitor
 from emulation.targets.embedded.stats import StatsError, read_stats, reasons
 from emulation.traffic import JobResult, TrafficConfig, run_job
 
@@ -62,10 +63,17 @@ class Emulation:
         self.net = Network(topology, self.addr, out_dir / "logs", target, scale, loss, quiet,
                            queue_for(len(topology.workers), len(topology.pss), window))
         self.installed: str | None = None
+        self.monitor = Monitor(lambda: {"switches": self.net.switch_pids(),
+                                        "hosts": self.net.host_pids()})
 
     def __enter__(self) -> Emulation:
         self.program.check()
-        self.net.__enter__()
+        self.monitor.__enter__()
+        try:
+            self.net.__enter__()
+        except BaseException:
+            self.monitor.__exit__()
+            raise
         STATE_FILE.write_text(json.dumps({
             "switches": {sw: {"grpc": self.addr.grpc_address(sw),
                               "device_id": self.addr.device_id[sw]}
@@ -78,6 +86,7 @@ class Emulation:
         try:
             self.net.__exit__(*exc)
         finally:
+            self.monitor.__exit__()
             STATE_FILE.unlink(missing_ok=True)
 
     @property
@@ -149,8 +158,10 @@ class Emulation:
         ev0 = self.switch_events()
         st0 = self.target_stats()
         if0 = self.net.interface_bytes()
+        self.monitor.mark()
         job = run_job(self.net, self.addr, plan, compiled, cfg, self.out_dir / "hosts" / tag,
                       self.quiet)
+        usage = self.monitor.usage()
         if1 = self.net.interface_bytes()
         ev1 = self.switch_events()
         st1 = self.target_stats()
@@ -161,6 +172,12 @@ class Emulation:
         row["rate_factor"] = cfg.rate_factor
         row["scale_mbps_per_unit"] = self.scale
         row["target_drops"] = {sw: reasons(st1[sw], since=st0[sw]) for sw in st1 if sw in st0}
+        row.update(wall_s=usage.wall_s, peak_pss_mb=usage.peak_pss_mb,
+                   switch_pss_mb=usage.peak_split_mb.get("switches", 0.0),
+                   host_pss_mb=usage.peak_split_mb.get("hosts", 0.0),
+                   switch_cores=usage.cores.get("switches", 0.0),
+                   host_cores=usage.cores.get("hosts", 0.0), machine_busy=usage.machine_busy,
+                   cpus=usage.cpus)
         return Run(plan, compiled, job, row)
 
     def find_max_rate(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig,

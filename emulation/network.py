@@ -33,6 +33,7 @@ from control_plane.repo import REPO, child_env
 from control_plane.topology import Topology
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S
+from emulation.targets.embedded.farm import SwitchFarm
 from emulation.targets.process import stop_process
 
 QUEUE_PACKETS = 64  # per interface at least; see queue_for()
@@ -79,10 +80,12 @@ def _switch_class():
         """A Mininet switch node whose datapath is a P4Runtime-programmed P4 target."""
 
         def __init__(self, name: str, target: str = "embedded", grpc: str = "",
-                     device_id: int = 1, log_dir: str = ".", **params) -> None:
+                     device_id: int = 1, log_dir: str = ".", farm: SwitchFarm | None = None,
+                     **params) -> None:
             params["inNamespace"] = False
             super().__init__(name, dpid=f"{device_id:x}", **params)
             self.target, self.grpc, self.device_id = target, grpc, device_id
+            self.farm = farm  # forks the embedded switches (None: a process each)
             self.log_path = Path(log_dir) / f"{name}.log"
             self.switch: SwitchProcess | None = None
 
@@ -92,7 +95,8 @@ def _switch_class():
                 subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1"],
                                capture_output=True, timeout=10)
             spec = SwitchSpec(self.device_id, ports, self.grpc, log_file=self.log_path)
-            self.switch = SwitchProcess(get_target(self.target), spec, log=self.log_path)
+            self.switch = SwitchProcess(get_target(self.target), spec, log=self.log_path,
+                                        farm=self.farm)
             try:
                 self.switch.start()
             except TargetError as exc:
@@ -136,6 +140,8 @@ class Network:
         self.queue_packets = queue_packets
         self.out_dir = out_dir
         self.net = None
+        # embedded switches fork from one parent that imported the target once (farm.py)
+        self.farm = SwitchFarm() if target == "embedded" else None
         self.procs: list[subprocess.Popen] = []
         self.interfaces: list[str] = []
         self._shaped: list = []
@@ -184,7 +190,7 @@ class Network:
         for sw in self.topo.switches:
             net.addSwitch(sw, cls=switch_cls, target=self.target,
                           grpc=self.addr.grpc_address(sw), device_id=self.addr.device_id[sw],
-                          log_dir=str(self.out_dir))
+                          log_dir=str(self.out_dir), farm=self.farm)
         for host in self.topo.workers + self.topo.pss:
             net.addHost(host, ip=f"{self.addr.ip[host]}/8", mac=self.addr.mac[host])
         done: set[frozenset[str]] = set()
@@ -323,6 +329,8 @@ class Network:
                         sw.switch.stop()
                 net.stop()
         finally:
+            if self.farm is not None:
+                self.farm.close()
             for table in self._nft_tables:
                 subprocess.run(["nft", "delete", "table", "netdev", table], capture_output=True,
                                timeout=10)
@@ -335,6 +343,18 @@ class Network:
             self._old_handlers.clear()
 
     # -- measurement hooks -----------------------------------------------------------------------
+    def switch_pids(self) -> list[int]:
+        """Every switch process (and the farm that forked them): what the switches cost."""
+        pids = [] if self.farm is None or self.farm.pid is None else [self.farm.pid]
+        if self.net is not None:
+            pids += [sw.switch.proc.pid for sw in self.net.switches
+                     if getattr(sw, "switch", None) is not None and sw.switch.proc is not None]
+        return pids
+
+    def host_pids(self) -> list[int]:
+        """The hosts' processes started with ``popen`` (PSs, workers) that still run."""
+        return [p.pid for p in self.procs if p.poll() is None]
+
     def interface_bytes(self) -> dict[str, tuple[int, int]]:
         """(tx_bytes, rx_bytes) of every switch interface (all live in the root namespace)."""
         out = {}

@@ -78,3 +78,36 @@ def test_worker_without_ps_fails_with_a_clear_error(tmp_path):
     _, err = worker.communicate(timeout=120)
     assert worker.returncode == 3
     assert "no HELLO reply from PS s1" in err
+
+
+def test_synthetic_ps_and_workers_never_import_torch(tmp_path):
+    """Traffic-only hosts stay numpy-only (~30 MB, not ~260 MB each): an emulation runs 50
+    workers of them.  ``-X importtime`` lists every module a process imported on stderr."""
+    from host_stack.train.worker import expected_digests
+
+    job = write_job(tmp_path, workers=2, shares=(1.0,))
+    job = [*job, "--model", "synthetic", "--values", "300", "--n", "32"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = [sys.executable, "-X", "importtime", "-m"]
+    ps = subprocess.Popen([*run, "host_stack.ina.ps", *job, "--ps", "s1", "--mode", "sum",
+                           "--idle-exit", "5"], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    workers = [subprocess.Popen([*run, "host_stack.train.worker", *job, "--worker", w,
+                                 "--rounds", "2"], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+               for w in ("w1", "w2")]
+    try:
+        outs = [w.communicate(timeout=120) for w in workers]
+    finally:
+        ps.terminate()
+        _, ps_err = ps.communicate(timeout=30)
+    assert [w.returncode for w in workers] == [0, 0], [err[-500:] for _, err in outs]
+    rounds = [json.loads(line) for line in outs[0][0].splitlines()
+              if json.loads(line)["event"] == "round"]
+    # the run did its work: every round's sums are numpy's
+    assert [r["result_sha256"] for r in rounds] == expected_digests(2, 2, 300)
+    for name, err in [("ps", ps_err), *(("worker", e) for _, e in outs)]:
+        imported = {line.rsplit("|", 1)[-1].strip() for line in err.splitlines()
+                    if line.startswith("import time:")}
+        assert "numpy" in imported, f"{name}: -X importtime listed nothing"
+        assert "torch" not in imported, f"{name} imported torch"

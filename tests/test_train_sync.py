@@ -61,3 +61,10 @@ def test_every_train_option_is_used_by_some_mode_and_defaults_are_not_given():
     options = set(vars(args)) - {"command", "func", GIVEN}
     assert set().union(*(mode_flags(m) for m in MODES)) == options
     assert getattr(args, GIVEN) == {"plan"}
+
+
+def test_job_options_name_every_model_without_importing_torch():
+    from host_stack.train.jobargs import MODEL_NAMES
+    from host_stack.train.models import MODELS
+
+    assert sorted(MODEL_NAMES) == sorted(MODELS)

@@ -17,10 +17,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from control_plane.deploy.pipeline import Pipeline, pipeline_for
 from control_plane.repo import REPO, child_env
 from emulation.targets.process import stop_process
+
+if TYPE_CHECKING:
+    from emulation.targets.embedded.farm import ForkedSwitch, SwitchFarm
 
 START_TIMEOUT_S = 60.0
 
@@ -88,13 +92,19 @@ class SwitchProcess:
     """A running switch of some target; a context manager that always stops it.
 
     ``netns`` runs it inside a network namespace (its ports live there); ``log`` receives its
-    output (a file path; default: this process's stdout/stderr).
+    output (a file path; default: this process's stdout/stderr).  ``farm`` (embedded target,
+    root namespace): fork it from that SwitchFarm instead of starting a new interpreter, so
+    many switches share their imported code (emulation/targets/embedded/farm.py).
     """
 
     def __init__(self, target: Target, spec: SwitchSpec, netns: str | None = None,
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, farm: SwitchFarm | None = None) -> None:
+        if farm is not None and (netns is not None or target.name != "embedded"):
+            raise TargetError(f"a switch farm forks embedded switches in the root namespace, "
+                              f"not target {target.name!r} in netns {netns!r}")
         self.target, self.spec, self.netns, self.log = target, spec, netns, log
-        self.proc: subprocess.Popen | None = None
+        self.farm = farm
+        self.proc: subprocess.Popen | ForkedSwitch | None = None
 
     def start(self) -> SwitchProcess:
         reason = self.target.unavailable()
@@ -105,6 +115,9 @@ class SwitchProcess:
             raise TargetError(f"{self.target.name} switch (device {self.spec.device_id}): "
                               f"P4Runtime address {self.spec.grpc} is already in use by another "
                               f"process (a switch left over from an earlier run?)")
+        if self.farm is not None:
+            self.proc = self.farm.spawn(self.target.main_args(self.spec), self.log)  # type: ignore[attr-defined]
+            return self
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         out = open(self.log, "ab") if self.log else None  # noqa: SIM115
         try:

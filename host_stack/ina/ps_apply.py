@@ -11,7 +11,6 @@ The last chunk of a shard is padded with zeros; the padding's parameters stay 0.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from host_stack.ina.quantize import Quantizer
 from host_stack.train.sync import MomentumSGD
@@ -24,27 +23,26 @@ class OptimizerApply:
                  momentum: float) -> None:
         if params.ndim != 1 or params.size % n:
             raise ValueError(f"PS shard of {params.size} values is not whole {n}-value chunks")
-        self.params = torch.from_numpy(np.ascontiguousarray(params, dtype=np.float32))
+        self.params = np.ascontiguousarray(params, dtype=np.float32)  # updated in place
         self.n = n
         self.divisor = quantizer.scale * quantizer.workers
         self.opt = MomentumSGD(lr, momentum)
 
     def __call__(self, chunks: np.ndarray, sums: np.ndarray) -> np.ndarray:
         grad = (sums / self.divisor).astype(np.float32)
-        params = self.params.numpy().reshape(-1, self.n)
+        params = self.params.reshape(-1, self.n)
         self.opt.apply_rows(params, grad, chunks)
         return params[chunks].astype(">f4").view(np.uint8)
 
     def state(self) -> dict[str, np.ndarray]:
         """Arrays a checkpoint stores."""
         velocity = self.opt.velocity
-        return {"params": self.params.numpy().copy(),
-                "velocity": (np.zeros_like(self.params.numpy()) if velocity is None
-                             else velocity.numpy().copy())}
+        return {"params": self.params.copy(),
+                "velocity": np.zeros_like(self.params) if velocity is None else velocity.copy()}
 
     def restore(self, params: np.ndarray, velocity: np.ndarray) -> None:
-        self.params.copy_(torch.from_numpy(params.astype(np.float32)))
-        self.opt.velocity = torch.from_numpy(velocity.astype(np.float32).copy())
+        self.params[:] = params.astype(np.float32)
+        self.opt.velocity = velocity.astype(np.float32).copy()
 
 
 class SumApply:

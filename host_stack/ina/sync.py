@@ -16,12 +16,11 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import torch
 
 from host_stack.ina.quantize import Quantizer, error_stats
 from host_stack.ina.transport import WorkerTransport
 from host_stack.train.jobargs import LAUNCHER_FLAGS, TRANSPORT_OPTIONS
-from host_stack.train.sync import CommStats
+from host_stack.train.sync import CommStats, Vector
 
 USES_PS = True
 FLAGS = LAUNCHER_FLAGS | set(TRANSPORT_OPTIONS) | {"checkpoint_dir"}
@@ -54,9 +53,10 @@ class InaSync:
         self.quantizer = quantizer
         self.history: list[SyncRoundStats] = []
 
-    def step(self, round_: int, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    def step(self, round_: int, params: Vector, grad: Vector) -> np.ndarray:
+        """numpy in and out, torch neither imported nor needed (synthetic workers)."""
         g = np.zeros(self.n_chunks * self.n, dtype=np.float32)
-        g[:self.n_values] = grad.detach().numpy()
+        g[:self.n_values] = np.asarray(grad)
         q, clipped = self.quantizer.quantize(g)
         err = error_stats(g, self.quantizer.dequantize(q))["rel_l2_error"]
         q = q.reshape(self.n_chunks, self.n)
@@ -76,7 +76,7 @@ class InaSync:
             quant_rel_error=err, counters={k: v for k, v in delta.items() if v},
             version=self.follower.current.number if self.follower is not None else 0))
         words = np.concatenate(results) if results else np.zeros((0, self.n), np.int32)
-        return torch.from_numpy(words.view(np.float32).reshape(-1)[:self.n_values].copy())
+        return words.view(np.float32).reshape(-1)[:self.n_values].copy()
 
     def close(self) -> None:
         self.transport.close()

@@ -23,11 +23,13 @@ from host_stack.ina.impair import Impairment
 from host_stack.ina.jobplan import JobPlan, load_plan
 from host_stack.ina.quantize import DEFAULT_BOUND, Quantizer
 from host_stack.ina.transport import TransportConfig, auto_window
-from host_stack.train.models import MODELS, build_model, flat_params
 
 if TYPE_CHECKING:  # the service client (grpc) is imported only by hosts that follow one
     from host_stack.ina.follow import HostVersion, ServiceLink
 
+# host_stack/train/models.py's MODELS, named here so the PS and synthetic workers, which parse
+# these options, never import torch (~230 MB per process)
+MODEL_NAMES = ("cnn", "mlp")
 MODEL_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum")
 TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "window", "gso", "timeout", "max_retries",
                      "hello_timeout", "pool_size", "impair")  # the INA transport's only
@@ -55,7 +57,7 @@ def add_job_args(parser: argparse.ArgumentParser, plan_required: bool = True) ->
     g.add_argument("--plan", required=plan_required,
                    help="inart.plan/1 JSON file" + ("" if plan_required else
                                                      " (or --service and --job-id)"))
-    g.add_argument("--model", default="cnn", choices=sorted(MODELS) + ["synthetic"],
+    g.add_argument("--model", default="cnn", choices=[*MODEL_NAMES, "synthetic"],
                    help="model to train; 'synthetic' sends random gradients (transport only)")
     g.add_argument("--values", type=int, default=100_000,
                    help="gradient length for --model synthetic")
@@ -173,6 +175,8 @@ class Job:
         """Flat float32 initial parameters padded to whole chunks (zeros for synthetic)."""
         padded = np.zeros(self.n_chunks * self.n, dtype=np.float32)
         if args.model != "synthetic":
+            from host_stack.train.models import build_model, flat_params
+
             padded[:self.n_values] = flat_params(build_model(args.model, args.seed)).numpy()
         return padded
 
@@ -186,6 +190,8 @@ def model_size(args: argparse.Namespace) -> int:
         if args.values < 1:
             raise ValueError(f"--values {args.values}: expected >= 1")
         return args.values
+    from host_stack.train.models import build_model
+
     return sum(p.numel() for p in build_model(args.model, args.seed).parameters())
 
 

@@ -9,23 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from host_stack.train.models import flat_grads, flat_params, load_flat_params
-from host_stack.train.sync import GradientSync
-
-
-@dataclass
-class RoundStats:
-    """What one worker measured in one round (seconds)."""
-
-    round: int
-    loss: float
-    compute_s: float
-    sync_s: float
+from host_stack.train.sync import GradientSync, RoundStats
 
 
 def batches(n: int, batch_size: int, rounds: int, seed: int) -> list[torch.Tensor]:
@@ -59,7 +48,7 @@ def train_worker(model: nn.Module, x: torch.Tensor, y: torch.Tensor, sync: Gradi
         loss.backward()
         grad = flat_grads(model)
         t1 = time.perf_counter()
-        params = sync.step(r, params, grad)
+        params = torch.as_tensor(sync.step(r, params, grad))  # INA returns a numpy array
         load_flat_params(model, params)
         t2 = time.perf_counter()
         stats.append(RoundStats(r, float(loss.detach()), t1 - t0, t2 - t1))

@@ -3,6 +3,9 @@ training loop and every synchronisation scheme (INA through PSs, ring, tree, RSG
 
 INA moves the optimizer to the parameter servers (they return updated parameters); collectives
 all-reduce the gradient and step a local optimizer.  Both fit ``GradientSync.step``.
+
+No torch at import time: traffic-only (synthetic) workers and every PS import this module, and
+``import torch`` costs ~230 MB per process (50 workers on one emulating machine: 11 GB).
 """
 
 from __future__ import annotations
@@ -10,10 +13,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
+
+Vector = "np.ndarray | torch.Tensor"  # a flat float32 vector (see GradientSync.step)
 
 
 @dataclass
@@ -26,11 +33,25 @@ class CommStats:
     bytes: int  # bytes this worker sent in the round
 
 
+@dataclass
+class RoundStats:
+    """What one worker measured in one round (seconds)."""
+
+    round: int
+    loss: float
+    compute_s: float
+    sync_s: float
+
+
 class GradientSync(Protocol):
     """A synchronisation scheme as seen by one worker's training loop."""
 
-    def step(self, round_: int, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-        """Return the parameters for the next round given this worker's flat gradient."""
+    def step(self, round_: int, params: Vector, grad: Vector) -> Vector:
+        """Return the parameters for the next round given this worker's flat gradient.
+
+        Vectors are flat float32: torch tensors from the training loop, numpy arrays from a
+        synthetic worker; the training loop takes either back (``torch.as_tensor``).
+        """
         ...
 
     def close(self) -> None:
@@ -46,19 +67,26 @@ class MeasuredSync(GradientSync, Protocol):
 
 
 class MomentumSGD:
-    """SGD with momentum on a flat parameter vector (the same rule the INA PS applies)."""
+    """SGD with momentum on a flat parameter vector (the same rule the INA PS applies).
+
+    The velocity is a float32 numpy array, so the PS (``apply_rows``) needs no torch; ``apply``
+    steps it in place through a torch view of the same memory.
+    """
 
     def __init__(self, lr: float, momentum: float = 0.9) -> None:
         self.lr = lr
         self.momentum = momentum
-        self.velocity: torch.Tensor | None = None
+        self.velocity: np.ndarray | None = None
 
     def apply(self, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         """Return params - lr * v with v <- momentum * v + grad."""
+        import torch  # callers hold torch tensors, so it is already loaded
+
         if self.velocity is None:
-            self.velocity = torch.zeros_like(grad)
-        self.velocity.mul_(self.momentum).add_(grad)
-        return params - self.lr * self.velocity
+            self.velocity = np.zeros(tuple(grad.shape), np.float32)
+        velocity = torch.from_numpy(self.velocity)
+        velocity.mul_(self.momentum).add_(grad)
+        return params - self.lr * velocity
 
     def apply_rows(self, params: np.ndarray, grad: np.ndarray, rows: np.ndarray) -> None:
         """The same rule, in place, on rows ``rows`` of a (chunks, N) float32 array.
@@ -68,8 +96,8 @@ class MomentumSGD:
         the PS's time; element-wise the float32 operations are those of ``apply``.
         """
         if self.velocity is None:
-            self.velocity = torch.zeros(params.size)
-        velocity = self.velocity.numpy().reshape(params.shape)
+            self.velocity = np.zeros(params.size, np.float32)
+        velocity = self.velocity.reshape(params.shape)
         v = velocity[rows]
         v *= np.float32(self.momentum)
         v += grad
@@ -92,8 +120,11 @@ class AllReduceSync:
         self.sent = sent
         self.history: list[CommStats] = []
 
-    def step(self, round_: int, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-        summed = grad.clone()
+    def step(self, round_: int, params: Vector, grad: Vector) -> torch.Tensor:
+        import torch
+
+        params = torch.as_tensor(params)  # a synthetic worker passes numpy arrays
+        summed = torch.as_tensor(grad).clone()
         before, t0 = self.sent(), time.perf_counter()
         self.all_reduce(summed)
         self.history.append(CommStats(round_, time.perf_counter() - t0, self.sent() - before))

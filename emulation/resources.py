@@ -1,0 +1,151 @@
+"""What an emulation costs the machine: memory (PSS) and CPU of its switches and its hosts.
+
+PSS, not RSS: switches forked from one parent (emulation/targets/embedded/farm.py) share their
+code pages, and RSS would count those pages once per switch; PSS divides each shared page
+among the processes that map it, so the sum over all processes is what they use together.
+A background thread samples /proc every ``interval`` seconds: the peak of the total PSS (with
+its split at that moment), the CPU seconds each process was last seen to have used, and the
+machine's busy fraction, from which a scale sweep tells whether the CPU was saturated and by
+whom.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def pss_kb(pid: int) -> int:
+    """The process's proportional set size in KiB (0 once it has exited)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of the process (None once it has exited)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14, 15)
+
+
+def descendants(roots: list[int]) -> list[int]:
+    """``roots`` and every process below them (a host's command may fork), each once (a
+    root may be below another: forked switches below their farm)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out.add(pid)
+            todo += children.get(pid, [])
+    return sorted(out)
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return float(sum(values) - idle), float(sum(values))
+
+
+@dataclass
+class Usage:
+    """Resources over one interval of a monitor (``Monitor.mark`` to ``Monitor.usage``)."""
+
+    wall_s: float
+    peak_pss_mb: float  # peak of the total PSS of every group in the interval
+    peak_split_mb: dict[str, float]  # each group's PSS at that peak
+    cores: dict[str, float]  # CPU seconds per wall second, per group
+    machine_busy: float  # fraction of all CPUs busy (anything on the machine)
+    cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
+
+
+class Monitor:
+    """Samples groups of processes (name -> root pids, asked anew each time) in a thread."""
+
+    def __init__(self, groups: Callable[[], dict[str, list[int]]], interval: float = 1.0) -> None:
+        self.groups = groups
+        self.interval = interval
+        self.lock = threading.Lock()
+        self.cpu: dict[str, dict[int, float]] = {}  # group -> pid -> last CPU seconds seen
+        self.peak_mb, self.peak_split = 0.0, {}
+        self.all_peak_mb, self.all_peak_split = 0.0, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="resource-monitor", daemon=True)
+        self._mark = self._snapshot()
+
+    def __enter__(self) -> Monitor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> None:
+        """Read every group's PSS and CPU once; keep the peaks."""
+        split: dict[str, float] = {}
+        for name, roots in self.groups().items():
+            pids = descendants(roots)
+            split[name] = sum(pss_kb(p) for p in pids) / 1024
+            with self.lock:
+                seen = self.cpu.setdefault(name, {})
+                for pid in pids:
+                    used = cpu_s(pid)
+                    if used is not None:
+                        seen[pid] = used
+        total = sum(split.values())
+        with self.lock:
+            if total > self.peak_mb:
+                self.peak_mb, self.peak_split = total, split
+            if total > self.all_peak_mb:
+                self.all_peak_mb, self.all_peak_split = total, split
+
+    def _snapshot(self) -> tuple[float, dict[str, float], tuple[float, float]]:
+        with self.lock:
+            cpu = {name: sum(seen.values()) for name, seen in self.cpu.items()}
+        return time.monotonic(), cpu, machine_busy()
+
+    def mark(self) -> None:
+        """Start a new interval: its peak and CPU count from now."""
+        self.sample()
+        with self.lock:
+            self.peak_mb, self.peak_split = 0.0, {}
+        self._mark = self._snapshot()
+
+    def usage(self) -> Usage:
+        """What the processes used since the last ``mark``."""
+        self.sample()
+        t0, cpu0, (busy0, all0) = self._mark
+        t1, cpu1, (busy1, all1) = self._snapshot()
+        wall = max(t1 - t0, 1e-9)
+        with self.lock:
+            return Usage(wall_s=wall, peak_pss_mb=self.peak_mb, peak_split_mb=dict(self.peak_split),
+                         cores={k: (v - cpu0.get(k, 0.0)) / wall for k, v in cpu1.items()},
+                         machine_busy=(busy1 - busy0) / max(all1 - all0, 1.0))
