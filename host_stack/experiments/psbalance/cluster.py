@@ -19,10 +19,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from control_plane.repo import REPO, child_env
-from host_stack.experiments.psbalance.loads import plan_shares
+from host_stack.experiments.psbalance.loads import closed_form, iteration_time, plan_shares
 from host_stack.experiments.psbalance.netlab import StarLab, star_lab
 from host_stack.experiments.psbalance.probe import ThroughputTable
-from host_stack.experiments.psbalance.slices import assign_slices
+from host_stack.experiments.psbalance.slices import assign_slices, bytes_per_ps
 
 
 @dataclass
@@ -109,8 +109,10 @@ class Cluster:
             rates.update({(src, str(dst)): r for src, r in reply["rates"].items()})
         return time.monotonic() - t0, rates
 
-    def segment(self, scheme: str, model_bytes: int, progress=None) -> list[dict]:
-        """Run `scheme` for cfg.duration seconds; one record per iteration."""
+    def segment(self, scheme: str, model_bytes: int, progress=None,
+                model_name: str | None = None) -> list[dict]:
+        """Run `scheme` for cfg.duration seconds; one record per iteration, with the time the
+        cost model predicts for the bytes each PS got at the rates tc set (``t_model_s``)."""
         cfg = self.cfg
         periods = int(cfg.duration // cfg.period) + 1
         draws = cfg.rate_draws(periods)
@@ -124,14 +126,18 @@ class Cluster:
                 self.lab.set_rates(draws[k])
                 current = k
             caps = table.update_capabilities()
-            shares = plan_shares(scheme, caps, model_bytes, cfg.threshold_s)
+            shares = plan_shares(scheme, caps, model_bytes, cfg.threshold_s, model_name)
             slices = assign_slices(shares, model_bytes, cfg.slice_bytes, probe, cfg.num_probe)
             seconds, rates = self.iteration(it, model_bytes, slices)
             for (src, dst), r in rates.items():
                 table.record(src, dst, r)
-            best = 2 * (cfg.nodes - 1) * model_bytes / (sum(draws[k]) * 1e6 / 8)
+            true_rates = {n: mbit * 1e6 / 8 for n, mbit in zip(names, draws[k], strict=True)}
+            sent = {n: float(b) for n, b in bytes_per_ps(slices).items()}
             out.append({"scheme": scheme, "model_bytes": model_bytes, "iter": it,
-                        "t": now, "period": k, "seconds": seconds, "t_star_s": best,
+                        "t": now, "period": k, "seconds": seconds,
+                        "t_model_s": iteration_time(sent, true_rates, model_bytes),
+                        "t_star_s": iteration_time(closed_form(true_rates, model_bytes)[0],
+                                                   true_rates, model_bytes),
                         "max_share": max(shares.values()) / model_bytes})
             it += 1
             if progress is not None:
