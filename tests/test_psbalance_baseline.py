@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from control_plane.cli import main
+from host_stack.experiments.psbalance.cluster import RunConfig, capability_distortion
 from host_stack.experiments.psbalance.experiment import SCHEMES, format_table, summarise
 from host_stack.experiments.psbalance.loads import iteration_time, node_times, plan_shares
 from host_stack.experiments.psbalance.mxnet_default import (
@@ -78,12 +79,14 @@ def test_mxnet_baseline_orders_the_speedups_like_the_paper() -> None:
 
 def test_summary_and_table_put_ours_model_and_paper_side_by_side() -> None:
     records = [{"model": "alexnet", "scheme": s, "seconds": t, "t_model_s": t / 2,
-                "t_star_s": 0.5, "model_bytes": 1000}
-               for s, t in zip(SCHEMES, (2.0, 1.6, 1.0), strict=True) for _ in range(3)]
+                "t_star_s": 0.5, "model_bytes": 1000, "iter": i,
+                "cap_distortion": 1.5}
+               for s, t in zip(SCHEMES, (2.0, 1.6, 1.0), strict=True) for i in range(3)]
     [row] = summarise(records, ["alexnet"])
     assert row["aware_speedup"] == pytest.approx(2.0)
     assert row["aware_model_speedup"] == pytest.approx(2.0)
     assert row["aware_vs_paper"] == pytest.approx(2.0 / 1.32)
+    assert row["aware_cap_distortion"] == 1.5
     text = format_table([row])
     assert "alexnet" in text and "1.32" in text and "1.52" in text
 
@@ -93,3 +96,11 @@ def test_predict_runs_without_root(capsys) -> None:
                  "--models", "mobilenet"]) == 0
     out = capsys.readouterr().out
     assert "mxnet" in out and "2.68" in out and "mobilenet" in out
+
+
+def test_capability_distortion_ignores_a_common_factor() -> None:
+    true = {"a": 1.0, "b": 2.0, "c": 4.0}
+    assert capability_distortion({"a": 3.0, "b": 6.0, "c": 12.0}, true) == pytest.approx(1.0)
+    assert capability_distortion({"a": 2.0, "b": 2.0, "c": 4.0}, true) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="capabilities"):
+        RunConfig(capabilities="guess")

@@ -40,19 +40,33 @@ class RunConfig:
     threshold_s: float = 0.01  # Alg. 1's similarity threshold (paper: 1 s at its scale)
     timeout_s: float = 60.0
     seed: int = 0
+    # "probe": node capabilities from forecast/probe rates (the paper); "tc": the rates tc
+    # set (an oracle, to separate the planning from the measurement)
+    capabilities: str = "probe"
 
     def __post_init__(self) -> None:
         if self.nodes < 3:
             raise ValueError(f"nodes: expected >= 3, got {self.nodes}")
         if not 0 < self.min_fraction <= 1:
             raise ValueError("min_fraction: expected 0 < f <= 1")
-        if self.slice_bytes % 4 or self.probe_bytes % 4:
-            raise ValueError("slice_bytes/probe_bytes: expected multiples of 4 (float32)")
+        if self.capabilities not in ("probe", "tc"):
+            raise ValueError(f"capabilities: expected 'probe' or 'tc', got {self.capabilities!r}")
+        if self.slice_bytes <= 0 or self.slice_bytes % 4 or self.probe_bytes % 4:
+            raise ValueError("slice_bytes/probe_bytes: expected positive multiples of 4 "
+                             "(float32)")
 
     def rate_draws(self, periods: int) -> list[list[float]]:
         rng = random.Random(self.seed)
         return [[round(self.max_mbit * rng.uniform(self.min_fraction, 1.0), 3)
                  for _ in range(self.nodes)] for _ in range(periods)]
+
+
+def capability_distortion(estimated: dict[str, float], true: dict[str, float]) -> float:
+    """max_i (est_i / true_i) / min_i (est_i / true_i): 1 when the estimates are right up to
+    a common factor (all that shares depend on), k when one node is over-rated k-fold
+    relative to another."""
+    ratios = [estimated[n] / true[n] for n in true]
+    return max(ratios) / min(ratios)
 
 
 class Cluster:
@@ -125,20 +139,21 @@ class Cluster:
             if k != current:
                 self.lab.set_rates(draws[k])
                 current = k
-            caps = table.update_capabilities()
+            true_rates = {n: mbit * 1e6 / 8 for n, mbit in zip(names, draws[k], strict=True)}
+            caps = table.update_capabilities() if cfg.capabilities == "probe" else true_rates
             shares = plan_shares(scheme, caps, model_bytes, cfg.threshold_s, model_name)
             slices = assign_slices(shares, model_bytes, cfg.slice_bytes, probe, cfg.num_probe)
             seconds, rates = self.iteration(it, model_bytes, slices)
             for (src, dst), r in rates.items():
                 table.record(src, dst, r)
-            true_rates = {n: mbit * 1e6 / 8 for n, mbit in zip(names, draws[k], strict=True)}
             sent = {n: float(b) for n, b in bytes_per_ps(slices).items()}
             out.append({"scheme": scheme, "model_bytes": model_bytes, "iter": it,
                         "t": now, "period": k, "seconds": seconds,
                         "t_model_s": iteration_time(sent, true_rates, model_bytes),
                         "t_star_s": iteration_time(closed_form(true_rates, model_bytes)[0],
                                                    true_rates, model_bytes),
-                        "max_share": max(shares.values()) / model_bytes})
+                        "max_share": max(shares.values()) / model_bytes,
+                        "cap_distortion": capability_distortion(caps, true_rates)})
             it += 1
             if progress is not None:
                 progress.update(min(time.monotonic() - start, cfg.duration) - progress.n)

@@ -54,9 +54,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="12 nodes, --baseline mxnet, --min-fraction 0.5")
     parser.add_argument("--predict", action="store_true",
                         help="print only the cost model's speed-ups over baselines x skews")
+    parser.add_argument("--capabilities", choices=("probe", "tc"), default="probe",
+                        help="plan from forecast/probe rates (paper) or the rates tc set "
+                             "(an oracle that isolates measurement error)")
     parser.add_argument("--period", type=float, default=20.0)
     parser.add_argument("--duration", type=float, default=40.0, help="seconds per segment")
     parser.add_argument("--scale", type=float, default=0.01, help="model size factor")
+    parser.add_argument("--slice-kb", type=int, default=64,
+                        help="slice granularity in KiB (paper: derived from its Eq. 4)")
     parser.add_argument("--models", nargs="+", choices=sorted(MODELS_MB),
                         default=list(MODELS_MB))
     parser.set_defaults(func=run)
@@ -81,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         for seed in range(args.seeds):
             cfg = RunConfig(nodes=args.nodes, max_mbit=args.max_mbit,
                             min_fraction=args.min_fraction, period=args.period,
-                            duration=args.duration, seed=seed)
+                            duration=args.duration, slice_bytes=args.slice_kb * 1024,
+                            capabilities=args.capabilities, seed=seed)
             with started(cfg) as cluster:
                 for model in args.models:
                     size = int(MODELS_MB[model] * 1e6 * args.scale) // 4 * 4
@@ -141,6 +147,9 @@ def summarise(records: list[dict], models: list[str]) -> list[dict]:
             row[f"{scheme}_speedup"] = row["average_s"] / row[f"{scheme}_s"]  # type: ignore[operator]
             row[f"{scheme}_model_speedup"] = (row["average_model_s"]  # type: ignore[operator]
                                               / row[f"{scheme}_model_s"])
+        row["aware_cap_distortion"] = statistics.median(
+            r["cap_distortion"] for r in records
+            if (r["model"], r["scheme"]) == (model, "aware") and r["iter"] > 0)
         row["paper_aware"], row["paper_elastic"] = PAPER_SPEEDUP[model], PAPER_ELASTIC[model]
         row["aware_vs_paper"] = row["aware_speedup"] / PAPER_SPEEDUP[model]  # type: ignore[operator]
         out.append(row)
