@@ -104,3 +104,4 @@ def test_capability_distortion_ignores_a_common_factor() -> None:
     assert capability_distortion({"a": 2.0, "b": 2.0, "c": 4.0}, true) == pytest.approx(2.0)
     with pytest.raises(ValueError, match="capabilities"):
         RunConfig(capabilities="guess")
+    assert RunConfig(capabilities="probe+data").capabilities == "probe+data"

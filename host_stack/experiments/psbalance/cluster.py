@@ -24,6 +24,8 @@ from host_stack.experiments.psbalance.netlab import StarLab, star_lab
 from host_stack.experiments.psbalance.probe import ThroughputTable
 from host_stack.experiments.psbalance.slices import assign_slices, bytes_per_ps
 
+CAPABILITIES = ("probe", "probe+data", "tc")
+
 
 @dataclass
 class RunConfig:
@@ -40,8 +42,9 @@ class RunConfig:
     threshold_s: float = 0.01  # Alg. 1's similarity threshold (paper: 1 s at its scale)
     timeout_s: float = 60.0
     seed: int = 0
-    # "probe": node capabilities from forecast/probe rates (the paper); "tc": the rates tc
-    # set (an oracle, to separate the planning from the measurement)
+    # "probe": node capabilities from forecast/probe rates; "probe+data": and from the data
+    # messages too, averaged (the paper, 3.2); "tc": the rates tc set (an oracle, to separate
+    # the planning from the measurement)
     capabilities: str = "probe"
 
     def __post_init__(self) -> None:
@@ -49,8 +52,9 @@ class RunConfig:
             raise ValueError(f"nodes: expected >= 3, got {self.nodes}")
         if not 0 < self.min_fraction <= 1:
             raise ValueError("min_fraction: expected 0 < f <= 1")
-        if self.capabilities not in ("probe", "tc"):
-            raise ValueError(f"capabilities: expected 'probe' or 'tc', got {self.capabilities!r}")
+        if self.capabilities not in CAPABILITIES:
+            raise ValueError(f"capabilities: expected one of {CAPABILITIES}, "
+                             f"got {self.capabilities!r}")
         if self.slice_bytes <= 0 or self.slice_bytes % 4 or self.probe_bytes % 4:
             raise ValueError("slice_bytes/probe_bytes: expected positive multiples of 4 "
                              "(float32)")
@@ -100,8 +104,10 @@ class Cluster:
             self.ctrl[int(hello["hello"])] = (conn, f)
         server.close()
 
-    def iteration(self, it: int, model_bytes: int, slices: list) -> tuple[float, dict]:
-        """Send the plan, wait for every node; returns (seconds, {(src, dst): rate})."""
+    def iteration(self, it: int, model_bytes: int,
+                  slices: list) -> tuple[float, dict, dict]:
+        """Send the plan, wait for every node; returns (seconds, {(src, dst): probe rate},
+        {(src, dst): rate of everything src sent dst})."""
         msg = json.dumps({"iter": it, "model_bytes": model_bytes,
                           "slices": [[s.offset, s.length, int(s.ps), s.probe] for s in slices]})
         for _, f in self.ctrl.values():
@@ -114,14 +120,15 @@ class Cluster:
         for _, f in self.ctrl.values():
             f.write(b'{"go": true}\n')  # type: ignore[attr-defined]
             f.flush()  # type: ignore[attr-defined]
-        rates = {}
+        rates, data_rates = {}, {}
         for dst, (_, f) in self.ctrl.items():
             line = f.readline()  # type: ignore[attr-defined]
             if not line:
                 raise RuntimeError(f"node {dst} closed its control connection")
             reply = json.loads(line)
             rates.update({(src, str(dst)): r for src, r in reply["rates"].items()})
-        return time.monotonic() - t0, rates
+            data_rates.update({(src, str(dst)): r for src, r in reply["data_rates"].items()})
+        return time.monotonic() - t0, rates, data_rates
 
     def segment(self, scheme: str, model_bytes: int, progress=None,
                 model_name: str | None = None) -> list[dict]:
@@ -131,7 +138,9 @@ class Cluster:
         periods = int(cfg.duration // cfg.period) + 1
         draws = cfg.rate_draws(periods)
         names = [str(i) for i in range(cfg.nodes)]
-        table = ThroughputTable(names, window=1, default=1.0)
+        # one iteration's record: its probe, and with "probe+data" also its data messages
+        table = ThroughputTable(names, window=2 if cfg.capabilities == "probe+data" else 1,
+                                default=1.0)
         probe = min(cfg.probe_bytes, (model_bytes // (4 * cfg.nodes)) // 4 * 4)
         start, current, it, out = time.monotonic(), -1, 0, []
         while (now := time.monotonic() - start) < cfg.duration:
@@ -140,12 +149,15 @@ class Cluster:
                 self.lab.set_rates(draws[k])
                 current = k
             true_rates = {n: mbit * 1e6 / 8 for n, mbit in zip(names, draws[k], strict=True)}
-            caps = table.update_capabilities() if cfg.capabilities == "probe" else true_rates
+            caps = true_rates if cfg.capabilities == "tc" else table.update_capabilities()
             shares = plan_shares(scheme, caps, model_bytes, cfg.threshold_s, model_name)
             slices = assign_slices(shares, model_bytes, cfg.slice_bytes, probe, cfg.num_probe)
-            seconds, rates = self.iteration(it, model_bytes, slices)
+            seconds, rates, data_rates = self.iteration(it, model_bytes, slices)
             for (src, dst), r in rates.items():
                 table.record(src, dst, r)
+            if cfg.capabilities == "probe+data":
+                for (src, dst), r in data_rates.items():
+                    table.record(src, dst, r)
             sent = {n: float(b) for n, b in bytes_per_ps(slices).items()}
             out.append({"scheme": scheme, "model_bytes": model_bytes, "iter": it,
                         "t": now, "period": k, "seconds": seconds,

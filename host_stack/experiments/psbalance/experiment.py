@@ -25,7 +25,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from host_stack.experiments.cli import add_common_args
-from host_stack.experiments.psbalance.cluster import RunConfig, started
+from host_stack.experiments.psbalance.cluster import CAPABILITIES, RunConfig, started
 from host_stack.experiments.psbalance.predict import predicted_speedups
 
 MODELS_MB = {"mobilenet": 21, "resnet50": 93, "alexnet": 228}
@@ -54,9 +54,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="12 nodes, --baseline mxnet, --min-fraction 0.5")
     parser.add_argument("--predict", action="store_true",
                         help="print only the cost model's speed-ups over baselines x skews")
-    parser.add_argument("--capabilities", choices=("probe", "tc"), default="probe",
-                        help="plan from forecast/probe rates (paper) or the rates tc set "
-                             "(an oracle that isolates measurement error)")
+    parser.add_argument("--capabilities", choices=CAPABILITIES, default="probe",
+                        help="plan from forecast/probe rates, from those and the data "
+                             "messages' rates (paper 3.2), or from the rates tc set (an "
+                             "oracle that isolates measurement error)")
     parser.add_argument("--period", type=float, default=20.0)
     parser.add_argument("--duration", type=float, default=40.0, help="seconds per segment")
     parser.add_argument("--scale", type=float, default=0.01, help="model size factor")
