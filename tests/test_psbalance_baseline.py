@@ -105,3 +105,9 @@ def test_capability_distortion_ignores_a_common_factor() -> None:
     with pytest.raises(ValueError, match="capabilities"):
         RunConfig(capabilities="guess")
     assert RunConfig(capabilities="probe+data").capabilities == "probe+data"
+
+
+def test_paper_setting_takes_12_nodes(capsys) -> None:
+    assert main(["experiment", "ps-balance", "--paper-setting", "--predict",
+                 "--models", "alexnet"]) == 0
+    assert "12 nodes" in capsys.readouterr().out
