@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from control_plane.cli import main
 from host_stack.experiments.psbalance.cluster import RunConfig, capability_distortion
-from host_stack.experiments.psbalance.experiment import SCHEMES, format_table, summarise
+from host_stack.experiments.psbalance.experiment import (
+    SCHEMES,
+    apply_presets,
+    configure,
+    format_table,
+    summarise,
+)
 from host_stack.experiments.psbalance.loads import iteration_time, node_times, plan_shares
 from host_stack.experiments.psbalance.mxnet_default import (
     TENSORS,
@@ -111,3 +119,14 @@ def test_paper_setting_takes_12_nodes(capsys) -> None:
     assert main(["experiment", "ps-balance", "--paper-setting", "--predict",
                  "--models", "alexnet"]) == 0
     assert "12 nodes" in capsys.readouterr().out
+
+
+def test_paper_setting_slices_unless_given() -> None:
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    for argv, nodes, slice_kb in (([], 6, 64), (["--paper-setting"], 12, 8),
+                                  (["--paper-setting", "--slice-kb", "64"], 12, 64)):
+        args = parser.parse_args(argv)
+        apply_presets(args)
+        assert (args.nodes, args.slice_kb, args.baseline) == (
+            nodes, slice_kb, "mxnet" if nodes == 12 else "equal")

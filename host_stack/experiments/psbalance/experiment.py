@@ -39,7 +39,8 @@ BASELINES = {"equal": "average", "mxnet": "average-mxnet"}
 # not state; 0.5 fits its three speed-ups best under the cost model; 8 KiB slices: at the
 # default 1/100 scale about as many slices per model as the paper's 10^5-10^5.5 parameters
 # give (docs/ps-balance.md)
-PAPER_SETTING = {"nodes": 12, "baseline": "mxnet", "min_fraction": 0.5, "slice_kb": 8}
+PAPER_SETTING = {"nodes": 12, "baseline": "mxnet", "min_fraction": 0.5}
+SLICE_KB, PAPER_SLICE_KB = 64, 8  # --slice-kb unless given
 PREDICT_FRACTIONS = (1.0, 0.75, 0.5, 0.25, 0.1, 0.01)
 
 
@@ -54,7 +55,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", choices=sorted(BASELINES), default="equal",
                         help="what Average is: an equal split, or stock MXNet's key hashing")
     parser.add_argument("--paper-setting", action="store_true",
-                        help="12 nodes, --baseline mxnet, --min-fraction 0.5, --slice-kb 8")
+                        help="12 nodes, --baseline mxnet, --min-fraction 0.5, and "
+                             f"--slice-kb {PAPER_SLICE_KB} unless given")
     parser.add_argument("--predict", action="store_true",
                         help="print only the cost model's speed-ups over baselines x skews")
     parser.add_argument("--capabilities", choices=CAPABILITIES, default="probe",
@@ -64,20 +66,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--period", type=float, default=20.0)
     parser.add_argument("--duration", type=float, default=40.0, help="seconds per segment")
     parser.add_argument("--scale", type=float, default=0.01, help="model size factor")
-    parser.add_argument("--slice-kb", type=int, default=64,
-                        help="slice granularity in KiB (paper: derived from its Eq. 4)")
+    parser.add_argument("--slice-kb", type=int, default=None,
+                        help=f"slice granularity in KiB (default {SLICE_KB}, with "
+                             f"--paper-setting {PAPER_SLICE_KB}; paper: from its Eq. 4)")
     parser.add_argument("--models", nargs="+", choices=sorted(MODELS_MB),
                         default=list(MODELS_MB))
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def apply_presets(args: argparse.Namespace) -> None:
+    """--paper-setting, then --quick, override the options they name; --slice-kb defaults."""
     if args.paper_setting:
         for key, value in PAPER_SETTING.items():
             setattr(args, key, value)
+    if args.slice_kb is None:
+        args.slice_kb = PAPER_SLICE_KB if args.paper_setting else SLICE_KB
     if args.quick:
         args.nodes, args.scale, args.duration, args.period = 4, 1 / 400, 4.0, 2.0
         args.models, args.seeds = ["mobilenet", "alexnet"], 1
+
+
+def run(args: argparse.Namespace) -> int:
+    apply_presets(args)
     if args.predict:
         print(format_predictions(args.nodes, args.models))
         return 0
