@@ -19,10 +19,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from control_plane.repo import REPO, child_env
-from host_stack.experiments.psbalance.loads import plan_shares
+from host_stack.experiments.psbalance.loads import closed_form, iteration_time, plan_shares
 from host_stack.experiments.psbalance.netlab import StarLab, star_lab
 from host_stack.experiments.psbalance.probe import ThroughputTable
-from host_stack.experiments.psbalance.slices import assign_slices
+from host_stack.experiments.psbalance.slices import assign_slices, bytes_per_ps
+
+CAPABILITIES = ("probe", "probe+data", "tc")
 
 
 @dataclass
@@ -40,19 +42,35 @@ class RunConfig:
     threshold_s: float = 0.01  # Alg. 1's similarity threshold (paper: 1 s at its scale)
     timeout_s: float = 60.0
     seed: int = 0
+    # "probe": node capabilities from forecast/probe rates; "probe+data": and from the data
+    # messages too, averaged (the paper, 3.2); "tc": the rates tc set (an oracle, to separate
+    # the planning from the measurement)
+    capabilities: str = "probe"
 
     def __post_init__(self) -> None:
         if self.nodes < 3:
             raise ValueError(f"nodes: expected >= 3, got {self.nodes}")
         if not 0 < self.min_fraction <= 1:
             raise ValueError("min_fraction: expected 0 < f <= 1")
-        if self.slice_bytes % 4 or self.probe_bytes % 4:
-            raise ValueError("slice_bytes/probe_bytes: expected multiples of 4 (float32)")
+        if self.capabilities not in CAPABILITIES:
+            raise ValueError(f"capabilities: expected one of {CAPABILITIES}, "
+                             f"got {self.capabilities!r}")
+        if self.slice_bytes <= 0 or self.slice_bytes % 4 or self.probe_bytes % 4:
+            raise ValueError("slice_bytes/probe_bytes: expected positive multiples of 4 "
+                             "(float32)")
 
     def rate_draws(self, periods: int) -> list[list[float]]:
         rng = random.Random(self.seed)
         return [[round(self.max_mbit * rng.uniform(self.min_fraction, 1.0), 3)
                  for _ in range(self.nodes)] for _ in range(periods)]
+
+
+def capability_distortion(estimated: dict[str, float], true: dict[str, float]) -> float:
+    """max_i (est_i / true_i) / min_i (est_i / true_i): 1 when the estimates are right up to
+    a common factor (all that shares depend on), k when one node is over-rated k-fold
+    relative to another."""
+    ratios = [estimated[n] / true[n] for n in true]
+    return max(ratios) / min(ratios)
 
 
 class Cluster:
@@ -86,8 +104,10 @@ class Cluster:
             self.ctrl[int(hello["hello"])] = (conn, f)
         server.close()
 
-    def iteration(self, it: int, model_bytes: int, slices: list) -> tuple[float, dict]:
-        """Send the plan, wait for every node; returns (seconds, {(src, dst): rate})."""
+    def iteration(self, it: int, model_bytes: int,
+                  slices: list) -> tuple[float, dict, dict]:
+        """Send the plan, wait for every node; returns (seconds, {(src, dst): probe rate},
+        {(src, dst): rate of everything src sent dst})."""
         msg = json.dumps({"iter": it, "model_bytes": model_bytes,
                           "slices": [[s.offset, s.length, int(s.ps), s.probe] for s in slices]})
         for _, f in self.ctrl.values():
@@ -100,22 +120,27 @@ class Cluster:
         for _, f in self.ctrl.values():
             f.write(b'{"go": true}\n')  # type: ignore[attr-defined]
             f.flush()  # type: ignore[attr-defined]
-        rates = {}
+        rates, data_rates = {}, {}
         for dst, (_, f) in self.ctrl.items():
             line = f.readline()  # type: ignore[attr-defined]
             if not line:
                 raise RuntimeError(f"node {dst} closed its control connection")
             reply = json.loads(line)
             rates.update({(src, str(dst)): r for src, r in reply["rates"].items()})
-        return time.monotonic() - t0, rates
+            data_rates.update({(src, str(dst)): r for src, r in reply["data_rates"].items()})
+        return time.monotonic() - t0, rates, data_rates
 
-    def segment(self, scheme: str, model_bytes: int, progress=None) -> list[dict]:
-        """Run `scheme` for cfg.duration seconds; one record per iteration."""
+    def segment(self, scheme: str, model_bytes: int, progress=None,
+                model_name: str | None = None) -> list[dict]:
+        """Run `scheme` for cfg.duration seconds; one record per iteration, with the time the
+        cost model predicts for the bytes each PS got at the rates tc set (``t_model_s``)."""
         cfg = self.cfg
         periods = int(cfg.duration // cfg.period) + 1
         draws = cfg.rate_draws(periods)
         names = [str(i) for i in range(cfg.nodes)]
-        table = ThroughputTable(names, window=1, default=1.0)
+        # one iteration's record: its probe, and with "probe+data" also its data messages
+        table = ThroughputTable(names, window=2 if cfg.capabilities == "probe+data" else 1,
+                                default=1.0)
         probe = min(cfg.probe_bytes, (model_bytes // (4 * cfg.nodes)) // 4 * 4)
         start, current, it, out = time.monotonic(), -1, 0, []
         while (now := time.monotonic() - start) < cfg.duration:
@@ -123,16 +148,24 @@ class Cluster:
             if k != current:
                 self.lab.set_rates(draws[k])
                 current = k
-            caps = table.update_capabilities()
-            shares = plan_shares(scheme, caps, model_bytes, cfg.threshold_s)
+            true_rates = {n: mbit * 1e6 / 8 for n, mbit in zip(names, draws[k], strict=True)}
+            caps = true_rates if cfg.capabilities == "tc" else table.update_capabilities()
+            shares = plan_shares(scheme, caps, model_bytes, cfg.threshold_s, model_name)
             slices = assign_slices(shares, model_bytes, cfg.slice_bytes, probe, cfg.num_probe)
-            seconds, rates = self.iteration(it, model_bytes, slices)
+            seconds, rates, data_rates = self.iteration(it, model_bytes, slices)
             for (src, dst), r in rates.items():
                 table.record(src, dst, r)
-            best = 2 * (cfg.nodes - 1) * model_bytes / (sum(draws[k]) * 1e6 / 8)
+            if cfg.capabilities == "probe+data":
+                for (src, dst), r in data_rates.items():
+                    table.record(src, dst, r)
+            sent = {n: float(b) for n, b in bytes_per_ps(slices).items()}
             out.append({"scheme": scheme, "model_bytes": model_bytes, "iter": it,
-                        "t": now, "period": k, "seconds": seconds, "t_star_s": best,
-                        "max_share": max(shares.values()) / model_bytes})
+                        "t": now, "period": k, "seconds": seconds,
+                        "t_model_s": iteration_time(sent, true_rates, model_bytes),
+                        "t_star_s": iteration_time(closed_form(true_rates, model_bytes)[0],
+                                                   true_rates, model_bytes),
+                        "max_share": max(shares.values()) / model_bytes,
+                        "cap_distortion": capability_distortion(caps, true_rates)})
             it += 1
             if progress is not None:
                 progress.update(min(time.monotonic() - start, cfg.duration) - progress.n)

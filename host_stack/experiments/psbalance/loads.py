@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from host_stack.experiments.psbalance.mxnet_default import mxnet_shares
+
 Shares = dict[str, float]
 
 
@@ -31,6 +33,12 @@ def node_times(shares: Mapping[str, float], throughputs: Mapping[str, float],
     """t_i = (M + (N - 2) m_i) / S_i for every node."""
     n = len(throughputs)
     return {i: (model + (n - 2) * shares.get(i, 0.0)) / s for i, s in throughputs.items()}
+
+
+def iteration_time(shares: Mapping[str, float], throughputs: Mapping[str, float],
+                   model: float) -> float:
+    """max_i t_i: every node transmits at once, so the slowest one ends the iteration."""
+    return max(node_times(shares, throughputs, model).values())
 
 
 def closed_form(throughputs: Mapping[str, float], model: float) -> tuple[Shares, float]:
@@ -97,16 +105,21 @@ def elastic(throughputs: Mapping[str, float], model: float) -> Shares:
     return {i: model * s / total for i, s in throughputs.items()}
 
 
-SCHEMES = {"aware": "load_distribution", "average": "average", "elastic": "elastic"}
+SCHEMES = {"aware": "load_distribution", "average": "average", "elastic": "elastic",
+           "average-mxnet": "mxnet_default.mxnet_shares"}
 
 
 def plan_shares(scheme: str, throughputs: Mapping[str, float], model: float,
-                threshold: float) -> Shares:
-    """Shares in bytes for `scheme` in SCHEMES."""
+                threshold: float, model_name: str | None = None) -> Shares:
+    """Shares in bytes for `scheme` in SCHEMES; "average-mxnet" (stock MXNet's key-to-server
+    assignment) needs the architecture's ``model_name``."""
     if scheme == "aware":
         return load_distribution(throughputs, model, threshold)
     if scheme == "average":
         return average(throughputs, model)
     if scheme == "elastic":
         return elastic(throughputs, model)
+    if scheme == "average-mxnet":
+        _check(throughputs, model)
+        return mxnet_shares(model_name or "", throughputs, model)
     raise ValueError(f"scheme: expected one of {sorted(SCHEMES)}, got {scheme!r}")

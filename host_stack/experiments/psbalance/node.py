@@ -3,7 +3,7 @@
 Run inside the node's network namespace by the launcher (cluster.py).  Every iteration the
 scheduler sends the slice plan; the worker pushes each slice to its PS (a probe slice is
 preceded by a forecast message), the PS sums its slices from all workers plus its own and
-returns them (pull), and the node reports the probe rates it measured as a receiver.
+returns them (pull), and the node reports the probe and data rates it measured as a receiver.
 Per iteration: plan -> node starts its receivers -> "ready" -> scheduler's "go" -> push with
 per-slice pull.  Every socket operation and wait has a timeout.
 Wire: header (kind u8, iter u32, offset u64, length u32) + payload.
@@ -76,8 +76,9 @@ class Node:
         self.started = threading.Event()
 
     def iteration(self, it: int, slices: list[list[int]], local: np.ndarray,
-                  go: threading.Event) -> dict[str, float]:
-        """Push/aggregate/pull one model; returns {sender: probe rate (bytes/s)} measured here.
+                  go: threading.Event) -> tuple[dict[str, float], dict[str, float]]:
+        """Push/aggregate/pull one model; returns {sender: rate (bytes/s)} measured here for the
+        probe and for everything the sender sent (from its first forecast to the last byte).
 
         Pull overlaps push per slice (the paper's Fig. 1): a PS returns a slice as soon as all
         workers' copies of it arrived.  Receivers are listening before `go` is set, so a probe's
@@ -88,6 +89,7 @@ class Node:
         agg = local.copy()
         lock = threading.Lock()
         rates: dict[str, float] = {}
+        data_rates: dict[str, float] = {}
         missing = {s[0]: self.n - 1 for s in mine}
         outbox: dict[int, queue.Queue[tuple[int, int]]] = {w: queue.Queue()
                                                             for w in self.from_worker}
@@ -103,11 +105,12 @@ class Node:
 
         @guarded
         def serve(w: int, conn: socket.socket) -> None:  # PS side: receive from worker w
-            got, t_forecast = 0, None
+            got, t_forecast, t_first = 0, None, None
             while got < expected:
                 kind, _, off, length = HEADER.unpack(recv_exact(conn, HEADER.size))
                 if kind == FORECAST:
                     t_forecast = time.monotonic()
+                    t_first = t_first or t_forecast
                     continue
                 data = np.frombuffer(recv_exact(conn, length), dtype=np.float32)
                 if kind == PROBE and t_forecast is not None:
@@ -119,6 +122,8 @@ class Node:
                         for box in outbox.values():
                             box.put((off, length))
                 got += length
+            if t_first is not None and got:  # data messages as probes (the paper, 3.2)
+                data_rates[str(w)] = probe_rate(got, t_first, time.monotonic())
 
         @guarded
         def reply(w: int, conn: socket.socket) -> None:  # PS side: results to worker w
@@ -162,7 +167,7 @@ class Node:
             t.join(max(0.0, deadline - time.monotonic()))
         if errors or any(t.is_alive() for t in threads):
             raise RuntimeError(f"node {self.me} iteration {it}: {errors or 'timed out'}")
-        return rates
+        return rates, data_rates
 
 
 def main() -> None:
@@ -198,7 +203,8 @@ def main() -> None:
         def work(plan: dict = plan, go: threading.Event = go, local: np.ndarray = local,
                  result: dict[str, object] = result) -> None:
             try:
-                result["rates"] = node.iteration(plan["iter"], plan["slices"], local, go)
+                result["rates"], result["data_rates"] = node.iteration(
+                    plan["iter"], plan["slices"], local, go)
             except Exception as exc:  # reported to the scheduler below
                 result["error"] = f"{type(exc).__name__}: {exc}"
 
@@ -212,8 +218,8 @@ def main() -> None:
         worker.join(args.timeout)
         if "error" in result or worker.is_alive():
             raise SystemExit(f"node {args.id}: {result.get('error', 'iteration timed out')}")
-        rates = result["rates"]
-        ctrl_file.write(json.dumps({"done": plan["iter"], "rates": rates}).encode() + b"\n")
+        ctrl_file.write(json.dumps({"done": plan["iter"], "rates": result["rates"],
+                                    "data_rates": result["data_rates"]}).encode() + b"\n")
         ctrl_file.flush()
 
 
