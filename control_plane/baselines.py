@@ -40,16 +40,20 @@ class _LinkLoads:
             found = self._arcs[path] = arcs(path)
         return found
 
-    def cost(self, path: tuple[str, ...], amount: float) -> tuple[float, int]:
-        """(the busiest link's utilisation with `amount` added, hops): lower is better."""
+    def worst(self, links: list[tuple[str, str]], amount: float) -> float:
+        """The highest utilisation among `links` with `amount` added to each."""
         worst = 0.0
         load, spare = self.load, self.spare
-        for arc in self.arcs(path):
+        for arc in links:
             room = spare[arc]
             util = (load[arc] + amount) / room if room > 0 else math.inf
             if util > worst:
                 worst = util
-        return worst, len(path)
+        return worst
+
+    def cost(self, path: tuple[str, ...], amount: float) -> tuple[float, int]:
+        """(the busiest link's utilisation with `amount` added, hops): lower is better."""
+        return self.worst(self.arcs(path), amount), len(path)
 
     def choice(self, options: tuple[tuple[str, ...], ...],
                amount: float) -> tuple[tuple[float, int], tuple[str, ...]]:
@@ -75,28 +79,33 @@ def lbmm(topo: Topology, paths: PathSets) -> Plan:
     (ties: the first in PS-major, worker order).
 
     Loads only grow, so a pair's least cost only grows: a cost computed earlier is a lower
-    bound.  A heap of (cost when last computed, pair index) is therefore popped lazily: a
-    popped pair whose cost is unchanged is the one a full scan would pick; otherwise it goes
-    back with its new cost.  This keeps the scan's choices while recomputing only the costs
-    near the top (a full scan per step is quadratic: hours on fattree:16)."""
+    bound.  A heap of (lower bound, pair index) is therefore popped lazily: a popped pair
+    whose cost is unchanged is the one a full scan would pick; otherwise it goes back with a
+    higher bound.  The cheap bound first: the busiest of the links on all of its paths (the
+    worker's uplink, the PS's downlink: what most pairs wait on) with the fewest hops; the
+    full cost only when that has not risen.  This keeps the scan's choices (a full scan per
+    step is quadratic: hours on fattree:16)."""
     split = equal_split(topo)
     loads = _LinkLoads(topo)
     pairs = [(w, s) for s in topo.pss for w in topo.workers]
-
-    def choice(i: int) -> tuple[tuple[float, int], tuple[str, ...]]:
-        w, s = pairs[i]
-        return loads.choice(paths.get(w, s), split[s])
-
-    heap = [(choice(i)[0], i) for i in range(len(pairs))]
+    options = [paths.get(w, s) for w, s in pairs]
+    shared = [list(set.intersection(*(set(loads.arcs(p)) for p in o))) for o in options]
+    hops = [min(len(p) for p in o) for o in options]
+    amount = [split[s] for _, s in pairs]
+    heap = [(loads.choice(options[i], amount[i])[0], i) for i in range(len(pairs))]
     heapq.heapify(heap)
     routed: list[tuple[int, tuple[str, ...]]] = []
     while heap:
         key, i = heapq.heappop(heap)
-        now, path = choice(i)
+        low = (loads.worst(shared[i], amount[i]), hops[i])
+        if low > key:
+            heapq.heappush(heap, (low, i))
+            continue
+        now, path = loads.choice(options[i], amount[i])
         if now != key:
             heapq.heappush(heap, (now, i))
             continue
-        loads.add(path, split[pairs[i][1]])
+        loads.add(path, amount[i])
         routed.append((i, path))
     routed.sort()  # PS-major, worker order, as the pairs were listed
     flows = [Flow(pairs[i][0], pairs[i][1], None, path) for i, path in routed]
