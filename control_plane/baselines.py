@@ -11,6 +11,8 @@ Least-loaded means the path whose busiest link, after adding the flow, is least 
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections import defaultdict
 
 from control_plane.paths import PathSets, arcs
@@ -23,46 +25,90 @@ def equal_split(topo: Topology) -> dict[str, float]:
 
 
 class _LinkLoads:
-    """Per-unit-rate link loads for least-loaded path choices."""
+    """Per-unit-rate link loads for least-loaded path choices.  Loads, spare capacities and
+    each path's arcs are kept in plain dicts: LBMM evaluates millions of path costs on
+    fattree:16."""
 
     def __init__(self, topo: Topology) -> None:
-        self.topo = topo
-        self.load: dict[tuple[str, str], float] = defaultdict(float)
+        self.load = {arc: 0.0 for arc in topo.links}
+        self.spare = {arc: link.spare for arc, link in topo.links.items()}
+        self._arcs: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+
+    def arcs(self, path: tuple[str, ...]) -> list[tuple[str, str]]:
+        found = self._arcs.get(path)
+        if found is None:
+            found = self._arcs[path] = arcs(path)
+        return found
+
+    def worst(self, links: list[tuple[str, str]], amount: float) -> float:
+        """The highest utilisation among `links` with `amount` added to each."""
+        worst = 0.0
+        load, spare = self.load, self.spare
+        for arc in links:
+            room = spare[arc]
+            util = (load[arc] + amount) / room if room > 0 else math.inf
+            if util > worst:
+                worst = util
+        return worst
 
     def cost(self, path: tuple[str, ...], amount: float) -> tuple[float, int]:
-        worst = 0.0
-        for arc in arcs(path):
-            spare = self.topo.links[arc].spare
-            util = (self.load[arc] + amount) / spare if spare > 0 else float("inf")
-            worst = max(worst, util)
-        return worst, len(path)
+        """(the busiest link's utilisation with `amount` added, hops): lower is better."""
+        return self.worst(self.arcs(path), amount), len(path)
+
+    def choice(self, options: tuple[tuple[str, ...], ...],
+               amount: float) -> tuple[tuple[float, int], tuple[str, ...]]:
+        """The least-loaded path (the first of equals) and its cost."""
+        best_key, best = None, options[0]
+        for path in options:
+            key = self.cost(path, amount)
+            if best_key is None or key < best_key:
+                best_key, best = key, path
+        assert best_key is not None
+        return best_key, best
 
     def best(self, options: tuple[tuple[str, ...], ...], amount: float) -> tuple[str, ...]:
-        return min(options, key=lambda p: self.cost(p, amount))
+        return self.choice(options, amount)[1]
 
     def add(self, path: tuple[str, ...], amount: float) -> None:
-        for arc in arcs(path):
+        for arc in self.arcs(path):
             self.load[arc] += amount
 
 
 def lbmm(topo: Topology, paths: PathSets) -> Plan:
-    """Load-balanced min-min: repeatedly route the flow whose best path is least loaded."""
+    """Load-balanced min-min: repeatedly route the flow whose best path is least loaded
+    (ties: the first in PS-major, worker order).
+
+    Loads only grow, so a pair's least cost only grows: a cost computed earlier is a lower
+    bound.  A heap of (lower bound, pair index) is therefore popped lazily: a popped pair
+    whose cost is unchanged is the one a full scan would pick; otherwise it goes back with a
+    higher bound.  The cheap bound first: the busiest of the links on all of its paths (the
+    worker's uplink, the PS's downlink: what most pairs wait on) with the fewest hops; the
+    full cost only when that has not risen.  This keeps the scan's choices (a full scan per
+    step is quadratic: hours on fattree:16)."""
     split = equal_split(topo)
     loads = _LinkLoads(topo)
-    pending = [(w, s) for s in topo.pss for w in topo.workers]
-    flows = []
-    while pending:
-        best_key, best_pair, best_path = None, None, None
-        for pair in pending:
-            w, s = pair
-            path = loads.best(paths.get(w, s), split[s])
-            key = loads.cost(path, split[s])
-            if best_key is None or key < best_key:
-                best_key, best_pair, best_path = key, pair, path
-        pending.remove(best_pair)
-        loads.add(best_path, split[best_pair[1]])
-        flows.append(Flow(best_pair[0], best_pair[1], None, best_path))
-    flows.sort(key=lambda f: (topo.pss.index(f.ps), topo.workers.index(f.worker)))
+    pairs = [(w, s) for s in topo.pss for w in topo.workers]
+    options = [paths.get(w, s) for w, s in pairs]
+    shared = [list(set.intersection(*(set(loads.arcs(p)) for p in o))) for o in options]
+    hops = [min(len(p) for p in o) for o in options]
+    amount = [split[s] for _, s in pairs]
+    heap = [(loads.choice(options[i], amount[i])[0], i) for i in range(len(pairs))]
+    heapq.heapify(heap)
+    routed: list[tuple[int, tuple[str, ...]]] = []
+    while heap:
+        key, i = heapq.heappop(heap)
+        low = (loads.worst(shared[i], amount[i]), hops[i])
+        if low > key:
+            heapq.heappush(heap, (low, i))
+            continue
+        now, path = loads.choice(options[i], amount[i])
+        if now != key:
+            heapq.heappush(heap, (now, i))
+            continue
+        loads.add(path, amount[i])
+        routed.append((i, path))
+    routed.sort()  # PS-major, worker order, as the pairs were listed
+    flows = [Flow(pairs[i][0], pairs[i][1], None, path) for i, path in routed]
     return Plan("lbmm", topo, split, flows).finalize()
 
 

@@ -200,6 +200,14 @@ def test_random_bench_instances_are_seeded_and_summarised():
     assert fig["value"] == 0.9 and fig["met"] is False and "NOT MET" in line(fig)
 
 
+def test_bench_skips_joint_where_its_lp_is_too_large():
+    from control_plane.bench_solver import skipped
+
+    assert "4080 worker-PS pairs" in skipped("joint", fattree(16, ps=4))
+    assert skipped("joint", fattree(8, ps=4)) is None
+    assert skipped("lbmm", fattree(16, ps=4)) is None
+
+
 def test_bench_figures_take_the_worst_ratio_and_the_median_time():
     rows = [{"topology": "fattree:6", "preset": p, "seed": seed, "inart/atp": atp,
              "inart/ub": ub, "inart_e2e_s": wall, "inart_e2e_cpu_s": wall / 2}
