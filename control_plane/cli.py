@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ptf": ("emulation.cli_ptf", "run the PTF packet suite (embedded, bmv2, tofino)"),
     "serve": ("control_plane.cli_serve", "run the controller service (gRPC API, re-planning)"),
     "ctl": ("control_plane.cli_ctl", "talk to a running `inart serve`"),
+    "run": ("realhosts.cli_run", "run a job on real hosts and switches (inventory file)"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)

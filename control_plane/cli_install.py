@@ -8,7 +8,8 @@
     inart install --plan plan.json --target tofino --switch v1=10.0.0.5:9559 \
         --ports v1=ports-v1.yaml                 # Stratum (P4Runtime) on a Tofino
     inart install --plan plan.json --target tofino --bfrt --switch v1=10.0.0.5:50052 \
-        --ports v1=ports-v1.yaml                 # bf_switchd's BF Runtime (needs the SDE)
+        --ports v1=ports-v1.yaml [--verify]      # bf_switchd's BF Runtime (needs the SDE)
+    inart uninstall --plan plan.json --target tofino --bfrt --switch ... --ports ...
 
 The entries come from control_plane/deploy (assign + compile_plan), so the switches' ports and
 the hosts' addresses must be wired as the deploy layer's deterministic addressing says: port k
@@ -103,11 +104,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--reset", action="store_true",
                    help="push the pipeline even where it is already ours: zeroes registers "
                         "and counters and removes every entry first")
+    _add_bfrt(p, "pushes the program and brings the ports of --ports up; --verify reads "
+                 "the entries back")
+    p.set_defaults(func=run_install)
+
+
+def _add_bfrt(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--bfrt", action="store_true",
                    help="tofino: talk BF Runtime to bf_switchd (port 50052, the SDE's "
-                        "bfrt_grpc) instead of P4Runtime; pushes the program and brings the "
-                        "ports of --ports up")
-    p.set_defaults(func=run_install)
+                        f"bfrt_grpc) instead of P4Runtime; {what}")
 
 
 def register_uninstall(subparsers: argparse._SubParsersAction) -> None:
@@ -119,6 +124,7 @@ def register_uninstall(subparsers: argparse._SubParsersAction) -> None:
     _add_common(p)
     p.add_argument("--force", action="store_true",
                    help="also remove entries/groups with the plan's keys but other contents")
+    _add_bfrt(p, "deletes the plan's entries, PRE groups and nodes (ports stay up)")
     p.set_defaults(func=run_uninstall)
 
 
@@ -126,7 +132,7 @@ def register_uninstall(subparsers: argparse._SubParsersAction) -> None:
 # inputs
 
 
-def _check_topology(plan: Topology, given: Topology, spec: str) -> None:
+def check_topology(plan: Topology, given: Topology, spec: str) -> None:
     """The plan's addressing is only right if the real network has its nodes and links."""
     problems = []
     for name, a, b in (("only in the plan", plan, given), (f"only in --topology {spec}", given,
@@ -153,7 +159,7 @@ def _load(args: argparse.Namespace) -> tuple[Plan, Addressing, Compiled, Pipelin
     if args.topology:
         real = build_topology(args.topology, ps=args.ps, workers=args.workers,
                               preset=args.preset, seed=args.seed)
-        _check_topology(plan.topology, real, args.topology)
+        check_topology(plan.topology, real, args.topology)
     addressing = assign(plan.topology)
     compiled = compile_plan(plan, addressing)
     if getattr(args, "bfrt", False):
@@ -178,32 +184,76 @@ def tofino_ports(args: argparse.Namespace) -> dict[str, PortsFile]:
     return out
 
 
-def run_bfrt(args: argparse.Namespace, compiled: Compiled,
-             switches: dict[str, SwitchAddress]) -> int:
-    """`inart install --target tofino --bfrt`: the BF Runtime driver."""
-    from control_plane.drivers.bfrt.install import BfrtInstallError, BfrtSwitch, install
-    from control_plane.drivers.bfrt.sde import SdeError
-    from control_plane.drivers.tofino.stratum import TofinoFiles
+def _bfrt_targets(args: argparse.Namespace, switches: dict[str, SwitchAddress]) -> list:
+    """The switches with their ports files, for the BF Runtime driver."""
+    from control_plane.drivers.bfrt.install import BfrtSwitch
 
     ports = tofino_ports(args)
     missing = [sw for sw in switches if sw not in ports]
     if missing:
-        return _fail("install", PortsError(f"--bfrt needs --ports for switch(es) "
-                                           f"{', '.join(missing)}"), 2)
-    targets = [BfrtSwitch(sw.name, sw.address, ports[sw.name], sw.device_id)
-               for sw in switches.values()]
+        raise PortsError(f"--bfrt needs --ports for switch(es) {', '.join(missing)}")
+    return [BfrtSwitch(sw.name, sw.address, ports[sw.name], sw.device_id)
+            for sw in switches.values()]
+
+
+def run_bfrt(args: argparse.Namespace, command: str, compiled: Compiled,
+             switches: dict[str, SwitchAddress]) -> int:
+    """`inart install|uninstall --target tofino --bfrt [--verify]`: the BF Runtime driver."""
+    from control_plane.drivers.bfrt import readback
+    from control_plane.drivers.bfrt.install import BfrtInstallError, install
+    from control_plane.drivers.bfrt.sde import SdeError
+    from control_plane.drivers.tofino.stratum import TofinoFiles
+
+    if args.target != "tofino":
+        return _fail(command, DeployError("--bfrt goes with --target tofino"), 2)
+    try:
+        targets = _bfrt_targets(args, switches)
+    except PortsError as exc:
+        return _fail(command, exc, 2)
+    files = TofinoFiles.in_build(TNA_BUILD)
     started = time.perf_counter()
     try:
-        written = install(compiled, targets, TofinoFiles.in_build(TNA_BUILD),
-                          timeout=args.timeout)
+        if command == "uninstall":
+            reports = readback.uninstall(compiled, targets, files, force=args.force,
+                                         timeout=args.timeout)
+            for r in reports:
+                print(f"{r.switch.name}: program {r.program}, {r.deleted} entries deleted")
+            print(f"uninstall: {sum(r.deleted for r in reports)} entries on {len(reports)} "
+                  f"switch(es) in {time.perf_counter() - started:.2f} s")
+            return 0
+        if args.verify:
+            return show_bfrt_verify(readback.verify(compiled, targets, files,
+                                                    timeout=args.timeout))
+        written = install(compiled, targets, files, timeout=args.timeout)
     except (BfrtInstallError, SdeError, PortsError) as exc:
-        return _fail("install", exc, 1)
-    for name, count in written.items():
-        print(f"{name}: program pushed, {len(ports[name].ports)} port(s) up, {count} "
-              f"entries written")
+        return _fail(command, exc, 1)
+    for t in targets:
+        print(f"{t.name}: program pushed, {len(t.ports.ports)} port(s) up, "
+              f"{written[t.name]} entries written")
     print(f"install: {sum(written.values())} entries on {len(written)} switch(es) in "
           f"{time.perf_counter() - started:.2f} s")
     return 0
+
+
+def show_bfrt_verify(reports: list, limit: int = 20) -> int:
+    """Per switch: ok, or every missing / extra / different entry; status 1 on a difference."""
+    for r in reports:
+        head = f"{r.switch.name} ({r.switch.address}, device {r.switch.device_id}): program " \
+               f"{r.program}"
+        if r.clean:
+            print(f"{head}; ok, {len(r.equal)} entries as planned")
+            continue
+        print(f"{head}; DIFFERS: {len(r.missing)} missing, {len(r.extra)} extra, "
+              f"{len(r.different)} different, {len(r.equal)} as planned")
+        lines = [f"  missing    {r.describe(te)}" for te in r.missing] + \
+                [f"  extra      {r.describe(te)}" for te in r.extra] + \
+                [f"  different  {r.describe(p)}" for p, _ in r.different]
+        print("\n".join(lines[:limit]))
+        if len(lines) > limit:
+            print(f"  ... and {len(lines) - limit} more")
+    bad = sum(1 for r in reports if not r.clean)
+    print(f"verify: {'no difference' if not bad else f'{bad} of {len(reports)} switch(es) differ'}")
+    return 1 if bad else 0
 
 
 class _Bar:
@@ -248,10 +298,7 @@ def run_install(args: argparse.Namespace) -> int:
     if args.dry_run:
         return dry_run(args, plan, addressing, compiled, switches)
     if args.bfrt:
-        if args.target != "tofino" or args.verify:
-            return _fail("install", DeployError("--bfrt goes with --target tofino and installs "
-                                                "only (no --verify)"), 2)
-        return run_bfrt(args, compiled, switches)
+        return run_bfrt(args, "install", compiled, switches)
     try:
         if args.verify:
             return show_verify(args, verify(compiled, switches, pipeline, args.timeout))
@@ -275,6 +322,8 @@ def run_uninstall(args: argparse.Namespace) -> int:
         switches = switch_addresses(args.switch, addressing)
     except (*INPUT_ERRORS, DeployError) as exc:
         return _fail("uninstall", exc, 2)
+    if args.bfrt:
+        return run_bfrt(args, "uninstall", compiled, switches)
     try:
         started = time.perf_counter()
         bar = _Bar("uninstall", args.json)

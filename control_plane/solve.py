@@ -321,3 +321,11 @@ def _finished(plan: Plan, scheme: str, seed: int, t0: float) -> Plan:
     plan.meta["seed"] = seed
     plan.meta["binding"] = plan.evaluate().binding
     return plan
+
+
+def plan_for(topology: Topology, scheme: str, seed: int) -> Plan:
+    """``solve``, refusing a plan without a positive finite rate (nothing to run)."""
+    plan = solve(topology, scheme, seed)
+    if not plan.rate > 0 or not math.isfinite(plan.rate):
+        raise ValueError(f"scheme '{scheme}' found no positive rate on {topology.name}")
+    return plan

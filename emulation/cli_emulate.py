@@ -21,12 +21,12 @@ from pathlib import Path
 
 from control_plane.cli_args import command, names_of
 from control_plane.repo import out_dir
-from control_plane.solve import SCHEMES
+from control_plane.solve import SCHEMES, plan_for
 from control_plane.topologies import build_topology
-from emulation.emulate import Emulation, plan_for, write_rows
-from emulation.measure import table
+from emulation.emulate import Emulation
+from emulation.measure import table, write_rows
 from emulation.scale_search import ScaleResult, parse_scales, search, summary
-from emulation.traffic import MODES, TrafficConfig
+from host_stack.train.hostrun import MODES, TrafficConfig
 
 # InArt (seed 004, section 5.3.2, 50 workers, heterogeneous fat-tree): communication time
 # cut by 49% vs ATP and 81% vs LBMM, i.e. inart/atp = 0.51 and inart/lbmm = 0.19.

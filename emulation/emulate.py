@@ -8,31 +8,24 @@ see each other's state.  ``state.json`` in the output directory names the runnin
 
 from __future__ import annotations
 
-import csv
 import json
-import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tqdm import tqdm
 
 from control_plane.deploy.addressing import Addressing, assign
+from control_plane.deploy.counters import read_events
 from control_plane.deploy.entries import Compiled, compile_plan
 from control_plane.deploy.pipeline import Pipeline
-from control_plane.deploy.transaction import (
-    DEFAULT_ELECTION_ID,
-    addressed_switches,
-    install,
-    open_client,
-)
+from control_plane.deploy.transaction import addressed_switches, install
 from control_plane.plan import Plan
-from control_plane.solve import solve
 from control_plane.topology import Topology
 from emulation.measure import event_names, link_bytes, summarize
 from emulation.network import Network, queue_for
 from emulation.resources import Monitor
 from emulation.targets.embedded.stats import StatsError, read_stats, reasons
-from emulation.traffic import JobResult, TrafficConfig, run_job
+from host_stack.train.hostrun import JobResult, TrafficConfig, run_job
 
 STATE_FILE = Path("/tmp/inart-emulation.json")
 
@@ -120,18 +113,7 @@ class Emulation:
         return compiled
 
     def switch_events(self) -> dict[str, dict[str, int]]:
-        names = event_names()
-        out = {}
-        switches = addressed_switches(self.addr)
-        for sw in self.topo.switches:
-            client = open_client(switches[sw], DEFAULT_ELECTION_ID, 15.0, primary=False)
-            try:
-                client.use_p4info(self.program.p4info)
-                cells = client.read_counters("InaIngress.events")
-            finally:
-                client.close()
-            out[sw] = {name: cells[i].packets for name, i in names.items() if i in cells}
-        return out
+        return read_events(addressed_switches(self.addr), self.program.p4info, event_names())
 
     def target_stats(self) -> dict[str, dict]:
         """Each embedded switch's statistics document (empty for other targets, and for a
@@ -210,23 +192,3 @@ class Emulation:
             if not ok:
                 break
         return rows
-
-
-def plan_for(topology: Topology, scheme: str, seed: int) -> Plan:
-    plan = solve(topology, scheme, seed)
-    if not plan.rate > 0 or not math.isfinite(plan.rate):
-        raise ValueError(f"scheme '{scheme}' found no positive rate on {topology.name}")
-    return plan
-
-
-def write_rows(rows: list[dict], out_dir: Path, stem: str) -> tuple[Path, Path]:
-    """rows as JSON (full) and CSV (scalar columns)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    jpath, cpath = out_dir / f"{stem}.json", out_dir / f"{stem}.csv"
-    jpath.write_text(json.dumps(rows, indent=1, default=str) + "\n")
-    cols = [k for k, v in rows[0].items() if not isinstance(v, dict)] if rows else []
-    with cpath.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    return jpath, cpath

@@ -16,10 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from control_plane.repo import out_dir
+from control_plane.solve import plan_for
 from control_plane.topologies import build_topology
 from emulation.cli_emulate import add_emulation_args, comm_ratios, traffic_config
-from emulation.emulate import Emulation, plan_for, write_rows
-from emulation.measure import table
+from emulation.emulate import Emulation
+from emulation.measure import table, write_rows
 
 MODEL_KB = {"lstm": 1627, "vgg19": 548, "resnet50": 97}  # seed 004, section 5.3.1
 METRICS = [("rate_mbps", "sending rate per worker (Mbit/s)"),

@@ -32,11 +32,12 @@ from control_plane.deploy.addressing import Addressing
 from control_plane.deploy.entries import compile_plan
 from control_plane.plan import Plan
 from control_plane.report import format_table, to_csv
+from control_plane.solve import plan_for
 from control_plane.topologies import build_topology
-from emulation.emulate import Emulation, plan_for
+from emulation.emulate import Emulation
 from emulation.measure import directed_link_bytes
-from emulation.traffic import JobResult, JobSource, TrafficConfig, plan_files, run_hosts
 from host_stack.experiments.cli import add_common_args
+from host_stack.train.hostrun import JobResult, JobSource, TrafficConfig, plan_files, run_hosts
 
 INA = ("inart", "r-inart", "atp", "lbmm")  # r-inart: equal split + R-InArt, the paper's baseline
 COLLECTIVES = ("ring", "tree", "rsgcm")

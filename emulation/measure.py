@@ -21,13 +21,15 @@ f * unit and a round takes max_s chunks_s * frame / (f * x_s * unit).
 
 from __future__ import annotations
 
+import csv
 import json
+from pathlib import Path
 from statistics import mean
 
 from control_plane.plan import Plan
 from control_plane.repo import P4_BUILD
 from emulation.targets.embedded.stats import PROGRAM_DROPS, describe
-from emulation.traffic import JobResult, TrafficConfig
+from host_stack.train.hostrun import JobResult, TrafficConfig
 
 EVENTS_FALLBACK = {  # p4src/common/constants.p4; build-info.json wins when present
     "not_ipv4_drop": 0, "no_route_drop": 1, "ttl_expired_drop": 2, "malformed_drop": 3,
@@ -162,3 +164,16 @@ def table(rows: list[dict]) -> str:
             if lost:
                 lines.append(f"{row['scheme']}: embedded drops {sw}: {describe(lost)}")
     return "\n".join(lines)
+
+
+def write_rows(rows: list[dict], out_dir: Path, stem: str) -> tuple[Path, Path]:
+    """rows as JSON (full) and CSV (scalar columns)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jpath, cpath = out_dir / f"{stem}.json", out_dir / f"{stem}.csv"
+    jpath.write_text(json.dumps(rows, indent=1, default=str) + "\n")
+    cols = [k for k, v in rows[0].items() if not isinstance(v, dict)] if rows else []
+    with cpath.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return jpath, cpath

@@ -6,9 +6,9 @@ this process on a Unix socket the hosts reach) registers it; every job is submit
 traffic starts, so the service plans them together (control_plane/multi_job.py: each on its
 share of the switches and links they contend for) and installs each in its own lane (its own
 wire job id, slot pool, multicast groups: control_plane/deploy/versions.py).  Then every job's
-PSs and workers run at the same time (emulation/traffic.py, following the service's versions),
-every round's sums checked against numpy, and the table shows per job its measured sending
-rate against its plan's.
+PSs and workers run at the same time (host_stack/train/hostrun.py, following the service's
+versions), every round's sums checked against numpy, and the table shows per job its measured
+sending rate against its plan's.
 """
 
 from __future__ import annotations
@@ -35,11 +35,10 @@ from control_plane.service.switches import P4RuntimeInstaller
 from control_plane.topologies import build_topology
 from control_plane.topology import Topology
 from emulation.cli_emulate import add_emulation_args, traffic_config
-from emulation.emulate import write_rows
-from emulation.measure import summarize
+from emulation.measure import summarize, write_rows
 from emulation.network import Network, queue_for
-from emulation.traffic import JobResult, TrafficConfig, TrafficError, run_hosts, service_job
 from host_stack.experiments.cli import add_common_args
+from host_stack.train.hostrun import JobResult, TrafficConfig, TrafficError, run_hosts, service_job
 
 
 class JobsError(ValueError):

@@ -64,6 +64,18 @@ def veth_pairs(prefix: str, count: int) -> Iterator[list[tuple[str, str]]]:
             subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=10)
 
 
+def root_veth(a: str, b: str) -> None:
+    """A veth pair ``a`` <-> ``b`` in the root namespace, up, IPv6 off (deleted with either
+    end: ``ip link del a``)."""
+    for name in (a, b):
+        if len(name) > 15:
+            raise NetnsError(f"interface name {name!r} longer than 15 characters")
+    ip("link", "add", a, "type", "veth", "peer", "name", b)
+    for name in (a, b):
+        _quiet_ipv6(name)
+        ip("link", "set", name, "up")
+
+
 class Netns:
     """A network namespace with loopback up and IPv6 off; a context manager that deletes it."""
 
@@ -106,6 +118,14 @@ class Netns:
         ip("-n", self.name, "link", "add", a, "type", "veth", "peer", "name", b)
         for dev in (a, b):
             ip("-n", self.name, "link", "set", dev, "up")
+
+    def uplink(self, dev: str, peer: str, address: str | None = None) -> None:
+        """A veth pair: ``dev`` in this namespace (with ``address``, CIDR), ``peer`` in the
+        root namespace (where a switch or the machine's own stack takes it), both up."""
+        ip("link", "add", peer, "type", "veth", "peer", "name", dev, "netns", self.name)
+        _quiet_ipv6(peer)
+        ip("link", "set", peer, "up")
+        self.configure(dev, address)
 
     def configure(self, dev: str, address: str | None = None) -> None:
         """Bring ``dev`` up in this namespace, with ``address`` (CIDR) if given."""

@@ -35,7 +35,9 @@ def offenders(package: str, forbidden: tuple[str, ...]) -> list[str]:
     ("control_plane", ("emulation", "host_stack", "mininet")),
     ("host_stack", ("emulation", "mininet")),
     ("emulation/targets", ("mininet", "emulation.network", "emulation.emulate",
-                           "emulation.traffic", "emulation.measure")),
+                           "emulation.measure")),
+    # real hosts and standalone switches: nothing of Mininet or of the emulated network
+    ("realhosts", ("mininet", "emulation.network", "emulation.emulate")),
 ])
 def test_dependencies_point_one_way(package: str, forbidden: tuple[str, ...]) -> None:
     assert offenders(package, forbidden) == []

@@ -182,13 +182,19 @@ NON_P4 = {"tables": [
 
 class FakeBfRuntime(FakeServer):
     """A BfRuntime server: records requests, keeps entries by (table, key), answers
-    ``$PORT_STR_INFO`` reads from ``fronts`` (name -> dev port); ``fail_after`` makes the
-    Write that would exceed that many stored entries fail (for rollback tests)."""
+    ``$PORT_STR_INFO`` reads from ``fronts`` (name -> dev port) and other tables from what it
+    keeps (a key-less read lists a table); ``fail_after`` makes the Write that would exceed
+    that many stored entries fail, ``fail_deletes_after`` the DELETE after that many (for
+    rollback tests).  ``program`` is the loaded program's name (set by a push)."""
 
-    def __init__(self, fronts: dict[str, int] | None = None, fail_after: int | None = None):
+    def __init__(self, fronts: dict[str, int] | None = None, fail_after: int | None = None,
+                 fail_deletes_after: int | None = None):
         super().__init__()
         self.fronts = fronts or {}
         self.fail_after = fail_after
+        self.fail_deletes_after = fail_deletes_after
+        self.deletes = 0
+        self.program: str | None = None
         self.entries: dict[tuple, object] = {}
         handlers = {
             "Write": grpc.unary_unary_rpc_method_handler(
@@ -225,7 +231,12 @@ class FakeBfRuntime(FakeServer):
                         ctx.abort(grpc.StatusCode.ALREADY_EXISTS, "entry exists (fake)")
                     self.entries[self._key(te)] = te
                 elif up.type == PB2.Update.DELETE:
-                    self.entries.pop(self._key(te), None)
+                    if self.fail_deletes_after is not None and \
+                            self.deletes >= self.fail_deletes_after:
+                        ctx.abort(grpc.StatusCode.INTERNAL, "delete failed (fake)")
+                    if self.entries.pop(self._key(te), None) is None:
+                        ctx.abort(grpc.StatusCode.NOT_FOUND, "no such entry (fake)")
+                    self.deletes += 1
         return PB2.WriteResponse()
 
     def _read(self, req, ctx):
@@ -240,17 +251,27 @@ class FakeBfRuntime(FakeServer):
                 out.key.CopyFrom(te.key)
                 out.data.fields.add(field_id=1, stream=self.fronts[name].to_bytes(4, "big"))
                 yield PB2.ReadResponse(entities=[PB2.Entity(table_entry=out)])
+            elif not te.key.fields:
+                with self.lock:
+                    found = [e for e in self.entries.values() if e.table_id == te.table_id]
+                yield PB2.ReadResponse(entities=[PB2.Entity(table_entry=e) for e in found])
 
     def _set(self, req, ctx):
         self.requests.append(req)
         if req.action == req.VERIFY_AND_WARM_INIT_BEGIN_AND_END:
             self.entries.clear()
+            self.program = req.config[0].p4_name
+        elif req.action == req.BIND and req.config[0].p4_name != self.program:
+            ctx.abort(grpc.StatusCode.NOT_FOUND, "no such program (fake)")
         return PB2.SetForwardingPipelineConfigResponse()
 
     def _get(self, req, ctx):
         self.requests.append(req)
-        return PB2.GetForwardingPipelineConfigResponse(
+        resp = PB2.GetForwardingPipelineConfigResponse(
             non_p4_config=PB2.NonP4Config(bfruntime_info=json.dumps(NON_P4).encode()))
+        if self.program:
+            resp.config.add(p4_name=self.program)
+        return resp
 
     def _stream(self, requests, ctx):
         for req in requests:

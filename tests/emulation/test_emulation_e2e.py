@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from control_plane.solve import plan_for
 from control_plane.topologies import build_topology, fig1
-from emulation.emulate import Emulation, plan_for
+from emulation.emulate import Emulation
 from emulation.network import leftovers
 from emulation.targets import get_target
-from emulation.traffic import TrafficConfig
+from host_stack.train.hostrun import TrafficConfig
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]
 SCALE = 0.25  # Mbit/s per topology unit: what the embedded target carries on 2 cores

@@ -19,7 +19,7 @@ from control_plane.repo import REPO, child_env
 from control_plane.solve import solve
 from control_plane.topology import Link, Node, Topology
 from emulation.measure import summarize
-from emulation.traffic import TrafficConfig, run_job
+from host_stack.train.hostrun import TrafficConfig, run_job
 
 
 class LoopbackHosts:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from emulation.emulate import Emulation
-from emulation.traffic import TrafficConfig
+from host_stack.train.hostrun import TrafficConfig
 
 
 def _sweep(measured: dict[float, tuple[float, int]]) -> list[dict]:

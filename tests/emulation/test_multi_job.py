@@ -13,7 +13,7 @@ import pytest
 
 from control_plane.topologies import fig1
 from emulation.multi_job import JobsError, ServedNetwork, parse_jobs, run_jobs
-from emulation.traffic import TrafficConfig
+from host_stack.train.hostrun import TrafficConfig
 
 SCALE = 0.25  # Mbit/s per topology unit, as in test_emulation_e2e.py
 JOBS = "w1,w2,w5:s1;w3,w4,w6:s2"

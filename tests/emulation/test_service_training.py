@@ -21,7 +21,7 @@ from control_plane.service.client import Client
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.topologies import build_topology
 from emulation.network import Network
-from emulation.traffic import JobResult, TrafficConfig, run_hosts, service_job
+from host_stack.train.hostrun import JobResult, TrafficConfig, run_hosts, service_job
 from tests.foreground import inart_foreground
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]

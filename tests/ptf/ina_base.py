@@ -2,7 +2,9 @@
 exact-output checks.  Runs inside the `ptf` tool against any P4Runtime target.
 
 Test parameters (ptf --test-params): grpc_addr (required), device_id, target (bmv2 JSON
-targets by default; 'tofino': Stratum's P4Runtime with the TNA build), build_dir (default: the
+targets by default; 'tofino': Stratum's P4Runtime with the TNA build), driver ('bfrt' with
+target 'tofino': bf_switchd's BF Runtime instead, with ports_file, the ports file whose ports
+are brought up and give the port map), build_dir (default: the
 target's committed build), p4info and bmv2_json (default: those in build_dir), port_map
 ('1:128,2:136,...': the test's port k is the switch's port m in table entries and multicast
 groups; packets still go out and come in on PTF port k).  Every test pushes the pipeline in
@@ -68,6 +70,20 @@ def parse_port_map(text: str) -> dict[int, int]:
     return out
 
 
+def bfrt_tables(build: Path) -> PortMappedClient:
+    """bf_switchd over BF Runtime: the program pushed, the ports file's ports up, the tests'
+    port k mapped to its dev port (control_plane/drivers/bfrt/tables.py)."""
+    from control_plane.drivers.bfrt.install import BfrtSwitch
+    from control_plane.drivers.bfrt.tables import open_tables
+    from control_plane.drivers.tofino.ports import load_ports
+    from control_plane.drivers.tofino.stratum import TofinoFiles
+
+    switch = BfrtSwitch("ptf", str(_param("grpc_addr")), load_ports(_param("ports_file")),
+                        int(_param("device_id", 0)))
+    tables, dev_ports = open_tables(switch, TofinoFiles.in_build(build))
+    return PortMappedClient(tables, dev_ports)
+
+
 class PortMappedClient:
     """The P4Runtime client with the tests' port numbers rewritten to the switch's (a
     Tofino's dev ports) in set_next_hop entries and multicast replicas."""
@@ -103,6 +119,9 @@ class InaTest(BaseTest):
         self.n = int(info["N"])
         self.events = dict(info["events"])
         self.event_counters = list(info.get("event_counters", [EVENTS_COUNTER]))
+        if self.target == "tofino" and _param("driver", "p4runtime") == "bfrt":
+            self.client = bfrt_tables(build)
+            return
         client = P4RuntimeClient(_param("grpc_addr"), int(_param("device_id", 0)),
                                  election_id=(0, 1), timeout=30.0)
         client.connect()

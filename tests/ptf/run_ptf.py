@@ -1,8 +1,10 @@
 """Run the INA PTF suite against a switch target started from its command line, or against
-a running Tofino (the model or a switch) reached over Stratum's P4Runtime.
+a running Tofino (the model or a switch) reached over Stratum's P4Runtime or bf_switchd's
+BF Runtime (--bfrt).
 
     sudo python tests/ptf/run_ptf.py [--target bmv2|embedded] [ptf test names ...]
     python tests/ptf/run_ptf.py --target tofino --switch ADDR --ports ports.yaml [tests ...]
+    python tests/ptf/run_ptf.py --target tofino --bfrt --switch ADDR:50052 --ports ports.yaml
 
 Creates a private network namespace with veth pairs sw<k> <-> h<k> (k = 1..NUM_PORTS),
 starts the target inside it as
@@ -16,8 +18,11 @@ target defaults to $INART_PTF_TARGET or bmv2.  Needs root.  Exit status is ptf's
 With --target tofino nothing is started: the switch runs already (docs/tofino.md), the ports
 file says which interface of this host is wired to each test port (`iface`) and which dev
 port that is on the Tofino (`dev_port`); the tests push the TNA build and write their entries
-with dev ports.  Without a switch address (--switch or $INART_TOFINO_SWITCH) the run is
-skipped with the reason, exit status 77.
+with dev ports.  With --bfrt the tests talk BF Runtime (control_plane/drivers/bfrt/tables.py):
+they push the program, bring the ports file's ports up (front-panel names resolved by the
+switch) and write the same entries.  Without a switch address (--switch or
+$INART_TOFINO_SWITCH), or with --bfrt but no SDE, the run is skipped with the reason, exit
+status 77.
 """
 
 from __future__ import annotations
@@ -94,44 +99,54 @@ def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_a
         raise HarnessError(str(exc)) from None
 
 
-def tofino_skip_reason(switch: str | None, ports: Path | None) -> str | None:
+def tofino_skip_reason(switch: str | None, ports: Path | None, bfrt: bool = False
+                       ) -> str | None:
     """Why a Tofino run cannot happen here, or None."""
+    sde = os.environ.get("SDE_INSTALL")
     if not switch:
-        sde = os.environ.get("SDE_INSTALL")
         where = f"$SDE_INSTALL={sde}" if sde else "no SDE ($SDE_INSTALL unset)"
         return (f"no Tofino switch or model to test ({where}): give --switch HOST:PORT "
-                f"(Stratum's P4Runtime) or set $INART_TOFINO_SWITCH")
+                f"(Stratum's P4Runtime, or bf_switchd's BF Runtime with --bfrt) or set "
+                f"$INART_TOFINO_SWITCH")
+    if bfrt and not sde:
+        return "--bfrt needs the SDE's bfrt_grpc: $SDE_INSTALL is unset (source set_sde.bash)"
     if ports is None:
         return "no ports file: give --ports ports.yaml (docs/tofino.md)"
     return None
 
 
 def tofino_ptf_command(switch: str, ports: Path, device_id: int, tests: list[str],
-                       ptf_args: list[str], workdir: Path) -> list[str]:
-    """The ptf command line for a running Tofino: test port k on the ports file's iface."""
+                       ptf_args: list[str], workdir: Path, bfrt: bool = False) -> list[str]:
+    """The ptf command line for a running Tofino: test port k on the ports file's iface.
+    Over BF Runtime (``bfrt``) the tests bring the ports up and resolve front-panel names
+    themselves; over P4Runtime every port needs its dev_port."""
     from control_plane.drivers.tofino.ports import load_ports
 
     spec = load_ports(ports)
     missing = [k for k in range(1, NUM_PORTS + 1)
                if k not in spec.ports or spec.ports[k].iface is None
-               or spec.ports[k].dev_port is None]
+               or (spec.ports[k].dev_port is None and not bfrt)]
     if missing:
+        need = "'iface'" if bfrt else "'iface' and 'dev_port'"
         raise HarnessError(f"{ports}: the suite uses ports 1..{NUM_PORTS}; port(s) "
-                           f"{', '.join(map(str, missing))} need 'iface' and 'dev_port'")
+                           f"{', '.join(map(str, missing))} need {need}")
     ptf = find_ptf()
     if ptf is None:
         raise HarnessError("the 'ptf' tool is not installed (pip install ptf)")
-    port_map = ",".join(f"{k}:{spec.ports[k].dev_port}" for k in range(1, NUM_PORTS + 1))
-    params = (f"grpc_addr='{switch}';device_id={device_id};target='tofino';"
-              f"port_map='{port_map}'")
+    params = f"grpc_addr='{switch}';device_id={device_id};target='tofino';"
+    if bfrt:
+        params += f"driver='bfrt';ports_file='{ports.resolve()}'"
+    else:
+        port_map = ",".join(f"{k}:{spec.ports[k].dev_port}" for k in range(1, NUM_PORTS + 1))
+        params += f"port_map='{port_map}'"
     return [ptf, "--test-dir", str(HERE),
             *[a for k in range(1, NUM_PORTS + 1) for a in ("-i", f"{k}@{spec.ports[k].iface}")],
             "--test-params", params, "--log-file", str(workdir / "ptf.log"), *ptf_args, *tests]
 
 
 def run_tofino(switch: str, ports: Path, device_id: int, tests: list[str],
-               ptf_args: list[str], workdir: Path) -> int:
-    cmd = tofino_ptf_command(switch, ports, device_id, tests, ptf_args, workdir)
+               ptf_args: list[str], workdir: Path, bfrt: bool = False) -> int:
+    cmd = tofino_ptf_command(switch, ports, device_id, tests, ptf_args, workdir, bfrt)
     print(f"run_ptf: tofino at {switch}: {' '.join(cmd)}", flush=True)
     return subprocess.run(cmd, cwd=workdir, timeout=1800).returncode
 
@@ -142,7 +157,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=[*sorted(TARGETS), "tofino"],
                         help="switch target (default: %(default)s)")
     parser.add_argument("--switch", default=os.environ.get("INART_TOFINO_SWITCH"),
-                        help="tofino: HOST:PORT of the switch's P4Runtime (Stratum)")
+                        help="tofino: HOST:PORT of the switch's P4Runtime (Stratum), or of "
+                             "bf_switchd's BF Runtime with --bfrt (port 50052)")
+    parser.add_argument("--bfrt", action="store_true",
+                        help="tofino: drive bf_switchd over BF Runtime (the SDE's bfrt_grpc) "
+                             "instead of Stratum's P4Runtime")
     parser.add_argument("--ports", type=Path, default=os.environ.get("INART_TOFINO_PORTS"),
                         help="tofino: the ports file (iface and dev_port of ports 1..10)")
     parser.add_argument("--device-id", type=int, default=1,
@@ -183,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main_tofino(args: argparse.Namespace) -> int:
-    reason = tofino_skip_reason(args.switch, args.ports)
+    reason = tofino_skip_reason(args.switch, args.ports, args.bfrt)
     if reason:
         print(f"run_ptf: SKIPPED: {reason}")
         return SKIPPED
@@ -191,10 +210,10 @@ def _main_tofino(args: argparse.Namespace) -> int:
         if args.keep_logs:
             args.keep_logs.mkdir(parents=True, exist_ok=True)
             return run_tofino(args.switch, args.ports, args.device_id, args.tests,
-                              args.ptf_arg, args.keep_logs.resolve())
+                              args.ptf_arg, args.keep_logs.resolve(), args.bfrt)
         with tempfile.TemporaryDirectory(prefix="inart-ptf-") as tmp:
             return run_tofino(args.switch, args.ports, args.device_id, args.tests,
-                              args.ptf_arg, Path(tmp))
+                              args.ptf_arg, Path(tmp), args.bfrt)
     except (HarnessError, ValueError) as exc:
         print(f"run_ptf: error: {exc}", file=sys.stderr)
         return 2

@@ -1,12 +1,17 @@
-"""Run the host stack's PS and worker processes inside the emulated hosts, round by round.
+"""Run a job's PS and worker processes on its hosts, round by round: emulated hosts (Mininet),
+network namespaces or real machines (`inart run --inventory`, realhosts/).
 
 The processes are the same entry points a real host runs (``python -m host_stack.ina.ps`` /
-``python -m host_stack.train.worker``) with the emulation's addresses; the PSs send each RESULT once
+``python -m host_stack.train.worker``) with the deployed addresses; the PSs send each RESULT once
 to the job's result address (``--result-to``) and the switches replicate it.  Two modes:
 ``synthetic`` (PSs in sum mode, seeded random gradients: every round's sums are recomputed here
 with numpy and compared on every worker) and ``train`` (a real model on the digits data).
 
-Every wait has a deadline; a process that fails stops the job with its stderr tail.
+The hosts are anything with ``popen(host, cmd, env=..., **Popen options)`` (``Hosts``); the
+files the processes read and write (plan, address map, start barrier, PS counters) keep their
+absolute paths on every host, and ``HostFiles`` moves them where the hosts do not share this
+machine's filesystem.  Every wait has a deadline; a process that fails stops the job with its
+stderr tail (stopping the processes is the hosts' owner's job, in its ``finally``).
 """
 
 from __future__ import annotations
@@ -19,13 +24,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from tqdm import tqdm
 
 from control_plane.deploy.addressing import Addressing
 from control_plane.deploy.entries import Compiled
 from control_plane.plan import Plan
-from emulation.network import Network
 from host_stack.ina import wire
 from host_stack.ina.pacing import FRAME_OVERHEAD
 from host_stack.train.launcher import JsonLineReader
@@ -36,6 +41,32 @@ MODES = ("synthetic", "train")
 
 class TrafficError(RuntimeError):
     """A host process failed or a deadline passed; the message names it."""
+
+
+class Hosts(Protocol):
+    """Starts a job's processes on its hosts (``cmd[0]`` is this machine's interpreter; a
+    launcher for other machines runs its host's own)."""
+
+    def popen(self, host: str, cmd: list[str], env: dict[str, str] | None = None,
+              **kwargs) -> subprocess.Popen: ...
+
+
+class HostFiles:
+    """The job's files where the hosts see this machine's filesystem (Mininet hosts, network
+    namespaces, loopback): nothing to copy.  A launcher for other machines overrides these."""
+
+    def share(self, hosts: list[str], paths: list[Path]) -> None:
+        """Make ``paths`` (written here) readable at the same paths on ``hosts``."""
+
+    def touch(self, hosts: list[str], path: Path) -> None:
+        """Create ``path`` on ``hosts`` (the workers' start barrier)."""
+        path.touch()
+
+    def fetch(self, host: str, path: Path) -> None:
+        """Copy ``path`` written on ``host`` to the same path here (missing: left missing)."""
+
+
+SHARED = HostFiles()
 
 
 @dataclass(frozen=True)
@@ -118,6 +149,7 @@ class JobSource:
     label: str  # progress bar
     worker_argv: tuple[str, ...] = ()  # and the workers alone (e.g. --sync ring)
     worker_env: dict[str, dict[str, str]] = field(default_factory=dict)  # host -> variables
+    files: tuple[Path, ...] = ()  # what the processes read (plan, address map)
 
 
 def plan_files(addr: Addressing, plan: Plan, compiled: Compiled, workdir: Path) -> JobSource:
@@ -129,7 +161,8 @@ def plan_files(addr: Addressing, plan: Plan, compiled: Compiled, workdir: Path) 
     return JobSource(["--plan", str(plan_path), "--addresses", str(addr_path),
                       "--pool-size", str(compiled.pool_size)],
                      ["--result-to", f"{compiled.result_addr}:{wire.RESULT_PORT}"],
-                     topo.workers, topo.pss, dict(compiled.ranks), plan.scheme)
+                     topo.workers, topo.pss, dict(compiled.ranks), plan.scheme,
+                     files=(plan_path, addr_path))
 
 
 def service_job(address: str, job_id: int, workers: list[str], pss: list[str],
@@ -139,15 +172,16 @@ def service_job(address: str, job_id: int, workers: list[str], pss: list[str],
                      dict(ranks), f"job {job_id}")
 
 
-def run_job(net: Network, addr: Addressing, plan: Plan, compiled: Compiled, cfg: TrafficConfig,
+def run_job(net: Hosts, addr: Addressing, plan: Plan, compiled: Compiled, cfg: TrafficConfig,
             workdir: Path, quiet: bool = False) -> JobResult:
     """One job over the installed network; returns when every worker finished."""
     workdir.mkdir(parents=True, exist_ok=True)
     return run_hosts(net, plan_files(addr, plan, compiled, workdir), cfg, workdir, quiet)
 
 
-def run_hosts(net: Network, source: JobSource, cfg: TrafficConfig, workdir: Path,
-              quiet: bool = False, on_round: Callable[[int], None] | None = None) -> JobResult:
+def run_hosts(net: Hosts, source: JobSource, cfg: TrafficConfig, workdir: Path,
+              quiet: bool = False, on_round: Callable[[int], None] | None = None,
+              files: HostFiles = SHARED) -> JobResult:
     """Start the job's PSs and workers in their hosts and wait until every worker finished;
     ``on_round(r)`` runs once every worker reported round r (e.g. to inject an event)."""
     cfg.check()
@@ -192,6 +226,7 @@ def run_hosts(net: Network, source: JobSource, cfg: TrafficConfig, workdir: Path
             return name, rec
 
     mode = "sum" if cfg.mode == "synthetic" else "train"
+    files.share(source.pss + source.workers, list(source.files))
     for ps in source.pss:
         start(ps, [*py, "host_stack.ina.ps", *job, "--ps", ps, "--mode", mode, *source.ps_argv,
                    "--stats", str(workdir / f"{ps}.stats.json"),
@@ -215,7 +250,7 @@ def run_hosts(net: Network, source: JobSource, cfg: TrafficConfig, workdir: Path
         name, rec = next_event()
         if rec["event"] == "ready":
             waiting.discard(name)
-    start_file.touch()
+    files.touch(source.workers, start_file)
     rounds: dict[str, list[dict]] = {w: [] for w in source.workers}
     done: dict[str, dict] = {}
     seen: dict[int, int] = {}
@@ -243,6 +278,7 @@ def run_hosts(net: Network, source: JobSource, cfg: TrafficConfig, workdir: Path
     ps_stats = {}
     for ps in source.pss:
         path = workdir / f"{ps}.stats.json"
+        files.fetch(ps, path)
         ps_stats[ps] = json.loads(path.read_text()) if path.exists() else {}
     result = JobResult(rounds, done, ps_stats, chunks, time.monotonic() - t0)
     if cfg.mode == "synthetic":
