@@ -80,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--rounds: expected >= 1; --scale: expected > 0")
         if args.plan:
             plan = Plan.load(args.plan)
-            check_topology(plan.topology, inventory.topology, inventory.topology_spec)
+            try:
+                check_topology(plan.topology, inventory.topology, inventory.topology_spec)
+            except TopologyError as exc:
+                raise TopologyError(f"--plan {args.plan}: not a plan of the inventory's "
+                                    f"topology: {exc}") from None
         else:
             plan = plan_for(inventory.topology, args.scheme, args.seed)
         n = args.n or (TNA_N if inventory.target == "tofino" else wire.DEFAULT_N)

@@ -14,6 +14,7 @@ from control_plane.deploy.entries import Compiled
 from control_plane.deploy.pipeline import TNA_BUILD, pipeline_for
 from control_plane.deploy.portmap import remap_compiled
 from control_plane.deploy.transaction import SwitchAddress, install
+from control_plane.drivers.bfrt.sde import BfrtStubs
 from control_plane.drivers.tofino.ports import PortsFile, load_ports
 from realhosts.inventory import Inventory
 
@@ -34,8 +35,9 @@ def ports_files(inventory: Inventory) -> dict[str, PortsFile]:
 
 
 def install_plan(inventory: Inventory, compiled: Compiled, addressing: Addressing,
-                 timeout: float = 15.0) -> str:
-    """Install ``compiled`` on every switch of the inventory; a one-line summary."""
+                 timeout: float = 15.0, stubs: BfrtStubs | None = None) -> str:
+    """Install ``compiled`` on every switch of the inventory; a one-line summary.
+    ``stubs``: the BF Runtime messages (default: the SDE's ``bfrt_grpc``)."""
     if inventory.driver == "bfrt":
         from control_plane.drivers.bfrt.install import BfrtSwitch
         from control_plane.drivers.bfrt.install import install as bfrt_install
@@ -45,7 +47,7 @@ def install_plan(inventory: Inventory, compiled: Compiled, addressing: Addressin
         targets = [BfrtSwitch(sw.name, sw.address, ports[sw.name], sw.device_id)
                    for sw in p4runtime_switches(inventory, addressing).values()]
         written = bfrt_install(compiled, targets, TofinoFiles.in_build(TNA_BUILD),
-                               timeout=timeout)
+                               timeout=timeout, stubs=stubs)
         return f"BF Runtime: {sum(written.values())} entries on {len(written)} switch(es)"
     if inventory.target == "tofino":
         compiled = remap_compiled(compiled, {sw: p.dev_ports()

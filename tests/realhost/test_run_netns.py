@@ -10,11 +10,13 @@ Run under the emulation lock: ``flock /tmp/inart-emu.lock pytest tests/realhost`
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -62,9 +64,9 @@ def run_inventory(tmp: Path, doc: dict, *extra: str, rounds: int = ROUNDS
 
 
 def no_job_processes() -> list[str]:
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in ps.splitlines()
-            if "host_stack.ina.ps" in line or "host_stack.train.worker" in line]
+    ps = subprocess.run(["ps", "-eww", "-o", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in ps.splitlines() if "/inart-run-" in line  # this test's runs
+            and ("host_stack.ina.ps" in line or "host_stack.train.worker" in line)]
 
 
 def test_synthetic_every_sum_exact(lab, tmp_path):
@@ -111,26 +113,56 @@ def test_train_same_accuracy_as_loopback_reference(lab, tmp_path):
     assert row["accuracy"] > 0.2  # it learned (10 classes; 0.36 after 12 rounds here)
 
 
-def test_ctrl_c_stops_every_process_on_every_host(lab, tmp_path):
-    lab_, _ = lab
+@contextmanager
+def running(lab_, tmp_path: Path, *extra: str) -> Iterator[subprocess.Popen]:
+    """`inart run` in the background, entered once its workers are running; interrupted
+    (then killed) on the way out if a check failed before it ended."""
     inv = tmp_path / "hosts.yaml"
     inv.write_text(yaml.safe_dump(lab_.inventory()))
     proc = subprocess.Popen([sys.executable, "-m", "control_plane.cli", "run", "--inventory",
                              str(inv), "--rounds", "50", "--quiet", "--out",
-                             str(tmp_path / "out")], cwd=REPO, env=child_env(),
+                             str(tmp_path / "out"), *extra], cwd=REPO, env=child_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not any(
+        while time.monotonic() < deadline and proc.poll() is None and not any(
                 "host_stack.train.worker" in line for line in no_job_processes()):
             time.sleep(0.2)
         time.sleep(2)  # the job is running
-        assert no_job_processes() != []
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        yield proc
     finally:
         if proc.poll() is None:
-            proc.kill()
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+
+
+def test_ctrl_c_stops_every_process_on_every_host(lab, tmp_path):
+    with running(lab[0], tmp_path) as proc:
+        assert no_job_processes() != []
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=60)[1]
     assert proc.returncode == 130, err
     assert "interrupted; every process on every host stopped" in err
+    assert no_job_processes() == []
+
+
+def test_a_failing_host_stops_the_job(lab, tmp_path):
+    with running(lab[0], tmp_path) as proc:
+        victim = next(line for line in no_job_processes() if "--worker w3" in line)
+        os.kill(int(victim.split()[0]), signal.SIGKILL)
+        err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 1, err
+    assert "w3 exited with status -9" in err and "every process on every host stopped" in err
+    assert no_job_processes() == []
+
+
+def test_the_deadline_stops_the_job(lab, tmp_path):
+    with running(lab[0], tmp_path, "--deadline", "20") as proc:
+        err = proc.communicate(timeout=90)[1]
+    assert proc.returncode == 1, err
+    assert "deadline of 20 s passed" in err
     assert no_job_processes() == []
