@@ -12,8 +12,10 @@ cd "$(dirname "$0")"
 # nftables: per-link packet loss in emulations (tc netem is missing from some kernels).
 # python3-dev, gcc: the host stack's C extension (host_stack/ina/_batchio.c, setup.py).
 # iperf3: the reference sender of `inart bench transport`.
+# openssh-server (and its client): `inart run --inventory` reaches hosts over SSH; its test
+# starts an sshd inside a namespace host (tests/realhost).
 APT_PACKAGES=(python3 python3-venv python3-dev gcc iproute2 iputils-ping ethtool procps mininet nftables
-              iperf3)
+              iperf3 openssh-server)
 VENV=.venv
 # p4runtime-shell (`inart shell`) pins protobuf<3.21 and p4runtime==1.4.1 in its metadata only;
 # it runs on protobuf 6 with the project's own P4Runtime stubs (the `p4` package), so it is
