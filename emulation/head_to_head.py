@@ -11,8 +11,9 @@ Per scheme and seed: time per iteration split into compute and communication (th
 worker of each round), the loss, the test accuracy every ``--eval-every`` rounds against the
 cumulative iteration time (time-to-accuracy; evaluation time is left out), the bytes each
 worker put on its link beside what the scheme says it sent (the INA frames; for the
-collectives their payload in full-size TCP segments, so what is left over is ACKs, gloo's
-rendezvous and control messages), the bytes into the PSs and over all links.  Not here:
+collectives gloo's messages in TCP segments plus one ACK per two segments received, so what
+is left over is gloo's rendezvous and store and any extra ACKs), the bytes into the PSs and
+over all links.  Not here:
 selective reduce forms its groups through its own controller process (`inart experiment
 selective`); `--sync torch` is gloo's own ring, the same traffic as `ring` on this network.
 """
@@ -43,7 +44,6 @@ INA = ("inart", "r-inart", "atp", "lbmm")  # r-inart: equal split + R-InArt, the
 COLLECTIVES = ("ring", "tree", "rsgcm")
 SCHEMES = ("inart", "atp", "lbmm", *COLLECTIVES)  # the default comparison
 DIST_PORT = 29500
-TCP_MSS, TCP_FRAME_OVERHEAD = 1448, 66  # MTU 1500 with TCP timestamps; 14 + 20 + 32 bytes
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -170,9 +170,9 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     after = emu.net.interface_bytes()
     worker_up = sum(after[facing[w]][1] - before[facing[w]][1] for w in topo.workers)
     ps_in = sum(after[facing[s]][0] - before[facing[s]][0] for s in topo.pss)
-    expected = sum(r.get("bytes", 0) for recs in job.rounds.values() for r in recs)
-    if scheme in COLLECTIVES:  # payload -> frames: Ethernet, IPv4, TCP with timestamps
-        expected = round(expected * (TCP_MSS + TCP_FRAME_OVERHEAD) / TCP_MSS)
+    # what each scheme says its frames were (the collectives: gloo's messages in TCP segments
+    # and the ACKs for what they received, host_stack/collectives/p2p.py)
+    expected = sum(r.get("wire_bytes", 0) for recs in job.rounds.values() for r in recs)
     per_link = directed_link_bytes(addr.port, before, after)
     row = summarize(scheme, seed, job, worker_up, expected, ps_in, sum(per_link.values()),
                     target, cfg.batch)

@@ -1,14 +1,20 @@
 """The collectives' only calls that put data on the network (p2p sends and all_reduce), with
-bounded waits and tags, and a count of the bytes this process sent through them.
+bounded waits and tags, and a count of what this process sent through them.
 
-The count is what the training table's sending rate is made of: ``isend`` counts the tensor
-it hands to torch.distributed; ``all_reduce`` counts what gloo's ring algorithm sends from
-this rank, 2(f-1)/f of the tensor over f ranks (reduce-scatter, then all-gather), since gloo
-does not report its own traffic.  Payload bytes only, no TCP/IP headers.
+Two counts.  ``SENT.total`` is payload: what ``isend`` hands to torch.distributed, and for
+``all_reduce`` the segments gloo's ring algorithm sends from this rank (gloo does not report
+its own traffic, so ``gloo_ring_segments`` follows its allreduce.cc: 2f segments of
+ceil(B / 2f) bytes over f ranks, 2f - 2 sends per phase).  The training table's sending rate
+is made of it.  ``SENT.wire`` is what those messages put on this host's link: gloo's TCP
+transport writes a 48-byte preamble before every message, TCP cuts the message into segments
+of at most MSS bytes, each with Ethernet, IPv4 and TCP (timestamps) headers, and the
+receiver of each message sends one ACK per two segments (Linux's delayed ACK).  Head-to-head
+compares it with the bytes the emulated link counted.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -18,13 +24,17 @@ import torch.distributed as dist
 # Tags keep concurrent transfers between the same pair of ranks apart on gloo (NCCL ignores
 # them and matches in issue order, which our executors keep identical on both sides).
 TAG_LIMIT = 2**31 - 1
+TCP_MSS = 1448  # TCP payload per segment at MTU 1500 with the timestamp option
+FRAME_HEADERS = 66  # Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12 per segment
+GLOO_PREAMBLE = 48  # gloo's tcp transport: 6 x size_t (nbytes, opcode, slot, offsets) a message
 
 
 @dataclass
 class SentBytes:
-    """Running total of the bytes this process sent through the functions below."""
+    """Running totals of what this process sent through the functions below."""
 
-    total: int = 0
+    total: int = 0  # payload bytes
+    wire: int = 0  # frames on this host's link: the messages' segments and the ACKs it sent
 
 
 SENT = SentBytes()
@@ -35,10 +45,49 @@ def ring_bytes(nbytes: int, ranks: int) -> int:
     return 2 * (ranks - 1) * nbytes // ranks
 
 
+def message_wire_bytes(nbytes: int) -> int:
+    """Frames one gloo message of ``nbytes`` puts on the sender's link (preamble included)."""
+    size = nbytes + GLOO_PREAMBLE
+    return size + math.ceil(size / TCP_MSS) * FRAME_HEADERS
+
+
+def ack_wire_bytes(nbytes: int) -> int:
+    """ACK frames the receiver of one gloo message of ``nbytes`` sends: one per two segments."""
+    return math.ceil(math.ceil((nbytes + GLOO_PREAMBLE) / TCP_MSS) / 2) * FRAME_HEADERS
+
+
+def gloo_ring_segments(nbytes: int, element: int, ranks: int, rank: int
+                       ) -> tuple[list[int], list[int]]:
+    """Lengths of the messages ``rank`` sends and receives in gloo's ring all-reduce of
+    ``nbytes`` (elements of ``element`` bytes) over ``ranks``: the buffer is cut into
+    numSegments = 2f segments of ceil(B / 2f) bytes (rounded up to whole elements; one MiB at
+    most, so more segments only above 2f MiB), the last ones short or empty; each phase
+    (reduce-scatter, all-gather) sends and receives numSegments - 2 of them."""
+    if ranks < 2 or nbytes <= 0:
+        return [], []
+    seg = min(-(-nbytes // (2 * ranks)), 1 << 20)
+    seg = -(-seg // element) * element
+    per_rank = -(-max(-(-nbytes // seg), 2 * ranks) // ranks)
+    count = per_rank * ranks
+
+    def length(first: int, i: int) -> int:
+        return min(seg, nbytes - ((first * per_rank + i) * seg) % (count * seg))
+
+    sent, received = [], []
+    for send_first, recv_first in ((rank + 1, rank + 2), (rank, rank + 1)):
+        for i in range(count - 2):
+            sent.append(length(send_first, i))
+            received.append(length(recv_first, i))
+    return [n for n in sent if n > 0], [n for n in received if n > 0]
+
+
 def all_reduce(t: torch.Tensor, group: dist.ProcessGroup | None = None,
                async_op: bool = False) -> dist.Work | None:
     """``dist.all_reduce`` (sum, in place), counting gloo's ring traffic for this rank."""
-    SENT.total += ring_bytes(t.numel() * t.element_size(), dist.get_world_size(group))
+    sent, received = gloo_ring_segments(t.numel() * t.element_size(), t.element_size(),
+                                        dist.get_world_size(group), dist.get_rank(group))
+    SENT.total += sum(sent)
+    SENT.wire += sum(map(message_wire_bytes, sent)) + sum(map(ack_wire_bytes, received))
     return dist.all_reduce(t, group=group, async_op=async_op)
 
 
@@ -53,6 +102,7 @@ def isend(t: torch.Tensor, dst: int, tag: int) -> dist.Work | None:
     if t.numel() == 0:
         return None
     SENT.total += t.numel() * t.element_size()
+    SENT.wire += message_wire_bytes(t.numel() * t.element_size())
     return dist.isend(t, dst, tag=tag)
 
 
@@ -60,6 +110,7 @@ def irecv(t: torch.Tensor, src: int, tag: int) -> dist.Work | None:
     """Non-blocking receive into ``t``; empty tensors are skipped, matching ``isend``."""
     if t.numel() == 0:
         return None
+    SENT.wire += ack_wire_bytes(t.numel() * t.element_size())
     return dist.irecv(t, src, tag=tag)
 
 

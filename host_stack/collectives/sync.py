@@ -23,4 +23,4 @@ def make_sync(scheme: str | SchemeConfig, rank: int, world: int, lr: float,
     if cfg.world != world:
         raise ValueError(f"world: the config was prepared for {cfg.world} ranks, got {world}")
     return AllReduceSync(bind(cfg, rank), world, MomentumSGD(lr, momentum),
-                         sent=lambda: SENT.total)
+                         sent=lambda: (SENT.total, SENT.wire))

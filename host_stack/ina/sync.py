@@ -72,7 +72,8 @@ class InaSync:
         self.history.append(SyncRoundStats(
             round=round_, comm_s=comm, packets=packets, retx=delta["retx_sent"],
             retx_spurious=delta["retx_spurious"],
-            bytes=packets * self.transport.bytes_per_packet(), clipped=clipped,
+            bytes=packets * self.transport.bytes_per_packet(),
+            wire_bytes=packets * self.transport.bytes_per_packet(), clipped=clipped,
             quant_rel_error=err, counters={k: v for k, v in delta.items() if v},
             version=self.follower.current.number if self.follower is not None else 0))
         words = np.concatenate(results) if results else np.zeros((0, self.n), np.int32)

@@ -31,6 +31,7 @@ class CommStats:
     round: int
     comm_s: float  # time spent exchanging (not computing or stepping the optimizer)
     bytes: int  # bytes this worker sent in the round
+    wire_bytes: int  # what that put on the worker's link: frames, headers and ACKs included
 
 
 @dataclass
@@ -108,12 +109,13 @@ class MomentumSGD:
 class AllReduceSync:
     """Average the gradient with an in-place sum all-reduce, then step a local optimizer.
 
-    ``sent`` reads the running total of bytes the all-reduce's sends handed to the network;
-    its growth over one all-reduce is the round's ``CommStats.bytes``.
+    ``sent`` reads the running totals (payload, wire) of what the all-reduce's sends handed to
+    the network; their growth over one all-reduce is the round's ``CommStats.bytes`` and
+    ``wire_bytes``.
     """
 
     def __init__(self, all_reduce: Callable[[torch.Tensor], None], world_size: int,
-                 optimizer: MomentumSGD, sent: Callable[[], int]) -> None:
+                 optimizer: MomentumSGD, sent: Callable[[], tuple[int, int]]) -> None:
         self.all_reduce = all_reduce
         self.world_size = world_size
         self.optimizer = optimizer
@@ -125,9 +127,11 @@ class AllReduceSync:
 
         params = torch.as_tensor(params)  # a synthetic worker passes numpy arrays
         summed = torch.as_tensor(grad).clone()
-        before, t0 = self.sent(), time.perf_counter()
+        (payload, wire), t0 = self.sent(), time.perf_counter()
         self.all_reduce(summed)
-        self.history.append(CommStats(round_, time.perf_counter() - t0, self.sent() - before))
+        comm_s = time.perf_counter() - t0
+        after_payload, after_wire = self.sent()
+        self.history.append(CommStats(round_, comm_s, after_payload - payload, after_wire - wire))
         return self.optimizer.apply(params, summed / self.world_size)
 
     def close(self) -> None:

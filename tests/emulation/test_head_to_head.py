@@ -42,10 +42,9 @@ def test_every_scheme_same_loss_exact_ina_and_expected_bytes(tmp_path) -> None:
     # INA sums are exact wherever they are aggregated: the same parameters, bit for bit
     assert len({by[s]["params_sha256"] for s in INA}) == 1
     for r in runs:  # what each worker put on its link is what the scheme says it sent
-        # RSGCM's rings are gloo all_reduces on small blocks: their volume is gloo's ring
-        # formula and their segments are not full, so its bound is looser (1.12 measured)
-        high = 1.15 if r["scheme"] == "rsgcm" else 1.10
-        assert 0.97 <= r["bytes_ratio"] <= high, (r["scheme"], r["bytes_ratio"])
+        # (collectives: gloo's segments, preambles, TCP headers and ACKs, p2p.py; measured
+        # ring 1.020, tree 1.024, RSGCM 1.059, INA 1.000)
+        assert 0.97 <= r["bytes_ratio"] <= 1.10, (r["scheme"], r["bytes_ratio"])
     assert by["lbmm"]["ps_ingress_bytes"] > by["inart"]["ps_ingress_bytes"]  # aggregation
     assert by["ring"]["ps_ingress_bytes"] == 0
     for r in runs:  # per link direction, adding up to the total
