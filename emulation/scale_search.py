@@ -34,7 +34,7 @@ class ScaleResult:
     @property
     def holds(self) -> bool:
         return not self.error and bool(self.rows) and all(
-            r["rate_ratio"] >= RATE_GOAL and r["exact"] is not False for r in self.rows)
+            r["plan_ratio"] >= RATE_GOAL and r["exact"] is not False for r in self.rows)
 
 
 def parse_scales(text: str) -> list[float]:
@@ -75,7 +75,7 @@ def limit(result: ScaleResult, budget_mb: float = MEMORY_BUDGET_MB) -> str:
     reasons = []
     if result.peak_pss_mb > budget_mb:
         reasons.append(f"memory: peak PSS {result.peak_pss_mb:.0f} MB > {budget_mb:.0f} MB")
-    worst = min(result.rows, key=lambda r: r["rate_ratio"], default=None)
+    worst = min(result.rows, key=lambda r: r["plan_ratio"], default=None)
     if worst is not None:
         busy = worst.get("machine_busy", 0.0)
         sw, hosts = worst.get("switch_cores", 0.0), worst.get("host_cores", 0.0)
@@ -90,7 +90,7 @@ def limit(result: ScaleResult, budget_mb: float = MEMORY_BUDGET_MB) -> str:
         if not reasons:
             reasons.append(f"{cpu}; none saturated, no frames lost by the switches")
         if not result.holds:
-            reasons.insert(0, f"{worst['scheme']} sent at {worst['rate_ratio']:.2f} of its plan"
+            reasons.insert(0, f"{worst['scheme']} sent at {worst['plan_ratio']:.2f} of its plan"
                               + (", WRONG SUMS" if worst["exact"] is False else ""))
     return "; ".join(reasons)
 

@@ -41,3 +41,9 @@ def test_plan_bad_input_is_a_clear_error():
     assert proc.returncode == 2 and "k=5" in proc.stderr
     proc = run_cli("plan", "--scheme", "best")
     assert proc.returncode == 2 and "unknown ['best']" in proc.stderr
+
+
+def test_emulate_refuses_a_pace_outside_0_to_1_by_name():
+    for pace in ("0", "1.5", "-0.1"):
+        proc = run_cli("emulate", "--pace", pace, "--out", "/nonexistent/never-written")
+        assert proc.returncode == 2 and "--pace" in proc.stderr, (pace, proc.stderr)

@@ -14,7 +14,7 @@ from emulation.scale_search import ScaleResult, limit, parse_scales, search, sum
 
 
 def row(scheme="inart", ratio=1.0, exact=True, busy=0.5, sw=0.6, hosts=0.3, drops=None):
-    return {"scheme": scheme, "rate_ratio": ratio, "exact": exact, "machine_busy": busy,
+    return {"scheme": scheme, "plan_ratio": ratio, "exact": exact, "machine_busy": busy,
             "switch_cores": sw, "host_cores": hosts, "cpus": 2,
             "target_drops": drops or {}}
 

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from dataclasses import replace
 
+import pytest
+
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.entries import compile_plan
 from control_plane.repo import REPO, child_env
@@ -68,5 +70,11 @@ def test_run_job_checks_every_round_and_measures(tmp_path):
     row = summarize(plan, job, cfg, link_total=0, ps_ingress=0, switch_events={})
     assert row["rounds"] == 3 and row["exact"] is True
     assert 0.85 <= row["rate_ratio"] <= 1.15, row  # paced at the plan's f
+    assert row["plan_ratio"] == pytest.approx(row["rate_ratio"])
+    # paced at half the plan (`--pace 0.5`): the same rate is twice the paced, half the plan's
+    half = summarize(plan, job, replace(cfg, rate_factor=0.5), link_total=0, ps_ingress=0,
+                     switch_events={})
+    assert half["rate_ratio"] == pytest.approx(2 * row["rate_ratio"])
+    assert half["plan_ratio"] == pytest.approx(row["plan_ratio"])
     assert row["comm_s"] > 0 and 0.75 <= row["comm_ratio"] <= 1.25, row
     assert sys.executable  # the processes ran under this interpreter
