@@ -6,16 +6,20 @@ seed, on the same emulated network of P4 switches, one after the other:
   without in-network aggregation), paced to the plan's rate, the optimizer on the PSs;
 - ring all-reduce, RAT topology-aware trees and RSGCM rings (host_stack/collectives) over
   gloo, whose TCP connections cross the same switches and shaped links (the switches route
-  them by destination: the host routes every installed plan carries).
+  them by destination: the host routes every installed plan carries);
+- selective reduce (Alg. 3): its coordinator runs as a process on the first PS host (idle
+  otherwise) with the job's store; workers report ready there and average their models in
+  the groups it forms (gloo rings over the emulated links); link bandwidths for its Eq. 2
+  are the topology's worker links at ``--scale``.  Its workers' models differ by design.
 Per scheme and seed: time per iteration split into compute and communication (the slowest
 worker of each round), the loss, the test accuracy every ``--eval-every`` rounds against the
 cumulative iteration time (time-to-accuracy; evaluation time is left out), the bytes each
 worker put on its link beside what the scheme says it sent (the INA frames; for the
 collectives gloo's messages in TCP segments plus one ACK per two segments received, so what
 is left over is gloo's rendezvous and store and any extra ACKs), the bytes into the PSs and
-over all links.  Not here:
-selective reduce forms its groups through its own controller process (`inart experiment
-selective`); `--sync torch` is gloo's own ring, the same traffic as `ring` on this network.
+over all links (selective: its group all-reduces; the store's control messages and each
+group's connection set-up are left over).  Not here: `--sync torch` is gloo's own ring, the
+same traffic as `ring` on this network.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,12 +44,16 @@ from control_plane.topologies import build_topology
 from emulation.emulate import Emulation
 from emulation.measure import directed_link_bytes
 from host_stack.experiments.cli import add_common_args
+from host_stack.experiments.selective.selective_sync import STORE_ENV
 from host_stack.train.hostrun import JobResult, JobSource, TrafficConfig, plan_files, run_hosts
 
 INA = ("inart", "r-inart", "atp", "lbmm")  # r-inart: equal split + R-InArt, the paper's baseline
 COLLECTIVES = ("ring", "tree", "rsgcm")
-SCHEMES = ("inart", "atp", "lbmm", *COLLECTIVES)  # the default comparison
+SELECTIVE = "selective"
+KNOWN = (*INA, *COLLECTIVES, SELECTIVE)
+SCHEMES = ("inart", "atp", "lbmm", *COLLECTIVES, SELECTIVE)  # the default comparison
 DIST_PORT = 29500
+STORE_PORT = 29600
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +71,7 @@ def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple
                     "initial weights, solver)", quick_help)
     parser.add_argument("--topology", "-t", default="fig1", help="fig1 | fattree:K | ...")
     parser.add_argument("--schemes", default=",".join(schemes),
-                        help=f"comma-separated from {', '.join(INA + COLLECTIVES)}")
+                        help=f"comma-separated from {', '.join(KNOWN)}")
     parser.add_argument("--model", default="mlp", choices=("mlp", "cnn"))
     parser.add_argument("--rounds", type=int, default=60, help="iterations per run")
     parser.add_argument("--batch", type=int, default=32, help="minibatch per worker")
@@ -71,16 +81,69 @@ def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple
     parser.add_argument("--scale", type=float, default=0.25,
                         help="Mbit/s per topology unit (link shaping and INA pacing)")
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds per run")
+    parser.add_argument("--group-p", type=int, default=None, metavar="P",
+                        help="selective: smallest group size (default 0.3 x workers, >= 2)")
 
 
-def collective_job(addr: Addressing, plan: Plan, workdir: Path, sync: str) -> JobSource:
-    """The workers alone, ``--sync sync``; rank 0's host is the gloo rendezvous, and each
-    worker's gloo sockets use its emulated interface."""
+def collective_job(addr: Addressing, plan: Plan, workdir: Path, sync: str,
+                   rendezvous: tuple[str, str] | None = None) -> JobSource:
+    """The workers alone, ``--sync sync``; ``rendezvous`` (variable, URL) says where they meet,
+    by default gloo's on rank 0's host; each worker's gloo sockets use its emulated
+    interface."""
     files = plan_files(addr, plan, compile_plan(plan, addr), workdir)
     workers = plan.topology.workers
-    init = f"tcp://{addr.ip[workers[0]]}:{DIST_PORT}"
-    env = {w: {"INART_DIST_INIT": init, "GLOO_SOCKET_IFNAME": f"{w}-eth0"} for w in workers}
+    var, url = rendezvous or ("INART_DIST_INIT", f"tcp://{addr.ip[workers[0]]}:{DIST_PORT}")
+    env = {w: {var: url, "GLOO_SOCKET_IFNAME": f"{w}-eth0"} for w in workers}
     return JobSource(files.argv, [], workers, [], files.ranks, sync, ("--sync", sync), env)
+
+
+def group_p(workers: int, given: int | None) -> int:
+    """Selective reduce's smallest group: ``--group-p`` or 0.3 x workers, at least 2."""
+    p = given if given is not None else max(2, round(0.3 * workers))
+    if not 1 <= p <= workers:
+        raise SystemExit(f"--group-p {p}: expected 1..{workers} (the workers)")
+    return p
+
+
+class Coordinator:
+    """Selective reduce's coordinator process on an emulated host, for one run."""
+
+    def __init__(self, emu: Emulation, source: JobSource, p: int, cfg: TrafficConfig,
+                 workdir: Path) -> None:
+        topo, host, tor = emu.topo, emu.topo.pss[0], emu.addr.tor
+        bandwidths = [topo.links[(w, tor[w])].capacity * (cfg.unit_bps or 0) / 8
+                      for w in sorted(source.ranks, key=source.ranks.__getitem__)]
+        self.stderr = workdir / "coordinator.stderr"
+        with open(self.stderr, "w") as err:
+            self.proc = emu.net.popen(host, [
+                sys.executable, "-m", "host_stack.experiments.selective.coordinator",
+                "--listen", f"{emu.addr.ip[host]}:{STORE_PORT}", "--world", str(len(topo.workers)),
+                "--p", str(p), "--model", cfg.model, "--seed", str(cfg.seed),
+                "--bandwidths", ",".join(f"{b:.6g}" for b in bandwidths),
+                "--timeout", str(cfg.deadline_s)], stdout=subprocess.PIPE, stderr=err, text=True)
+        if json.loads(self.proc.stdout.readline() or "{}").get("event") != "ready":
+            self.stop()
+            raise RuntimeError(f"selective coordinator did not start: {self.tail()}")
+
+    @staticmethod
+    def url(emu: Emulation) -> str:
+        """Where the workers find its store: the first PS host."""
+        return f"tcp://{emu.addr.ip[emu.topo.pss[0]]}:{STORE_PORT}"
+
+    def tail(self) -> str:
+        return self.stderr.read_text(errors="replace")[-2000:]
+
+    def result(self) -> dict[str, Any]:
+        """The groups it formed (once every worker is done, it exits)."""
+        out, _ = self.proc.communicate(timeout=60)
+        if self.proc.returncode != 0:
+            raise RuntimeError(f"selective coordinator failed: {self.tail()}")
+        return json.loads(out.strip().splitlines()[-1])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
 
 
 def per_round(job: JobResult) -> list[dict[str, float]]:
@@ -149,8 +212,8 @@ def summarize(scheme: str, seed: int, job: JobResult, worker_up: int, expected: 
 
 
 def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Path,
-            target: float, eval_every: int) -> dict[str, Any]:
-    """Install (INA) or reuse the routes (collectives), train, measure the links."""
+            target: float, eval_every: int, p: int | None = None) -> dict[str, Any]:
+    """Install (INA) or reuse the routes (the others), train, measure the links."""
     topo, addr = emu.topo, emu.addr
     workdir = out / "hosts" / f"{scheme}-seed{seed}"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -161,12 +224,20 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
         plan = plan_for(topo, "lbmm", seed)  # its worker ids, ranks and topology only
         if emu.installed is None:  # the host routes come with any plan's entries
             emu.install(plan)
-        source = collective_job(addr, plan, workdir, scheme)
-    source = replace(source, worker_argv=(*source.worker_argv, "--eval-every", str(eval_every)))
+        store = (STORE_ENV, Coordinator.url(emu)) if scheme == SELECTIVE else None
+        source = collective_job(addr, plan, workdir, scheme, store)
     facing = {h: f"{addr.tor[h]}-eth{addr.port[(addr.tor[h], h)]}"
               for h in topo.workers + topo.pss}
+    source = replace(source, worker_argv=(*source.worker_argv, "--eval-every", str(eval_every)))
     before = emu.net.interface_bytes()
-    job = run_hosts(emu.net, source, cfg, workdir, quiet=True)
+    coordinator = (Coordinator(emu, source, group_p(len(topo.workers), p), cfg, workdir)
+                   if scheme == SELECTIVE else None)
+    try:
+        job = run_hosts(emu.net, source, cfg, workdir, quiet=True)
+        groups = coordinator.result() if coordinator is not None else None
+    finally:
+        if coordinator is not None:
+            coordinator.stop()
     after = emu.net.interface_bytes()
     worker_up = sum(after[facing[w]][1] - before[facing[w]][1] for w in topo.workers)
     ps_in = sum(after[facing[s]][0] - before[facing[s]][0] for s in topo.pss)
@@ -177,6 +248,7 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     row = summarize(scheme, seed, job, worker_up, expected, ps_in, sum(per_link.values()),
                     target, cfg.batch)
     row["plan_rate_units"] = plan.rate if scheme in INA else None
+    row["groups"] = groups
     row["bytes_per_link"] = per_link
     return row
 
@@ -191,12 +263,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def parse_schemes(text: str) -> list[str]:
-    """--schemes: a comma-separated subset of INA + COLLECTIVES, in the order given."""
+    """--schemes: a comma-separated subset of KNOWN, in the order given."""
     schemes = [s for s in text.split(",") if s]
-    unknown = sorted(set(schemes) - set(INA + COLLECTIVES))
+    unknown = sorted(set(schemes) - set(KNOWN))
     if unknown or not schemes:
         raise SystemExit(f"--schemes: {', '.join(unknown) or 'empty'}: expected from "
-                         f"{', '.join(INA + COLLECTIVES)}")
+                         f"{', '.join(KNOWN)}")
     return schemes
 
 
@@ -216,7 +288,7 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
             for scheme in schemes:
                 bar.set_postfix(scheme=scheme, seed=seed)
                 rows.append(one_run(emu, scheme, seed, cfg, out, args.target_accuracy,
-                                    args.eval_every))
+                                    args.eval_every, args.group_p))
                 bar.update(1)
     return rows
 

@@ -81,13 +81,21 @@ def gloo_ring_segments(nbytes: int, element: int, ranks: int, rank: int
     return [n for n in sent if n > 0], [n for n in received if n > 0]
 
 
+def ring_traffic(t: torch.Tensor, ranks: int, rank: int) -> tuple[int, int]:
+    """(payload, wire) bytes ``rank`` puts on its link in gloo's ring all-reduce of ``t``
+    over ``ranks``: the segments it sends, and their frames plus its ACKs for those it
+    receives."""
+    sent, received = gloo_ring_segments(t.numel() * t.element_size(), t.element_size(),
+                                        ranks, rank)
+    return sum(sent), sum(map(message_wire_bytes, sent)) + sum(map(ack_wire_bytes, received))
+
+
 def all_reduce(t: torch.Tensor, group: dist.ProcessGroup | None = None,
                async_op: bool = False) -> dist.Work | None:
     """``dist.all_reduce`` (sum, in place), counting gloo's ring traffic for this rank."""
-    sent, received = gloo_ring_segments(t.numel() * t.element_size(), t.element_size(),
-                                        dist.get_world_size(group), dist.get_rank(group))
-    SENT.total += sum(sent)
-    SENT.wire += sum(map(message_wire_bytes, sent)) + sum(map(ack_wire_bytes, received))
+    payload, wire = ring_traffic(t, dist.get_world_size(group), dist.get_rank(group))
+    SENT.total += payload
+    SENT.wire += wire
     return dist.all_reduce(t, group=group, async_op=async_op)
 
 

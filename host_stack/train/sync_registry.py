@@ -7,7 +7,7 @@ missing dependencies never breaks the others.  A scheme module exposes:
 - ``USES_PS: bool`` - whether the launcher must start the plan's PS processes;
 - ``build(ctx: WorkerContext) -> MeasuredSync`` - the worker side for one worker, recording
   what every step sent (host_stack/train/sync.py).
-A mode in ``OWN_LAUNCHER`` exposes only ``FLAGS``; `inart train` runs it its own way.
+`inart train` runs a mode in ``OWN_LAUNCHER`` its own way (with that module's ``FLAGS``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ SYNCS: dict[str, str] = {
     "tree": "host_stack.collectives.scheme",
     "rsgcm": "host_stack.collectives.scheme",
     "torch": "host_stack.collectives.scheme",
+    # a worker whose groups a coordinator process on another host forms (emulation)
+    "selective": "host_stack.experiments.selective.selective_sync",
 }
 
 
@@ -37,9 +39,9 @@ class WorkerContext:
     service: object = None  # host_stack.ina.follow.ServiceLink when the job follows one
 
 
-# forms groups at run time through its own controller process, so not per-worker processes
+# `inart train` runs these its own way: selective reduce's controller lives in its launcher
 OWN_LAUNCHER: dict[str, str] = {"selective": "host_stack.experiments.selective.real"}
-MODES = sorted([*SYNCS, *OWN_LAUNCHER])
+MODES = sorted({*SYNCS, *OWN_LAUNCHER})
 
 
 def mode_flags(name: str) -> frozenset[str]:

@@ -7,12 +7,15 @@ members over a ``PrefixStore("grp/<gid>/", store)`` of the job's TCPStore; the g
 unique per launch, so no two groups share keys and no rank outside the group takes part.
 
 Roles.  The launcher process hosts the TCPStore and runs the controller (Alg. 3 or a
-baseline, the same objects the simulator uses).  Workers run ``host_stack.train.loop.
+baseline, the same objects the simulator uses); on an emulated network the same controller
+runs as its own process on a host (coordinator.py) and the workers are ordinary training
+workers with ``--sync selective`` (selective_sync.py).  Workers run ``host_stack.train.loop.
 train_worker`` with ``SelectiveSync`` as their ``GradientSync``: a local momentum-SGD step,
 an emulated compute delay drawn from the configured distribution, then "ready" -> wait for
 an assignment -> weighted model average inside the assigned group.  Messages go through the
 store as an append-only log (``msg/<i>``, i from ``store.add``) so the controller sees them in
-order; assignments are ``assign/<rank>/<k>``.  Every wait has a deadline.
+order; assignments are ``assign/<rank>/<k>``.  Every wait has a deadline; a worker waits
+with the store's server-side WAIT (one request), not by polling, so waiting adds no traffic.
 
 Choices: a group averages *models* (partial reduce's semantics) weighted by each member's
 local iteration count (DynSGD-style, stale models weigh less).  Loopback has no
@@ -32,18 +35,20 @@ import multiprocessing as mp
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.distributed as dist
 
 from host_stack.collectives.launch import free_port, reap
+from host_stack.collectives.p2p import ring_traffic
 from host_stack.experiments.selective.controller import SCHEMES, make_controller
 from host_stack.experiments.selective.grouping import ring_time
 from host_stack.train.data import digits, shard
 from host_stack.train.loop import accuracy, train_worker
 from host_stack.train.models import build_model, flat_params, load_flat_params
-from host_stack.train.sync import MomentumSGD
+from host_stack.train.sync import CommStats, MomentumSGD
 
 POLL_S = 0.002
 # `inart train --sync selective` options: no transport, table, plot or reference of its own
@@ -53,7 +58,8 @@ FLAGS = frozenset({"sync", "plan", "model", "seed", "lr", "momentum", "rounds", 
 
 @dataclass
 class RealConfig:
-    """One real run.  Compute delays: lognormal(median, sigma) seconds per local round."""
+    """One real run.  Compute delays: lognormal(median, sigma) seconds per local round, added
+    to the real compute (median 0: none, the real compute alone)."""
 
     model: str = "mlp"
     world: int = 4
@@ -87,8 +93,8 @@ class RealConfig:
             raise ValueError(f"p: expected 1 <= p <= world={self.world}, got {self.p}")
         if self.rounds < 1:
             raise ValueError(f"rounds: expected >= 1, got {self.rounds}")
-        if self.compute_median <= 0 or self.compute_sigma < 0:
-            raise ValueError("compute_median/compute_sigma: expected median > 0, sigma >= 0")
+        if self.compute_median < 0 or self.compute_sigma < 0:
+            raise ValueError("compute_median/compute_sigma: expected median >= 0, sigma >= 0")
         if self.bandwidths is None:
             rng = random.Random(self.seed)
             self.bandwidths = [self.bw_max * rng.uniform(self.lam, 1.0) for _ in range(self.world)]
@@ -96,8 +102,9 @@ class RealConfig:
             raise ValueError(f"bandwidths: expected {self.world} positive values (bytes/s)")
 
 
-def _store(port: int, master: bool, world: int, timeout_s: float) -> dist.TCPStore:
-    return dist.TCPStore("127.0.0.1", port, world + 1, master,
+def open_store(port: int, master: bool, world: int, timeout_s: float,
+           host: str = "127.0.0.1") -> dist.TCPStore:
+    return dist.TCPStore(host, port, world + 1, master,
                          timeout=datetime.timedelta(seconds=timeout_s), wait_for_workers=False)
 
 
@@ -107,15 +114,17 @@ def _post(store: dist.TCPStore, msg: dict[str, object]) -> None:
 
 
 def _wait_key(store: dist.TCPStore, key: str, deadline: float) -> bytes:
-    while not store.check([key]):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no '{key}' in the store before the deadline")
-        time.sleep(POLL_S)
+    try:
+        store.wait([key], datetime.timedelta(seconds=max(0.001, deadline - time.monotonic())))
+    except dist.DistStoreError:
+        raise TimeoutError(f"no '{key}' in the store before the deadline") from None
     return store.get(key)
 
 
 class SelectiveSync:
-    """One worker's side of selective / partial / all-reduce (a ``GradientSync``)."""
+    """One worker's side of selective / partial / all-reduce (a ``MeasuredSync``): its
+    ``history`` counts the group all-reduces (gloo's ring, p2p.ring_traffic), not the store's
+    small control messages or the group's connection set-up."""
 
     def __init__(self, store: dist.TCPStore, rank: int, cfg: RealConfig) -> None:
         self.store, self.rank, self.cfg = store, rank, cfg
@@ -123,11 +132,13 @@ class SelectiveSync:
         self.rng = random.Random(cfg.seed * 1000 + rank)
         self.k = 0
         self.log: list[dict[str, float]] = []
+        self.history: list[CommStats] = []
 
     def step(self, round_: int, params: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         cfg = self.cfg
-        time.sleep(self.rng.lognormvariate(math.log(cfg.compute_median), cfg.compute_sigma))
-        params = self.optimizer.apply(params, grad)
+        if cfg.compute_median > 0:
+            time.sleep(self.rng.lognormvariate(math.log(cfg.compute_median), cfg.compute_sigma))
+        params = self.optimizer.apply(torch.as_tensor(params), torch.as_tensor(grad))
         t_ready = time.time()
         _post(self.store, {"kind": "ready", "w": self.rank, "iter": round_ + 1, "t": t_ready})
         deadline = time.monotonic() + cfg.timeout_s
@@ -135,11 +146,14 @@ class SelectiveSync:
         self.k += 1
         t_go = time.time()
         members: list[int] = order["members"]
+        payload = wire = 0
         if len(members) > 1:
+            index = members.index(self.rank)
             group = dist.ProcessGroupGloo(
-                dist.PrefixStore(f"grp/{order['gid']}/", self.store), members.index(self.rank),
+                dist.PrefixStore(f"grp/{order['gid']}/", self.store), index,
                 len(members), datetime.timedelta(seconds=cfg.timeout_s))
-            buf = params * float(order["weights"][members.index(self.rank)])
+            buf = params * float(order["weights"][index])
+            payload, wire = ring_traffic(buf, len(members), index)
             group.allreduce([buf]).wait(datetime.timedelta(seconds=cfg.timeout_s))
             params = buf
             hold = order["launch"] + order["model_s"] - time.time()
@@ -148,6 +162,7 @@ class SelectiveSync:
         t_done = time.time()
         self.log.append({"wait_s": t_go - t_ready, "sync_s": t_done - t_go,
                          "size": len(members)})
+        self.history.append(CommStats(round_, t_done - t_ready, payload, wire))
         last = round_ + 1 == cfg.rounds
         _post(self.store, {"kind": "exit" if last else "train", "w": self.rank, "t": t_done})
         return params
@@ -158,7 +173,7 @@ class SelectiveSync:
 
 def _worker_main(rank: int, cfg: RealConfig) -> None:
     torch.set_num_threads(1)
-    store = _store(cfg.port, False, cfg.world, cfg.timeout_s)
+    store = open_store(cfg.port, False, cfg.world, cfg.timeout_s)
     try:
         x, y, _, _ = digits(seed=cfg.seed)
         xs, ys = shard(x, y, rank, cfg.world)
@@ -174,7 +189,7 @@ def _worker_main(rank: int, cfg: RealConfig) -> None:
         raise
 
 
-class _Launcher:
+class GroupCoordinator:
     """Runs the controller loop against the store's message log."""
 
     def __init__(self, cfg: RealConfig, store: dist.TCPStore) -> None:
@@ -221,17 +236,14 @@ class _Launcher:
                 return out
             time.sleep(POLL_S)
 
-    def run(self, deadline: float, procs: list[mp.process.BaseProcess]) -> None:
+    def run(self, deadline: float, check: Callable[[], None]) -> None:
+        """Serve the workers until every one has exited; ``check`` raises when one failed."""
         ctl = self.ctl
         ctl.start(time.time())
         while len(self.exited) < self.cfg.world:
             if time.monotonic() > deadline:
                 raise TimeoutError("selective training did not finish before timeout_s")
-            for r, proc in enumerate(procs):
-                if self.store.check([f"error/{r}"]):
-                    raise RuntimeError(f"worker {r}: {self.store.get(f'error/{r}').decode()}")
-                if proc.exitcode not in (None, 0):
-                    raise RuntimeError(f"worker {r} exited with code {proc.exitcode}")
+            check()
             for msg in self.poll(time.monotonic() + self.cfg.dt):
                 w, t = int(msg["w"]), float(msg["t"])  # type: ignore[call-overload]
                 if msg["kind"] == "ready":
@@ -258,7 +270,7 @@ def train_selective(model_name: str = "mlp", world: int = 4, rounds: int = 60, p
     cfg = RealConfig(model=model_name, world=world, rounds=rounds, p=p, scheme=scheme,
                      seed=seed, **options)  # type: ignore[arg-type]
     cfg.port = cfg.port or free_port()
-    store = _store(cfg.port, True, cfg.world, cfg.timeout_s)
+    store = open_store(cfg.port, True, cfg.world, cfg.timeout_s)
     ctx = mp.get_context("spawn")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     procs = [ctx.Process(target=_worker_main, args=(r, cfg), daemon=True)
@@ -266,9 +278,17 @@ def train_selective(model_name: str = "mlp", world: int = 4, rounds: int = 60, p
     t0 = time.monotonic()
     for proc in procs:
         proc.start()
-    launcher = _Launcher(cfg, store)
+    launcher = GroupCoordinator(cfg, store)
+
+    def check() -> None:
+        for r, proc in enumerate(procs):
+            if store.check([f"error/{r}"]):
+                raise RuntimeError(f"worker {r}: {store.get(f'error/{r}').decode()}")
+            if proc.exitcode not in (None, 0):
+                raise RuntimeError(f"worker {r} exited with code {proc.exitcode}")
+
     try:
-        launcher.run(t0 + cfg.timeout_s, procs)
+        launcher.run(t0 + cfg.timeout_s, check)
         deadline = t0 + cfg.timeout_s
         blobs = [_wait_key(store, f"result/{r}", deadline) for r in range(cfg.world)]
     finally:
