@@ -42,10 +42,7 @@ def add_emulation_args(p: argparse.ArgumentParser) -> None:
                    help="Mbit/s per topology capacity unit for links and pacing (default 0.25: "
                         "what the Python embedded target carries on 2 cores)")
     p.add_argument("--rounds", type=int, default=3, help="iterations per scheme")
-    p.add_argument("--pace", type=float, default=1.0, metavar="FACTOR",
-                   help="pace every sender at FACTOR x its plan's rate (default 1): headroom "
-                        "where a plan loads a link to 100%%, whose queue paced senders never "
-                        "drain; rates are still reported against the plan (plan_ratio)")
+    add_pace_arg(p)
     p.add_argument("--loss", type=float, default=0.0, help="packet loss %% on every link")
     p.add_argument("--values", type=int, default=32 * 1500,
                    help="gradient length (int32 values) in synthetic mode; rounds much longer "
@@ -56,6 +53,25 @@ def add_emulation_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="solver and gradient seed")
     p.add_argument("--deadline", type=float, default=600.0, help="seconds per scheme run")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def pace_factor(text: str) -> float:
+    """--pace: a factor in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a factor 0 < FACTOR <= 1")
+    return value
+
+
+def add_pace_arg(p: argparse.ArgumentParser) -> None:
+    """--pace, for every command that paces INA senders to a plan."""
+    p.add_argument("--pace", type=pace_factor, default=1.0, metavar="FACTOR",
+                   help="pace every sender at FACTOR x its plan's rate (default 1): headroom "
+                        "where a plan loads a link to 100%%, whose queue paced senders never "
+                        "drain; rates are still reported against the plan (plan_ratio)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -143,9 +159,8 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
 
 def run(args: argparse.Namespace) -> int:
     schemes = args.scheme
-    if args.rounds < 1 or args.scale <= 0 or not 0 < args.pace <= 1:
-        print("inart emulate: error: --rounds must be >= 1, --scale > 0 and 0 < --pace <= 1",
-              file=sys.stderr)
+    if args.rounds < 1 or args.scale <= 0:
+        print("inart emulate: error: --rounds must be >= 1 and --scale > 0", file=sys.stderr)
         return 2
     try:
         topo = build_topology(args.topology, ps=args.ps, workers=args.workers,

@@ -41,6 +41,7 @@ from control_plane.plan import Plan
 from control_plane.report import format_table, to_csv
 from control_plane.solve import plan_for
 from control_plane.topologies import build_topology
+from emulation.cli_emulate import add_pace_arg
 from emulation.emulate import Emulation
 from emulation.measure import directed_link_bytes
 from host_stack.experiments.cli import add_common_args
@@ -81,6 +82,7 @@ def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple
     parser.add_argument("--scale", type=float, default=0.25,
                         help="Mbit/s per topology unit (link shaping and INA pacing)")
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds per run")
+    add_pace_arg(parser)
     parser.add_argument("--group-p", type=int, default=None, metavar="P",
                         help="selective: smallest group size (default 0.3 x workers, >= 2)")
 
@@ -284,7 +286,7 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
         for seed in range(args.seeds):
             cfg = TrafficConfig(mode="train", model=args.model, rounds=args.rounds,
                                 unit_bps=emu.unit_bps, seed=seed, batch=args.batch,
-                                deadline_s=args.deadline)
+                                deadline_s=args.deadline, rate_factor=args.pace)
             for scheme in schemes:
                 bar.set_postfix(scheme=scheme, seed=seed)
                 rows.append(one_run(emu, scheme, seed, cfg, out, args.target_accuracy,
@@ -330,7 +332,7 @@ def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
                               "final_loss")))
     setup = {"topology": args.topology, "model": args.model, "rounds": args.rounds,
              "batch": args.batch, "seeds": args.seeds, "scale_mbps_per_unit": args.scale,
-             "target_accuracy": args.target_accuracy}
+             "target_accuracy": args.target_accuracy, "pace": args.pace}
     (out / "head_to_head.json").write_text(json.dumps({"setup": setup, "runs": rows},
                                                        indent=1) + "\n")
     (out / "head_to_head.csv").write_text(to_csv(flat))
