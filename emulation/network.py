@@ -15,7 +15,8 @@ software switch has no such knob).
 
 ``Network`` is a context manager: leaving it (normally, on an exception or on Ctrl-C/SIGTERM)
 stops every process it started, removes every interface and leaves no namespace behind
-(``leftovers`` checks it).
+(``leftovers`` checks it).  A run killed outright cannot clean up; the next run finds its
+interfaces unclaimed and removes them (emulation/switch_claims.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +33,7 @@ from pathlib import Path
 from control_plane.deploy.addressing import Addressing
 from control_plane.repo import REPO, child_env
 from control_plane.topology import Topology
+from emulation.switch_claims import ClaimError, SwitchClaims
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S
 from emulation.targets.embedded.farm import SwitchFarm
@@ -147,6 +150,7 @@ class Network:
         self._shaped: list = []
         self._nft_tables: list[str] = []  # root-namespace tables (hosts' go with their netns)
         self._old_handlers: dict[int, Callable] = {}
+        self.claims = SwitchClaims(topology.switches)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Network:
@@ -177,12 +181,13 @@ class Network:
 
         setLogLevel("error")
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        clash = [f"{sw}-eth1" for sw in self.topo.switches if Path(f"/sys/class/net/{sw}-eth1")
-                 .exists()]
-        if clash:
-            raise NetworkError(f"interfaces {', '.join(clash)} already exist: another emulation "
-                               f"is running (or was killed with SIGKILL; remove them with "
-                               f"`ip link del`)")
+        try:
+            removed = self.claims.acquire()
+        except ClaimError as e:
+            raise NetworkError(str(e)) from None
+        if removed:
+            print(f"emulation: removed {len(removed)} interfaces an emulation that died left "
+                  f"behind: {', '.join(removed)}", file=sys.stderr)
         net = Mininet(topo=None, build=False, controller=None, link=TCLink,
                       autoSetMacs=False, autoStaticArp=False)
         self.net = net
@@ -338,6 +343,7 @@ class Network:
             for name in self.interfaces:
                 if Path(f"/sys/class/net/{name}").exists():
                     subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=10)
+            self.claims.release()
             for sig, handler in self._old_handlers.items():
                 signal.signal(sig, handler)
             self._old_handlers.clear()

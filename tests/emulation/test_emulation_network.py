@@ -20,7 +20,7 @@ import pytest
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.transaction import DEFAULT_ELECTION_ID, addressed_switches, open_client
 from control_plane.topologies import fig1
-from emulation.network import Network, leftovers, queue_for
+from emulation.network import Network, NetworkError, leftovers, queue_for
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet")]
@@ -90,16 +90,37 @@ except KeyboardInterrupt:
 """
 
 
+def _holder(out: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE,
+                            text=True, env=env, cwd=ROOT)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live process under ``pid`` (Mininet's host shells, the switch farm, ...)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_tears_down(tmp_path, sig):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE,
-                            text=True, env=env, cwd=ROOT)
+    proc = _holder(tmp_path)
     try:
         pids = json.loads(proc.stdout.readline())
         time.sleep(0.5)
         proc.send_signal(sig)
-        rest = proc.communicate(timeout=60)[0]
+        rest = proc.communicate(timeout=120)[0]
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -129,3 +150,32 @@ def test_a_refused_pipeline_names_the_switch_and_stops_cleanly(tmp_path):
         emu.install(solve(topo, "lbmm", 0))
     assert leftovers(topo.switches, pids) == []
     assert not STATE_FILE.exists()
+
+
+def test_a_live_run_is_refused_and_a_killed_runs_interfaces_are_removed(tmp_path):
+    topo = fig1()
+    proc = _holder(tmp_path / "killed")
+    orphans: list[int] = []
+    try:
+        json.loads(proc.stdout.readline())
+        with pytest.raises(NetworkError, match=r"switch names v1, .* in use by another"), \
+                Network(topo, assign(topo), tmp_path / "refused"):
+            pass
+        assert any(p.startswith("interface v1-eth") for p in leftovers(topo.switches, []))
+        orphans = _descendants(proc.pid)
+        proc.kill()  # no teardown at all: its interfaces stay behind
+        proc.wait()
+        for pid in orphans:
+            os.kill(pid, signal.SIGKILL)
+        assert leftovers(topo.switches, []) != []
+        with Network(topo, assign(topo), tmp_path / "next") as net:
+            assert net.interface_bytes()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in orphans:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert leftovers(topo.switches, []) == []
