@@ -245,7 +245,8 @@ def test_rto_floor_is_the_windows_time_at_the_paced_rate(closing):
     frame_bits = tr.bytes_per_packet() * 8
     assert tr.rto_floor(PsLink("s1", addr, None)) == 0.0  # unpaced: RTT samples only
     assert tr.rto_floor(PsLink("s1", addr, 100 * frame_bits)) == pytest.approx(0.1)
-    assert tr.rto_floor(PsLink("s1", addr, frame_bits)) == 1.0  # capped at max_timeout_s
+    # not capped at max_timeout_s: at one frame a second the window of 10 takes 10 s
+    assert tr.rto_floor(PsLink("s1", addr, frame_bits)) == pytest.approx(10.0)
 
 
 def test_pacing_holds_the_target_rate(closing):

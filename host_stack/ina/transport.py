@@ -10,7 +10,8 @@ deadline, resends) is arrays, so no Python runs per packet.
 Loss recovery.  Workers send each PS's chunks in order and the PS completes them in order, so
 a chunk without RESULT ``DUPTHRESH`` chunks below the highest completed one was lost (or its
 RESULT was): it is resent at once (fast retransmit).  Otherwise a chunk is resent with the
-RETX flag when its timeout expires, doubling each time (capped at ``max_timeout_s``); after
+RETX flag when its timeout expires, doubling each time (capped at ``max_timeout_s``, or at
+twice ``rto_floor`` towards a PS paced so slowly that its window takes longer); after
 ``max_retries`` resends the round fails with PsUnreachable naming the PS: never a hang.  A
 timed-out chunk above the PROBES oldest outstanding ones, with no later chunk completed, is
 most likely waiting for a slower worker, not lost: its timer is rearmed instead.
@@ -189,11 +190,15 @@ class WorkerTransport:
         for a stream of that rate: a RESULT that late is queued, not lost.  The RTT samples do
         not see this coming (they include waiting for the slowest worker, which swings as
         workers get the CPU), and every spurious timeout of an aggregated chunk is resent by
-        each worker, unaggregated, into that same full link.
+        each worker, unaggregated, into that same full link.  Not capped at ``max_timeout_s``:
+        at a few kbit/s a window takes seconds, and a 1 s cap made 50 workers x 4 PSs resend
+        their probes every second into links that carry ten frames a second (fattree:6 at 1%
+        of the paper's traffic, CNN workers: with the cap a worker gave up in round 0 after 30
+        resends; without it the same run finished its 3 rounds).
         """
         if link.rate_bps is None:
             return 0.0
-        return min(self.cfg.max_timeout_s, self.cfg.window * self.frame * 8 / link.rate_bps)
+        return self.cfg.window * self.frame * 8 / link.rate_bps
 
     def _timeout(self, st: _PsRound) -> float:
         """Timeout of a chunk sent to ``st``'s PS now (before any backoff)."""
@@ -369,8 +374,8 @@ class WorkerTransport:
                 c["retx_sent"] += sent.size
                 st.resends[sent] += 1
                 base = self._timeout(st)
-                st.deadline[sent] = now + np.minimum(self.cfg.max_timeout_s,
-                                                     base * 2.0 ** st.resends[sent])
+                cap = max(self.cfg.max_timeout_s, 2 * st.rto_floor)
+                st.deadline[sent] = now + np.minimum(cap, base * 2.0 ** st.resends[sent])
                 st.pacer.take(self.frame * sent.size, now)
         pending = st.deadline[lo:hi][~st.done[lo:hi]]
         return float(pending.min()) - now if pending.size else self.cfg.max_timeout_s
