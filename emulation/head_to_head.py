@@ -232,6 +232,7 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
               for h in topo.workers + topo.pss}
     source = replace(source, worker_argv=(*source.worker_argv, "--eval-every", str(eval_every)))
     before = emu.net.interface_bytes()
+    retx_before = emu.net.tcp_retransmits(topo.workers)
     coordinator = (Coordinator(emu, source, group_p(len(topo.workers), p), cfg, workdir)
                    if scheme == SELECTIVE else None)
     try:
@@ -241,6 +242,7 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
         if coordinator is not None:
             coordinator.stop()
     after = emu.net.interface_bytes()
+    tcp_retx = emu.net.tcp_retransmits(topo.workers) - retx_before
     worker_up = sum(after[facing[w]][1] - before[facing[w]][1] for w in topo.workers)
     ps_in = sum(after[facing[s]][0] - before[facing[s]][0] for s in topo.pss)
     # what each scheme says its frames were (the collectives: gloo's messages in TCP segments
@@ -251,6 +253,7 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
                     target, cfg.batch)
     row["plan_rate_units"] = plan.rate if scheme in INA else None
     row["groups"] = groups
+    row["tcp_retx"] = tcp_retx
     row["bytes_per_link"] = per_link
     return row
 
@@ -320,7 +323,7 @@ def spread_table(rows: list[dict], keys: tuple[str, ...]) -> str:
 
 COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "rate_mbps", "images_per_s",
            "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
-           "expected_bytes", "bytes_ratio", "ps_ingress_bytes", "link_bytes")
+           "expected_bytes", "bytes_ratio", "tcp_retx", "ps_ingress_bytes", "link_bytes")
 
 
 def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:

@@ -361,6 +361,11 @@ class Network:
         """The hosts' processes started with ``popen`` (PSs, workers) that still run."""
         return [p.pid for p in self.procs if p.poll() is None]
 
+    def tcp_retransmits(self, hosts: list[str]) -> int:
+        """TCP segments the ``hosts`` retransmitted so far (their namespaces' RetransSegs):
+        what a collective's bytes hold beyond its messages when its links queue for seconds."""
+        return sum(retrans_segs(self.net.get(h).cmd("cat /proc/net/snmp")) for h in hosts)
+
     def interface_bytes(self) -> dict[str, tuple[int, int]]:
         """(tx_bytes, rx_bytes) of every switch interface (all live in the root namespace)."""
         out = {}
@@ -369,6 +374,15 @@ class Network:
             out[name] = (int((base / "tx_bytes").read_text()),
                          int((base / "rx_bytes").read_text()))
         return out
+
+
+def retrans_segs(snmp: str) -> int:
+    """RetransSegs from the text of /proc/net/snmp (a ``Tcp:`` header line, then its values)."""
+    rows = [line.split() for line in snmp.splitlines() if line.startswith("Tcp:")]
+    if len(rows) < 2 or "RetransSegs" not in rows[0]:
+        raise NetworkError(f"/proc/net/snmp: expected Tcp: header and value lines with "
+                           f"RetransSegs, got {snmp[:200]!r}")
+    return int(rows[1][rows[0].index("RetransSegs")])
 
 
 def _raise_interrupt(signum, _frame) -> None:

@@ -52,6 +52,9 @@ def test_every_scheme_same_loss_exact_ina_and_expected_bytes(tmp_path) -> None:
         # ring 1.020, tree 1.024, RSGCM 1.059, INA 1.000; selective 1.027: its group rings,
         # the store's messages and the groups' set-up left over)
         assert 0.97 <= r["bytes_ratio"] <= 1.10, (r["scheme"], r["bytes_ratio"])
+    # INA is UDP: its workers retransmit no TCP segment (the collectives' count is reported)
+    assert all(by[s]["tcp_retx"] == 0 for s in INA), [(s, by[s]["tcp_retx"]) for s in INA]
+    assert all(r["tcp_retx"] >= 0 for r in runs)
     assert by["lbmm"]["ps_ingress_bytes"] > by["inart"]["ps_ingress_bytes"]  # aggregation
     assert by["ring"]["ps_ingress_bytes"] == 0
     for r in runs:  # per link direction, adding up to the total
