@@ -63,7 +63,11 @@ def test_coordinator_and_three_worker_processes_train_in_groups(tmp_path) -> Non
         assert sum(1 for r in rounds_ if "accuracy" in r) == 2
         assert all(r["wire_bytes"] >= r["bytes"] >= 0 for r in rounds_)
         done = recs[-1]
-        assert done["event"] == "done" and done["accuracy"] > 0.1
+        assert done["event"] == "done" and 0 <= done["accuracy"] <= 1
+    # they learn (accuracy after 6 steps is near chance and varies with the groups formed;
+    # measured losses fall 2.316 -> 2.288 on average)
+    losses = [[r["loss"] for r in recs if r["event"] == "round"] for recs in records]
+    assert sum(x[-1] for x in losses) < sum(x[0] for x in losses), losses
     # every group all-reduce a worker took part in sent bytes: the groups' sizes add up
     synced = sum(1 for recs in records for r in recs if r.get("bytes", 0) > 0)
     assert synced >= 2 * groups["syncs"]

@@ -113,6 +113,14 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_tears_down(tmp_path, sig):
     proc = _holder(tmp_path)
@@ -165,17 +173,12 @@ def test_a_live_run_is_refused_and_a_killed_runs_interfaces_are_removed(tmp_path
         orphans = _descendants(proc.pid)
         proc.kill()  # no teardown at all: its interfaces stay behind
         proc.wait()
-        for pid in orphans:
-            os.kill(pid, signal.SIGKILL)
+        _kill_all(orphans)  # (some die with their parent)
         assert leftovers(topo.switches, []) != []
         with Network(topo, assign(topo), tmp_path / "next") as net:
             assert net.interface_bytes()
     finally:
         if proc.poll() is None:
             proc.kill()
-        for pid in orphans:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_all(orphans)
     assert leftovers(topo.switches, []) == []
