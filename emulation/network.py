@@ -33,7 +33,7 @@ from pathlib import Path
 from control_plane.deploy.addressing import Addressing
 from control_plane.repo import REPO, child_env
 from control_plane.topology import Topology
-from emulation.switch_claims import ClaimError, SwitchClaims
+from emulation.switch_claims import ClaimError, SwitchClaims, interfaces_of, loss_table
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S
 from emulation.targets.embedded.farm import SwitchFarm
@@ -235,7 +235,7 @@ class Network:
             raise NetworkError(f"interface {intf.name}: queue setup failed: {out.strip()}")
         if not self.loss:
             return
-        table = "inart_" + intf.name.replace("-", "_")
+        table = loss_table(intf.name)
         per = round(self.loss * 1000)  # loss percent -> parts per 100000
         rules = self.out_dir / f".{table}.nft"
         rules.write_text(
@@ -391,8 +391,7 @@ def _raise_interrupt(signum, _frame) -> None:
 
 def leftovers(switches: list[str], pids: list[int]) -> list[str]:
     """What a run left behind: switch interfaces and live processes (empty when clean)."""
-    found = [f"interface {p.name}" for sw in switches
-             for p in Path("/sys/class/net").glob(f"{sw}-eth*")]
+    found = [f"interface {name}" for sw in switches for name in interfaces_of(sw)]
     for pid in pids:
         try:
             os.kill(pid, 0)

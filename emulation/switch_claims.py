@@ -24,6 +24,11 @@ class ClaimError(RuntimeError):
     """A switch name is held by a live emulation in this network namespace."""
 
 
+def loss_table(interface: str) -> str:
+    """The nftables netdev table that drops ``--loss`` of the frames leaving ``interface``."""
+    return "inart_" + interface.replace("-", "_")
+
+
 def interfaces_of(switch: str) -> list[str]:
     """The root namespace's interfaces named like ``switch``'s ports."""
     return sorted(p.name for p in Path("/sys/class/net").glob(f"{switch}-eth*"))
@@ -62,7 +67,7 @@ class SwitchClaims:
         removed = [i for sw in self.switches for i in interfaces_of(sw)]
         for name in removed:
             subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=10)
-            subprocess.run(["nft", "delete", "table", "netdev", "inart_" + name.replace("-", "_")],
+            subprocess.run(["nft", "delete", "table", "netdev", loss_table(name)],
                            capture_output=True, timeout=10)
         still = [i for sw in self.switches for i in interfaces_of(sw)]
         if still:
