@@ -14,7 +14,7 @@ BF_P4C ?=
 .PHONY: p4 p4-check
 
 p4:
-	$(PYTHON) -m control_plane.p4_build --arch $(ARCH) --p4c $(P4C) $(if $(BF_P4C),--bf-p4c $(BF_P4C))
+	$(PYTHON) -m control_plane.p4build --arch $(ARCH) --p4c $(P4C) $(if $(BF_P4C),--bf-p4c $(BF_P4C))
 
 p4-check:
-	$(PYTHON) -m control_plane.p4_build --check
+	$(PYTHON) -m control_plane.p4build --check

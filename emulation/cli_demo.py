@@ -13,11 +13,11 @@ import json
 import sys
 from pathlib import Path
 
-from control_plane.cli import main as inart_main
+from control_plane.cli.main import main as inart_main
+from control_plane.model.topologies import fig1
 from control_plane.repo import out_dir
 from control_plane.report import format_table, plan_row
-from control_plane.solve import solve
-from control_plane.topologies import fig1
+from control_plane.solver.solve import solve
 from emulation.network import mininet_available
 
 SCHEMES = ("inart", "atp", "lbmm")

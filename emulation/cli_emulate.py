@@ -19,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from control_plane.cli_args import command, names_of
+from control_plane.cli.args import command, names_of
+from control_plane.model.topologies import build_topology
 from control_plane.repo import out_dir
-from control_plane.solve import SCHEMES, plan_for
-from control_plane.topologies import build_topology
+from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.emulate import Emulation
 from emulation.measure import table, write_rows
 from emulation.scale_search import ScaleResult, parse_scales, search, summary

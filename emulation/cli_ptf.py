@@ -15,7 +15,7 @@ import argparse
 import importlib.util
 from types import ModuleType
 
-from control_plane.cli_args import command
+from control_plane.cli.args import command
 from control_plane.repo import REPO
 
 RUNNER = REPO / "tests" / "ptf" / "run_ptf.py"

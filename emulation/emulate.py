@@ -19,8 +19,8 @@ from control_plane.deploy.counters import read_events
 from control_plane.deploy.entries import Compiled, compile_plan
 from control_plane.deploy.pipeline import Pipeline
 from control_plane.deploy.transaction import addressed_switches, install
-from control_plane.plan import Plan
-from control_plane.topology import Topology
+from control_plane.model.plan import Plan
+from control_plane.model.topology import Topology
 from emulation.measure import event_names, link_bytes, summarize
 from emulation.network import Network, queue_for
 from emulation.resources import Monitor

@@ -15,9 +15,9 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from control_plane.model.topologies import build_topology
 from control_plane.repo import out_dir
-from control_plane.solve import plan_for
-from control_plane.topologies import build_topology
+from control_plane.solver.solve import plan_for
 from emulation.cli_emulate import add_emulation_args, comm_ratios, traffic_config
 from emulation.emulate import Emulation
 from emulation.measure import table, write_rows

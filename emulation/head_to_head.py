@@ -37,10 +37,10 @@ from tqdm import tqdm
 
 from control_plane.deploy.addressing import Addressing
 from control_plane.deploy.entries import compile_plan
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
+from control_plane.model.topologies import build_topology
 from control_plane.report import format_table, to_csv
-from control_plane.solve import plan_for
-from control_plane.topologies import build_topology
+from control_plane.solver.solve import plan_for
 from emulation.cli_emulate import add_pace_arg
 from emulation.emulate import Emulation
 from emulation.measure import directed_link_bytes

@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from statistics import mean
 
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
 from control_plane.repo import P4_BUILD
 from emulation.targets.embedded.stats import PROGRAM_DROPS, describe
 from host_stack.train.hostrun import JobResult, TrafficConfig

@@ -3,7 +3,7 @@ planned together.
 
 One Mininet network of P4 switches; a controller service (the one `inart serve` runs, here in
 this process on a Unix socket the hosts reach) registers it; every job is submitted before any
-traffic starts, so the service plans them together (control_plane/multi_job.py: each on its
+traffic starts, so the service plans them together (control_plane/solver/multi_job.py: each on its
 share of the switches and links they contend for) and installs each in its own lane (its own
 wire job id, slot pool, multicast groups: control_plane/deploy/versions.py).  Then every job's
 PSs and workers run at the same time (host_stack/train/hostrun.py, following the service's
@@ -25,15 +25,15 @@ from pathlib import Path
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4Info
-from control_plane.multi_job import check_fits
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
+from control_plane.model.topologies import build_topology
+from control_plane.model.topology import Topology
 from control_plane.service.client import Client
 from control_plane.service.controller import Controller
 from control_plane.service.server import build_server
 from control_plane.service.store import Store
 from control_plane.service.switches import P4RuntimeInstaller
-from control_plane.topologies import build_topology
-from control_plane.topology import Topology
+from control_plane.solver.multi_job import check_fits
 from emulation.cli_emulate import add_emulation_args, traffic_config
 from emulation.measure import summarize, write_rows
 from emulation.network import Network, queue_for

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from control_plane.deploy.addressing import Addressing
+from control_plane.model.topology import Topology
 from control_plane.repo import REPO, child_env
-from control_plane.topology import Topology
 from emulation.switch_claims import ClaimError, SwitchClaims, interfaces_of, loss_table
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S

@@ -17,18 +17,18 @@ import signal
 import sys
 from pathlib import Path
 
-from control_plane.cli_args import command
-from control_plane.cli_install import check_topology
+from control_plane.cli.args import command
+from control_plane.cli.install import check_topology
 from control_plane.deploy.addressing import AddressingError, assign
 from control_plane.deploy.entries import EntriesError
 from control_plane.deploy.pipeline import PipelineError
 from control_plane.deploy.transaction import DeployError
 from control_plane.drivers.p4runtime import P4RuntimeError
 from control_plane.drivers.tofino.ports import PortsError
-from control_plane.plan import Plan, PlanError
+from control_plane.model.plan import Plan, PlanError
+from control_plane.model.topology import TopologyError
 from control_plane.repo import out_dir
-from control_plane.solve import SCHEMES, plan_for
-from control_plane.topology import TopologyError
+from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.measure import table, write_rows
 from host_stack.ina import wire
 from host_stack.train.hostrun import MODES, TrafficConfig, TrafficError

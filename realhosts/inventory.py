@@ -30,9 +30,9 @@ from typing import Any
 
 import yaml
 
+from control_plane.model.topologies import build_topology
+from control_plane.model.topology import Topology, TopologyError
 from control_plane.repo import REPO
-from control_plane.topologies import build_topology
-from control_plane.topology import Topology, TopologyError
 
 SCHEMA = "inart.inventory/1"
 LAUNCHERS = ("ssh", "netns")

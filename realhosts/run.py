@@ -19,7 +19,7 @@ from pathlib import Path
 
 from control_plane.deploy.addressing import Addressing, assign
 from control_plane.deploy.entries import Compiled, compile_plan
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
 from emulation.measure import event_names, summarize
 from host_stack.train.hostrun import JobResult, TrafficConfig, plan_files, run_hosts
 from realhosts.checks import check_hosts

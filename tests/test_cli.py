@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from control_plane import cli
+from control_plane.cli import main as cli
 
 
 def test_every_registered_module_has_register():

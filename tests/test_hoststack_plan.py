@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from control_plane.plan import PlanError
+from control_plane.model.plan import PlanError
 from host_stack.ina.addresses import AddressError, AddressMap, loopback
 from host_stack.ina.jobplan import job_plan, load_plan, parse_plan, star_plan
 
@@ -78,8 +78,8 @@ def test_bad_plans_name_the_field(mutate, field):
 
 
 def fig1_doc(scheme):
-    from control_plane.solve import solve
-    from control_plane.topologies import fig1
+    from control_plane.model.topologies import fig1
+    from control_plane.solver.solve import solve
 
     return solve(fig1(), scheme=scheme, seed=0).to_dict()
 
@@ -127,9 +127,9 @@ def test_address_map_roundtrip_defaults_and_errors():
 
 
 def test_reads_plans_the_control_plane_writes(tmp_path):
-    """The loader accepts what control_plane.plan saves."""
-    from control_plane.solve import solve
-    from control_plane.topologies import build_topology
+    """The loader accepts what control_plane.model.plan saves."""
+    from control_plane.model.topologies import build_topology
+    from control_plane.solver.solve import solve
 
     plan = solve(build_topology("fig1"), scheme="inart", seed=0)
     plan.save(tmp_path / "fig1.json")

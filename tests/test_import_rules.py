@@ -65,3 +65,31 @@ def test_no_test_skips_because_an_import_failed() -> None:
     users = [p.relative_to(REPO).as_posix() for p in (REPO / "tests").rglob("*.py")
              if marker in p.read_text()]
     assert users == []
+
+
+def module_graph(packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Project module -> project modules it imports (at any depth in the file)."""
+    modules = {".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): p
+               for pkg in packages for p in (REPO / pkg).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+            edges.update(t for t in targets if t in modules and t != name
+                         and not name.startswith(t + "."))  # a package's own __init__
+        graph[name] = edges
+    return graph
+
+
+def test_no_import_circles() -> None:
+    """Modules import each other one way (a circle hides which one is the foundation)."""
+    import networkx as nx
+
+    graph = nx.DiGraph([(a, b) for a, bs in module_graph(
+        ("control_plane", "host_stack", "emulation", "realhosts")).items() for b in bs])
+    assert sorted(sorted(c) for c in nx.simple_cycles(graph)) == []

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from control_plane.cli import build_parser, main
+from control_plane.cli.main import build_parser, main
 from host_stack.ina.jobplan import star_plan
 from host_stack.train.launcher import train
 from host_stack.train.reference import reference_training

@@ -18,8 +18,8 @@ from host_stack.ina.aggregator import ChunkAggregator
 from host_stack.ina.impair import Impairment, wrap
 from host_stack.ina.jobplan import job_plan, star_plan
 from host_stack.ina.pacing import Pacer
-from host_stack.ina.ps import PsServer
 from host_stack.ina.ps_apply import SumApply
+from host_stack.ina.ps_server import PsServer
 from host_stack.ina.transport import (
     PsLink,
     PsUnreachable,

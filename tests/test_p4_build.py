@@ -7,50 +7,50 @@ import shutil
 
 import pytest
 
-from control_plane import p4_build, p4_build_tna
 from control_plane.drivers.p4runtime import P4Info
+from control_plane.p4build import sources, tna, v1model
 from host_stack.ina import wire
 
 
 @pytest.fixture(scope="module")
 def info() -> dict:
-    return p4_build.load_build_info()
+    return sources.load_build_info()
 
 
 @pytest.fixture(scope="module")
 def p4info() -> P4Info:
-    return P4Info.from_file(p4_build.artifact_paths()[1])
+    return P4Info.from_file(v1model.artifact_paths()[1])
 
 
 def test_build_matches_sources():
-    p4_build.check_fresh()
+    v1model.check_fresh()
 
 
 def test_changed_source_is_detected(tmp_path):
-    shutil.copytree(p4_build.P4SRC, tmp_path / "p4src")
-    p4_build.check_fresh(root=tmp_path / "p4src")
+    shutil.copytree(sources.P4SRC, tmp_path / "p4src")
+    v1model.check_fresh(root=tmp_path / "p4src")
     main = tmp_path / "p4src" / "v1model" / "inart.p4"
     main.write_text(main.read_text() + "\n// edited\n")
-    with pytest.raises(p4_build.BuildError, match="make p4"):
-        p4_build.check_fresh(root=tmp_path / "p4src")
+    with pytest.raises(sources.BuildError, match="make p4"):
+        v1model.check_fresh(root=tmp_path / "p4src")
 
 
 def test_edited_artifact_is_detected(tmp_path):
-    shutil.copytree(p4_build.BUILD_DIR, tmp_path / "build")
-    (tmp_path / "build" / p4_build.BMV2_JSON).write_text("{}")
-    with pytest.raises(p4_build.BuildError, match="bmv2_json_sha256"):
-        p4_build.check_fresh(tmp_path / "build")
+    shutil.copytree(sources.BUILD_DIR, tmp_path / "build")
+    (tmp_path / "build" / v1model.BMV2_JSON).write_text("{}")
+    with pytest.raises(sources.BuildError, match="bmv2_json_sha256"):
+        v1model.check_fresh(tmp_path / "build")
 
 
 def test_recorded_n_is_the_source_constant_and_the_wire_default(info):
-    consts = p4_build.read_constants()
+    consts = sources.read_constants()
     assert info["N"] == consts.n == wire.DEFAULT_N
     assert info["slots"] == consts.slots
     assert info["events"] == consts.events
 
 
 def test_bmv2_json_payload_has_n_signed_32bit_values(info):
-    doc = json.loads((p4_build.BUILD_DIR / p4_build.BMV2_JSON).read_text())
+    doc = json.loads((sources.BUILD_DIR / v1model.BMV2_JSON).read_text())
     types = {t["name"]: t for t in doc["header_types"]}
     fields = types["ina_values_t"]["fields"]
     assert [f[0] for f in fields] == [f"v{i}" for i in range(info["N"])]
@@ -104,9 +104,9 @@ def test_controller_facing_action_params(p4info, action):
 
 def test_bmv2_json_names_no_machine_paths():
     """A rebuild on another checkout must reproduce the JSON: no absolute or temp paths."""
-    doc = json.loads((p4_build.BUILD_DIR / p4_build.BMV2_JSON).read_text())
+    doc = json.loads((sources.BUILD_DIR / v1model.BMV2_JSON).read_text())
     assert doc["program"] == "p4src/v1model/inart.p4"
-    text = (p4_build.BUILD_DIR / p4_build.BMV2_JSON).read_text()
+    text = (sources.BUILD_DIR / v1model.BMV2_JSON).read_text()
     assert '"filename" : "/' not in text and "/tmp/" not in text
 
 
@@ -116,43 +116,43 @@ def test_bmv2_json_names_no_machine_paths():
 
 @pytest.fixture(scope="module")
 def tna_info() -> dict:
-    return p4_build.load_build_info(p4_build_tna.TNA_BUILD)
+    return sources.load_build_info(tna.TNA_BUILD)
 
 
 @pytest.fixture(scope="module")
 def tna_p4info() -> P4Info:
-    return P4Info.from_file(p4_build_tna.TNA_BUILD / p4_build_tna.ARTIFACTS["p4info"])
+    return P4Info.from_file(tna.TNA_BUILD / tna.ARTIFACTS["p4info"])
 
 
 def test_tna_build_matches_sources():
-    p4_build_tna.check_fresh()
+    tna.check_fresh()
 
 
 @pytest.mark.parametrize("edited", ["tna/inart.p4", "common/constants.p4"])
 def test_changed_tna_or_common_source_is_detected(tmp_path, edited):
-    shutil.copytree(p4_build.P4SRC, tmp_path / "p4src")
-    p4_build_tna.check_fresh(root=tmp_path / "p4src")
+    shutil.copytree(sources.P4SRC, tmp_path / "p4src")
+    tna.check_fresh(root=tmp_path / "p4src")
     path = tmp_path / "p4src" / edited
     path.write_text(path.read_text() + "\n// edited\n")
-    with pytest.raises(p4_build.BuildError, match="make p4"):
-        p4_build_tna.check_fresh(root=tmp_path / "p4src")
+    with pytest.raises(sources.BuildError, match="make p4"):
+        tna.check_fresh(root=tmp_path / "p4src")
 
 
-@pytest.mark.parametrize("artifact", sorted(p4_build_tna.ARTIFACTS))
+@pytest.mark.parametrize("artifact", sorted(tna.ARTIFACTS))
 def test_edited_or_missing_tna_artifact_is_detected(tmp_path, artifact):
-    shutil.copytree(p4_build_tna.TNA_BUILD, tmp_path / "tna")
-    path = tmp_path / "tna" / p4_build_tna.ARTIFACTS[artifact]
+    shutil.copytree(tna.TNA_BUILD, tmp_path / "tna")
+    path = tmp_path / "tna" / tna.ARTIFACTS[artifact]
     path.write_bytes(path.read_bytes() + b"\n")
-    with pytest.raises(p4_build.BuildError, match=f"artifacts\\['{artifact}'\\]"):
-        p4_build_tna.check_fresh(tmp_path / "tna")
+    with pytest.raises(sources.BuildError, match=f"artifacts\\['{artifact}'\\]"):
+        tna.check_fresh(tmp_path / "tna")
     path.unlink()
-    with pytest.raises(p4_build.BuildError, match="is missing"):
-        p4_build_tna.check_fresh(tmp_path / "tna")
+    with pytest.raises(sources.BuildError, match="is missing"):
+        tna.check_fresh(tmp_path / "tna")
 
 
 def test_tna_records_its_n_and_the_shared_constants(tna_info):
-    consts = p4_build.read_constants()
-    assert tna_info["N"] == p4_build_tna.read_n() <= consts.n
+    consts = sources.read_constants()
+    assert tna_info["N"] == tna.read_n() <= consts.n
     assert tna_info["slots"] == consts.slots and tna_info["events"] == consts.events
     assert tna_info["arch"] == "tna" and tna_info["stages"] <= 12
 
@@ -176,7 +176,7 @@ def test_tna_event_counters_and_sums(tna_info, tna_p4info):
 
 
 def test_tna_bfrt_json_names_match_the_p4info(tna_p4info):
-    doc = json.loads((p4_build_tna.TNA_BUILD / "bfrt.json").read_text())
+    doc = json.loads((tna.TNA_BUILD / "bfrt.json").read_text())
     tables = {t["name"]: t for t in doc["tables"]}
     for table, (fields, actions) in CONTRACT.items():
         t = tables[f"pipe.{table}"]
@@ -185,5 +185,5 @@ def test_tna_bfrt_json_names_match_the_p4info(tna_p4info):
 
 
 def test_tna_resource_report_shows_one_pipe():
-    text = (p4_build_tna.TNA_BUILD / "resources.txt").read_text()
+    text = (tna.TNA_BUILD / "resources.txt").read_text()
     assert "fits one pipe: yes" in text

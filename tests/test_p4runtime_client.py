@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from p4.v1 import p4runtime_pb2
 
-from control_plane import p4_build
 from control_plane.drivers.p4runtime import (
     P4Info,
     P4RuntimeClient,
@@ -26,13 +25,14 @@ from control_plane.drivers.p4runtime import (
     multicast_group_update,
     table_update,
 )
+from control_plane.p4build import v1model
 
 TABLES_P4INFO = Path(__file__).resolve().parent / "embedded" / "p4" / "build" / "tables.p4info.txt"
 
 
 @pytest.fixture(scope="module")
 def p4info() -> P4Info:
-    return P4Info.from_file(p4_build.artifact_paths()[1])
+    return P4Info.from_file(v1model.artifact_paths()[1])
 
 
 @pytest.mark.parametrize("value,width,expected", [

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from control_plane.cli import main
+from control_plane.cli.main import main
 from host_stack.experiments.psbalance.cluster import RunConfig, capability_distortion
 from host_stack.experiments.psbalance.experiment import (
     SCHEMES,

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from control_plane.cli import main
+from control_plane.cli.main import main
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for netns and tc")]

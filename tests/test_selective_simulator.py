@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from control_plane.cli import main
+from control_plane.cli.main import main
 from host_stack.experiments.selective.grouping import ring_time
 from host_stack.experiments.selective.simulator import (
     FairShareNetwork,

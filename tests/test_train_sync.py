@@ -4,9 +4,9 @@ import sys
 
 import pytest
 
-from control_plane.cli import build_parser, main
-from control_plane.solve import solve
-from control_plane.topologies import fig1
+from control_plane.cli.main import build_parser, main
+from control_plane.model.topologies import fig1
+from control_plane.solver.solve import solve
 from host_stack.train.jobargs import GIVEN
 from host_stack.train.models import build_model
 from host_stack.train.sync_registry import MODES, mode_flags

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from control_plane.topology import Topology, natural_key
+from control_plane.model.topology import Topology, natural_key
 
 MAX_INDEX = 254 * 256  # x.y encoding below; far more nodes than a laptop can emulate
 KIND_OCTET = {"worker": 1, "ps": 2, "agg": 3, "result": 4}

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from control_plane.deploy.addressing import Addressing
-from control_plane.plan import Plan
-from control_plane.topology import Topology, natural_key
+from control_plane.model.plan import Plan
+from control_plane.model.topology import Topology, natural_key
 
 INA_SLOTS = 4096  # p4src/common/constants.p4; checked against build-info.json when present
 MAX_RANKS = 64

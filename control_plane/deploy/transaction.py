@@ -1,6 +1,6 @@
 """Install, verify and uninstall a plan on running switches, as one transaction over all of them.
 
-Used by `inart install` / `inart uninstall` (control_plane/cli_install.py) on switches someone
+Used by `inart install` / `inart uninstall` (control_plane/cli/install.py) on switches someone
 else started (bmv2 ``simple_switch_grpc``, `inart switch`, hardware behind P4Runtime).
 
 1. Connect to every switch as primary, with the user's election id.  A switch where another

@@ -37,8 +37,8 @@ from control_plane.deploy.entries import (
     compile_plan,
     host_routes,
 )
-from control_plane.plan import Plan
-from control_plane.topology import Topology
+from control_plane.model.plan import Plan
+from control_plane.model.topology import Topology
 
 MAX_JOBS = 4  # jobs installed side by side on one network
 BANKS = ("A", "B")

@@ -37,7 +37,9 @@ from contextlib import contextmanager
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4Info
 from control_plane.localhost import free_ports
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
+from control_plane.model.topologies import build_topology
+from control_plane.model.topology import Topology
 from control_plane.repo import REPO, child_env
 from control_plane.service.client import Client
 from control_plane.service.controller import Controller
@@ -45,8 +47,6 @@ from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.server import build_server
 from control_plane.service.store import Store
 from control_plane.service.switches import Installer, MemoryInstaller, P4RuntimeInstaller
-from control_plane.topologies import build_topology
-from control_plane.topology import Topology
 
 GOALS = {"fig1": 1.0, "fattree:6": 5.0}  # seconds, issue 14
 READY_S = 120.0

@@ -22,9 +22,9 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
+from control_plane.model.topology import Topology
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.proto import inart_controller_pb2_grpc as pb_grpc
-from control_plane.topology import Topology
 
 DEFAULT_ADDRESS = "127.0.0.1:50070"
 EVENT_KINDS = {"link-down": pb.EVENT_KIND_LINK_DOWN, "link-up": pb.EVENT_KIND_LINK_UP,

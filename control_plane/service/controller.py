@@ -6,7 +6,7 @@ state (a re-plan holds it while the solver runs: seconds on fattree:6).
 Life of a job
 - SubmitJob: phases 1 and 2 on the job's part of the network, version 1 compiled into bank A
   of the job's lane (control_plane/deploy/versions.py) and installed; then the job runs.
-  Jobs side by side are always planned together (control_plane/multi_job.py: each on its
+  Jobs side by side are always planned together (control_plane/solver/multi_job.py: each on its
   share of what they contend for), so a submit or cancel re-plans the other jobs too.
 - An event changes the network's modifiers, then every job is re-planned on the new state:
   phase 2 alone unless L-InArt's split moved (planner.py; a job whose hosts report
@@ -51,8 +51,8 @@ from control_plane.deploy.versions import (
     ps_address,
 )
 from control_plane.drivers.p4runtime import P4Info
-from control_plane.multi_job import plan_jobs
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
+from control_plane.model.topology import Topology
 from control_plane.service.network import (
     Modifiers,
     Network,
@@ -65,7 +65,7 @@ from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.store import Store
 from control_plane.service.switches import Installer, Item, ItemCache, Key, SyncResult, sync
 from control_plane.service.watch import Hub, Subscription
-from control_plane.topology import Topology
+from control_plane.solver.multi_job import plan_jobs
 
 log = logging.getLogger(__name__)
 
@@ -448,7 +448,7 @@ class Controller:
 
     # -- re-planning -----------------------------------------------------------------------------
     def _replan_all(self, reason: str) -> dict[int, pb.JobReplan]:
-        """Plan every job together on the network as it is (control_plane/multi_job.py: each
+        """Plan every job together on the network as it is (control_plane/solver/multi_job.py: each
         job on its share of the resources the jobs contend for) and install each new plan
         make-before-break.  A job whose version still drains keeps its plan (DEFERRED, re-planned
         once it drained) and the others are planned beside it; nothing is solved when neither

@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 
 from control_plane.deploy.addressing import Addressing, assign
-from control_plane.topology import Link, Node, Topology, natural_key
+from control_plane.model.topology import Link, Node, Topology, natural_key
 
 
 class NetworkError(ValueError):

@@ -3,7 +3,7 @@
 The seed paper runs phase 1 (L-InArt: the model split x_s) at long intervals and phase 2
 (LP-InArt + rounding: aggregation points and paths) whenever the network changes.  L-InArt's
 split depends only on the PSs' spare capacities (x_s is proportional to B(s) - b(s), see
-control_plane/l_inart.py), so a re-plan re-runs phase 1 exactly when that split moves: a PS
+control_plane/solver/l_inart.py), so a re-plan re-runs phase 1 exactly when that split moves: a PS
 slowed down, or a PS was cut off or came back.  Otherwise it routes with the job's current
 split fixed, which keeps the shards the PSs hold.
 
@@ -16,10 +16,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from control_plane.l_inart import l_inart
-from control_plane.plan import Plan, keep_on
-from control_plane.solve import route, solve
-from control_plane.topology import Topology
+from control_plane.model.plan import Plan, keep_on
+from control_plane.model.topology import Topology
+from control_plane.solver.l_inart import l_inart
+from control_plane.solver.solve import route, solve
 
 SPLIT_TOLERANCE = 1e-9
 PHASED_SCHEME = "inart"  # other schemes are re-solved whole on every change

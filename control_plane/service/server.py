@@ -20,13 +20,13 @@ import grpc
 from google.protobuf.message import Message
 
 from control_plane.deploy.addressing import AddressingError, assign
+from control_plane.model.topology import Topology, TopologyError
 from control_plane.service.auth import AuthConfigError, TokenInterceptor, split_address
 from control_plane.service.controller import Controller, ServiceError
 from control_plane.service.network import SwitchInfo
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.watch import Subscription
-from control_plane.solve import SCHEMES
-from control_plane.topology import Topology, TopologyError
+from control_plane.solver.solve import SCHEMES
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """RAT (Resilient Allreduce Trees): regions of a topology, one reduce/broadcast tree per root.
 
 Input is an undirected ``networkx.Graph`` whose nodes carry ``kind`` in {worker, ps, switch}
-(what ``control_plane.topology.Topology.graph`` exposes).  Regions come from the structure
+(what ``control_plane.model.topology.Topology.graph`` exposes).  Regions come from the structure
 alone, so any tree-shaped data-centre topology works:
 
 - a ToR is a switch adjacent to a host; a switch's *layer* is its hop distance to the nearest

@@ -1,4 +1,5 @@
-"""What the host stack needs from an ``inart.plan/1`` plan: a view over `control_plane.plan.Plan`.
+"""What the host stack needs from an ``inart.plan/1`` plan: a view over
+`control_plane.model.plan.Plan`.
 
 `Plan` is the one parser and validator of plans (topology, paths over real links, split, and a
 claimed rate no higher than the plan's own loads allow), so a plan the control plane would
@@ -19,8 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from control_plane.plan import Flow, Plan, PlanError
-from control_plane.topology import Link, Node, Topology
+from control_plane.model.plan import Flow, Plan, PlanError
+from control_plane.model.topology import Link, Node, Topology
 from host_stack.ina.wire import MAX_WORKERS
 
 

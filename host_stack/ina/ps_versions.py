@@ -20,7 +20,7 @@ from host_stack.ina.aggregator import ChunkAggregator
 from host_stack.ina.batchio import make_socket
 from host_stack.ina.follow import ACTIVE, DRAINING, RETIRED, FollowError, HostVersion, ServiceLink
 from host_stack.ina.impair import Impairment, wrap
-from host_stack.ina.ps import PsServer, serve_until, shard_stats
+from host_stack.ina.ps_server import PsServer, serve_until, shard_stats
 
 
 class VersionedPs:

@@ -45,7 +45,7 @@ def fig1_plan(workdir: Path) -> str:
 
 def one_run(plan: str, mode: str, values: int, rounds: int) -> dict:
     """Mean round time (rounds after the first) and retransmissions of one `inart train`."""
-    from control_plane.cli import build_parser
+    from control_plane.cli.main import build_parser
 
     argv = ["train", "--plan", plan, "--sync", mode, "--model", "synthetic", "--values",
             str(values), "--rounds", str(rounds), "--quiet"]

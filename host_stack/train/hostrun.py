@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from control_plane.deploy.addressing import Addressing
 from control_plane.deploy.entries import Compiled
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
 from host_stack.ina import wire
 from host_stack.ina.pacing import FRAME_OVERHEAD
 from host_stack.train.launcher import JsonLineReader

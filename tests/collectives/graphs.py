@@ -1,4 +1,4 @@
-"""Tiny topology builders for the collectives tests, until control_plane.topology lands."""
+"""Tiny topology builders for the collectives tests, until control_plane.model.topology lands."""
 
 from __future__ import annotations
 

@@ -6,12 +6,12 @@ from collections import defaultdict
 
 import pytest
 
-from control_plane import baselines
-from control_plane.baselines import atp, equal_split, lbmm
-from control_plane.paths import PathSets, arcs
-from control_plane.plan import Flow, Plan
-from control_plane.topologies import build_topology, fattree, fig1, leafspine
-from control_plane.topology import Topology
+from control_plane.model.plan import Flow, Plan
+from control_plane.model.topologies import build_topology, fattree, fig1, leafspine
+from control_plane.model.topology import Topology
+from control_plane.solver import baselines
+from control_plane.solver.baselines import atp, equal_split, lbmm
+from control_plane.solver.paths import PathSets, arcs
 
 
 class ScanLoads:

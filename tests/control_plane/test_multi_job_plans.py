@@ -1,4 +1,4 @@
-"""Joint planning of several jobs on one network (control_plane/multi_job.py): every plan
+"""Joint planning of several jobs on one network (control_plane/solver/multi_job.py): every plan
 valid against what its job was given, all loads together within every capacity, and the
 fairness rule (same fraction of the alone rate on contended resources)."""
 
@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from control_plane.multi_job import (
+from control_plane.model.plan import Plan
+from control_plane.model.topologies import build_topology, fig1
+from control_plane.solver.multi_job import (
     MultiJobError,
     check_fits,
     fair_rates,
@@ -15,9 +17,7 @@ from control_plane.multi_job import (
     spares,
     total_loads,
 )
-from control_plane.plan import Plan
-from control_plane.solve import solve
-from control_plane.topologies import build_topology, fig1
+from control_plane.solver.solve import solve
 
 
 def inart(_name: str, topo) -> Plan:

@@ -2,16 +2,16 @@ import json
 
 import pytest
 
-from control_plane.bench_figures import fattree_figures, line, random_figure
-from control_plane.count_lp import CountLP
-from control_plane.l_inart import l_inart
-from control_plane.lp_inart import InArtLP
-from control_plane.lp_model import LPModel
-from control_plane.milp import solve_milp
-from control_plane.paths import PathSets
-from control_plane.plan import Plan, PlanError
-from control_plane.solve import route, solve
-from control_plane.topologies import fattree, fig1, leafspine
+from control_plane.bench.figures import fattree_figures, line, random_figure
+from control_plane.model.plan import Plan, PlanError
+from control_plane.model.topologies import fattree, fig1, leafspine
+from control_plane.solver.count_lp import CountLP
+from control_plane.solver.l_inart import l_inart
+from control_plane.solver.lp_inart import InArtLP
+from control_plane.solver.lp_model import LPModel
+from control_plane.solver.milp import solve_milp
+from control_plane.solver.paths import PathSets
+from control_plane.solver.solve import route, solve
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +186,7 @@ def test_fattree4_schemes_valid_ordered_and_deterministic():
 
 
 def test_random_bench_instances_are_seeded_and_summarised():
-    from control_plane.bench_solver import random_instance, random_summary
+    from control_plane.bench.solver import random_instance, random_summary
 
     spec, topo = random_instance(3)
     assert spec == random_instance(3)[0] and "--seed 3" in spec
@@ -201,7 +201,7 @@ def test_random_bench_instances_are_seeded_and_summarised():
 
 
 def test_bench_skips_joint_where_its_lp_is_too_large():
-    from control_plane.bench_solver import skipped
+    from control_plane.bench.solver import skipped
 
     assert "4080 worker-PS pairs" in skipped("joint", fattree(16, ps=4))
     assert skipped("joint", fattree(8, ps=4)) is None
@@ -225,7 +225,7 @@ def test_bench_figures_take_the_worst_ratio_and_the_median_time():
 
 
 def test_impossible_requests_are_clear():
-    from control_plane.topology import Topology, TopologyError
+    from control_plane.model.topology import Topology, TopologyError
 
     data = fig1().to_dict()
     for node in data["nodes"]:
@@ -240,7 +240,7 @@ def test_impossible_requests_are_clear():
 
 
 def test_large_instances_are_packed_without_the_lp(monkeypatch):
-    import control_plane.solve as solve_module
+    import control_plane.solver.solve as solve_module
 
     monkeypatch.setattr(solve_module, "LP_MAX_FLOWS", 0)
     t = fattree(4, ps=2, preset="heterogeneous", seed=1)
@@ -276,7 +276,7 @@ def test_lp_matrix_compression_matches_scipy():
     import numpy as np
     import scipy.sparse as sp
 
-    from control_plane.lp_model import _csc
+    from control_plane.solver.lp_model import _csc
 
     rng = np.random.default_rng(1)
     rows, cols = rng.integers(0, 7, 60).tolist(), rng.integers(0, 9, 60).tolist()

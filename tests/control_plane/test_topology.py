@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from control_plane.topologies import build_topology, fattree, fig1, leafspine
-from control_plane.topology import Topology, TopologyError
+from control_plane.model.topologies import build_topology, fattree, fig1, leafspine
+from control_plane.model.topology import Topology, TopologyError
 
 
 def base():

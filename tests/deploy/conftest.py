@@ -11,9 +11,9 @@ from control_plane.deploy.addressing import assign
 from control_plane.deploy.entries import Compiled, compile_plan
 from control_plane.deploy.transaction import SwitchAddress
 from control_plane.localhost import free_port
-from control_plane.plan import Plan
-from control_plane.solve import solve
-from control_plane.topologies import fig1
+from control_plane.model.plan import Plan
+from control_plane.model.topologies import fig1
+from control_plane.solver.solve import solve
 from emulation.targets import SwitchProcess, SwitchSpec, get_target
 
 

@@ -16,17 +16,17 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from control_plane import p4_build
 from control_plane.deploy.addressing import assign
-from control_plane.plan import Flow, Plan
-from control_plane.topology import Link, Node, Topology
+from control_plane.model.plan import Flow, Plan
+from control_plane.model.topology import Link, Node, Topology
+from control_plane.p4build import sources
 from emulation.targets import SwitchProcess, SwitchSpec, get_target
 from host_stack.ina import wire
 from host_stack.netns import can_create_veths, veth_pairs
 from tests.deploy.conftest import free_port
 
 REASON = can_create_veths()
-N = int(p4_build.load_build_info()["N"])
+N = int(sources.load_build_info()["N"])
 
 
 def star_plan() -> Plan:

@@ -20,7 +20,7 @@ from control_plane.deploy.transaction import (
     switch_addresses,
 )
 from control_plane.drivers.p4runtime import P4Info, build_table_entry
-from control_plane.topologies import fig1
+from control_plane.model.topologies import fig1
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from control_plane.drivers.bfrt.install import BfrtInstallError, BfrtSwitch, ins
 from control_plane.drivers.p4runtime.values import encode_value
 from control_plane.drivers.tofino.ports import parse_ports
 from control_plane.drivers.tofino.stratum import TofinoFiles
-from control_plane.p4_build import BUILD_DIR
+from control_plane.p4build.sources import BUILD_DIR
 from tests.drivers.bfrt_fake import NON_P4, PB2, STUBS, FakeBfRuntime
 
 TNA = BUILD_DIR / "tna"

@@ -13,7 +13,7 @@ from control_plane.deploy.portmap import remap_compiled
 from control_plane.deploy.transaction import SwitchAddress, install
 from control_plane.drivers.p4runtime.values import encode_value
 from control_plane.drivers.tofino.stratum import TofinoFiles, unpack
-from control_plane.p4_build import BUILD_DIR
+from control_plane.p4build.sources import BUILD_DIR
 from tests.drivers.p4rt_fake import FakeStratum
 
 TNA = BUILD_DIR / "tna"
@@ -97,7 +97,7 @@ def test_install_through_stratum(fig1_compiled):
 def test_inart_install_target_tofino(fig1_plan, tmp_path, capsys):
     """`inart install --target tofino --ports ...`: the plan's ports become the files'
     dev ports on the wire; a switch without a ports file is refused before any write."""
-    from control_plane.cli import main
+    from control_plane.cli.main import main
 
     plan = tmp_path / "plan.json"
     fig1_plan.save(plan)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.solve import plan_for
-from control_plane.topologies import build_topology, fig1
+from control_plane.model.topologies import build_topology, fig1
+from control_plane.solver.solve import plan_for
 from emulation.emulate import Emulation
 from emulation.network import leftovers
 from emulation.targets import get_target

@@ -11,10 +11,10 @@ import pytest
 
 from control_plane.deploy.addressing import Addressing, AddressingError, assign
 from control_plane.deploy.entries import Compiled, EntriesError, compile_plan, pool_size
-from control_plane.plan import Flow, Plan
-from control_plane.solve import solve
-from control_plane.topologies import build_topology, fig1
-from control_plane.topology import Link, Node, Topology
+from control_plane.model.plan import Flow, Plan
+from control_plane.model.topologies import build_topology, fig1
+from control_plane.model.topology import Link, Node, Topology
+from control_plane.solver.solve import solve
 
 
 def _tables(c: Compiled, sw: str) -> dict:

@@ -19,7 +19,7 @@ import pytest
 
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.transaction import DEFAULT_ELECTION_ID, addressed_switches, open_client
-from control_plane.topologies import fig1
+from control_plane.model.topologies import fig1
 from emulation.network import Network, NetworkError, leftovers, queue_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def test_exception_inside_the_run_still_tears_down(tmp_path):
 HOLDER = """
 import json, sys, time
 from pathlib import Path
-from control_plane.topologies import fig1
+from control_plane.model.topologies import fig1
 from control_plane.deploy.addressing import assign
 from emulation.network import Network
 topo = fig1()
@@ -141,7 +141,7 @@ def test_signal_tears_down(tmp_path, sig):
 def test_a_refused_pipeline_names_the_switch_and_stops_cleanly(tmp_path):
     from control_plane.deploy.pipeline import Pipeline
     from control_plane.deploy.transaction import DeployError
-    from control_plane.solve import solve
+    from control_plane.solver.solve import solve
     from emulation.emulate import STATE_FILE, Emulation
 
     p4info, config = tmp_path / "empty.p4info.txt", tmp_path / "garbage.json"

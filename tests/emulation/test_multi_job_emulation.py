@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.topologies import fig1
+from control_plane.model.topologies import fig1
 from emulation.multi_job import JobsError, ServedNetwork, parse_jobs, run_jobs
 from host_stack.train.hostrun import TrafficConfig
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from control_plane.deploy.addressing import assign
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
+from control_plane.model.topologies import build_topology
 from control_plane.service.client import Client
 from control_plane.service.proto import inart_controller_pb2 as pb
-from control_plane.topologies import build_topology
 from emulation.network import Network
 from host_stack.train.hostrun import JobResult, TrafficConfig, run_hosts, service_job
 from tests.foreground import inart_foreground

@@ -25,9 +25,9 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from control_plane import p4_build
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4RuntimeClient
+from control_plane.p4build import sources, v1model
 from host_stack.ina import wire
 
 SWITCH_MAC = "02:00:00:00:00:01"
@@ -113,9 +113,9 @@ class InaTest(BaseTest):
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
         self.target = target()
-        default = p4_build.BUILD_DIR / "tna" if self.target == "tofino" else p4_build.BUILD_DIR
+        default = sources.BUILD_DIR / "tna" if self.target == "tofino" else sources.BUILD_DIR
         build = Path(_param("build_dir", str(default)))
-        info = p4_build.load_build_info(build)
+        info = sources.load_build_info(build)
         self.n = int(info["N"])
         self.events = dict(info["events"])
         self.event_counters = list(info.get("event_counters", [EVENTS_COUNTER]))
@@ -129,7 +129,7 @@ class InaTest(BaseTest):
             pipeline = pipeline_for("tofino", build.parent)
             client.set_pipeline(pipeline.p4info, pipeline.device_config())
         else:
-            json_path, p4info_path = p4_build.artifact_paths(build)
+            json_path, p4info_path = v1model.artifact_paths(build)
             client.set_pipeline(_param("p4info", str(p4info_path)),
                                 _param("bmv2_json", str(json_path)))
         self.client = PortMappedClient(client, parse_port_map(str(_param("port_map", ""))))

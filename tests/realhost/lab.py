@@ -15,7 +15,7 @@ from pathlib import Path
 
 from control_plane.deploy.addressing import assign
 from control_plane.localhost import free_port
-from control_plane.topology import Topology
+from control_plane.model.topology import Topology
 from emulation.targets import SwitchProcess, SwitchSpec, get_target
 from host_stack.netns import Netns, ip, root_veth
 

@@ -12,8 +12,8 @@ from control_plane.deploy.addressing import assign
 from control_plane.deploy.entries import compile_plan
 from control_plane.deploy.portmap import remap_ports
 from control_plane.drivers.tofino.stratum import unpack
-from control_plane.solve import plan_for
-from control_plane.topologies import fig1
+from control_plane.model.topologies import fig1
+from control_plane.solver.solve import plan_for
 from realhosts.install import event_reader, install_plan
 from realhosts.inventory import load
 from tests.drivers.bfrt_fake import STUBS, FakeBfRuntime

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from control_plane.deploy.addressing import assign
+from control_plane.model.topologies import fig1
 from control_plane.repo import REPO
-from control_plane.topologies import fig1
 from realhosts.checks import HostCheckError, check_hosts
 from realhosts.inventory import HostSpec, Inventory, SshSpec, SwitchSpec
 from realhosts.launchers import Fleet, LaunchError, SshLauncher

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from control_plane.deploy.pipeline import Pipeline
+from control_plane.model.topologies import fig1
 from control_plane.repo import REPO, child_env
-from control_plane.topologies import fig1
 from emulation.targets import get_target
 from host_stack.netns import can_create_veths
 from tests.realhost.lab import build, sshd_unavailable, start_sshd

@@ -8,10 +8,10 @@ from control_plane.deploy.addressing import assign
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.deploy.versions import BANKS, Lane, compile_version
 from control_plane.drivers.p4runtime import P4Info
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
+from control_plane.model.topology import Topology
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.switches import Item, ItemCache, Key
-from control_plane.topology import Topology
 
 INFO = P4Info.load(pipeline_for("embedded").p4info)
 JOB_TABLES = {INFO.table(t).preamble.id for t in ("InaIngress.ina_aggregate",

@@ -11,9 +11,9 @@ import time
 import grpc
 import pytest
 
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
+from control_plane.model.topologies import build_topology, fig1
 from control_plane.service.proto import inart_controller_pb2 as pb
-from control_plane.topologies import build_topology, fig1
 from tests.service.conftest import FIG1_SWITCHES, Service, start_service
 from tests.service.helpers import holds, version_items, wire_jobs
 

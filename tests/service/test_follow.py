@@ -15,12 +15,12 @@ import pytest
 
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.versions import Lane, compile_version
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
+from control_plane.model.topologies import build_topology, fig1
 from control_plane.repo import REPO, child_env
 from control_plane.service.auth import AuthConfigError, check_listen
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.switches import ItemCache
-from control_plane.topologies import build_topology, fig1
 from host_stack.ina import wire
 from host_stack.ina.follow import FollowError, ServiceLink
 from tests.service.conftest import FIG1_SWITCHES, Service, start_service

@@ -13,8 +13,8 @@ import grpc
 import pytest
 from google.protobuf.message import DecodeError
 
+from control_plane.model.topologies import fig1
 from control_plane.service.proto import inart_controller_pb2 as pb
-from control_plane.topologies import fig1
 from tests.service.conftest import FIG1_SWITCHES, Service
 
 REQUESTS = 1000

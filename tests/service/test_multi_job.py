@@ -1,4 +1,4 @@
-"""Several jobs under one service, planned together (control_plane/multi_job.py): a job
+"""Several jobs under one service, planned together (control_plane/solver/multi_job.py): a job
 submitted beside a running one re-plans both, their plans fit the network together and each
 is valid against the share it was given; a cancel gives the freed capacity back; an event
 re-plans them together."""
@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from control_plane.multi_job import check_fits
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
+from control_plane.model.topologies import build_topology, fig1
 from control_plane.service.proto import inart_controller_pb2 as pb
-from control_plane.topologies import build_topology, fig1
+from control_plane.solver.multi_job import check_fits
 from tests.service.conftest import FIG1_SWITCHES, Service
 from tests.service.helpers import holds, version_items
 

@@ -13,9 +13,9 @@ import pytest
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4RuntimeClient, P4RuntimeError, decode_value
 from control_plane.localhost import free_port
+from control_plane.model.topologies import fig1
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.switches import P4RuntimeInstaller
-from control_plane.topologies import fig1
 from emulation.targets import SwitchProcess, SwitchSpec, get_target
 from tests.service.conftest import Service, start_service
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.versions import Lane, compile_version, network_routes
 from control_plane.drivers.p4runtime import build_table_entry
+from control_plane.model.topologies import build_topology, fig1
 from control_plane.service.network import SwitchInfo
 from control_plane.service.switches import (
     DELETE,
@@ -16,8 +17,7 @@ from control_plane.service.switches import (
     sync,
     table_item,
 )
-from control_plane.solve import solve
-from control_plane.topologies import build_topology, fig1
+from control_plane.solver.solve import solve
 from tests.service.helpers import INFO
 
 

@@ -17,9 +17,9 @@ from control_plane.deploy.versions import (
     network_routes,
     ps_address,
 )
-from control_plane.paths import arcs
-from control_plane.solve import solve
-from control_plane.topologies import build_topology, fig1
+from control_plane.model.topologies import build_topology, fig1
+from control_plane.solver.paths import arcs
+from control_plane.solver.solve import solve
 
 
 @pytest.fixture(scope="module")

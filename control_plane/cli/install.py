@@ -31,8 +31,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from control_plane.cli_args import command
-from control_plane.cli_plan import add_topology_args
+from control_plane.cli.args import command
+from control_plane.cli.plan import add_topology_args
 from control_plane.deploy.addressing import Addressing, AddressingError, assign
 from control_plane.deploy.entries import Compiled, EntriesError, compile_plan
 from control_plane.deploy.pipeline import (
@@ -58,10 +58,10 @@ from control_plane.deploy.transaction import (
 )
 from control_plane.drivers.p4runtime import P4RuntimeError
 from control_plane.drivers.tofino.ports import PortsError, PortsFile, load_ports
-from control_plane.plan import Plan, PlanError
+from control_plane.model.plan import Plan, PlanError
+from control_plane.model.topologies import build_topology
+from control_plane.model.topology import Topology, TopologyError, natural_key
 from control_plane.report import format_table
-from control_plane.topologies import build_topology
-from control_plane.topology import Topology, TopologyError, natural_key
 
 INPUT_ERRORS = (PlanError, TopologyError, AddressingError, EntriesError, PipelineError,
                 StateError, PortsError)

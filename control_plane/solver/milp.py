@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from control_plane.l_inart import l_inart
-from control_plane.lp_model import LPModel
-from control_plane.paths import PathSets, arcs
-from control_plane.plan import Flow, Plan
-from control_plane.topology import Topology
+from control_plane.model.plan import Flow, Plan
+from control_plane.model.topology import Topology
+from control_plane.solver.l_inart import l_inart
+from control_plane.solver.lp_model import LPModel
+from control_plane.solver.paths import PathSets, arcs
 
 
 def solve_milp(topo: Topology, paths: PathSets, split: dict[str, float] | None = None,

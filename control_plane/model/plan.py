@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from control_plane.paths import arcs
-from control_plane.topology import Topology, TopologyError
+from control_plane.model.topology import Topology, TopologyError
+from control_plane.solver.paths import arcs
 
 SCHEMA = "inart.plan/1"
 TOLERANCE = 1e-6

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from control_plane.lp_model import LPModel
-from control_plane.paths import PathSets, arcs
-from control_plane.topology import Topology
+from control_plane.model.topology import Topology
+from control_plane.solver.lp_model import LPModel
+from control_plane.solver.paths import PathSets, arcs
 
 FORMULATIONS = ("compact", "path", "naive")
 

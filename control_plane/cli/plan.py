@@ -10,10 +10,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from control_plane.model.topologies import PRESETS, build_topology
+from control_plane.model.topology import TopologyError
 from control_plane.report import format_table, plan_row, to_csv
-from control_plane.solve import MILP_MAX_FLOWS, PAPER_SCHEMES, ROUNDINGS, SCHEMES, solve
-from control_plane.topologies import PRESETS, build_topology
-from control_plane.topology import TopologyError
+from control_plane.solver.solve import MILP_MAX_FLOWS, PAPER_SCHEMES, ROUNDINGS, SCHEMES, solve
 
 
 def add_topology_args(parser: argparse.ArgumentParser) -> None:

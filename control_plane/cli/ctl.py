@@ -25,11 +25,11 @@ from pathlib import Path
 import grpc
 
 from control_plane.deploy.addressing import DEFAULT_GRPC_BASE, assign
+from control_plane.model.topologies import build_topology
+from control_plane.model.topology import TopologyError
 from control_plane.service.auth import AuthConfigError, read_token
 from control_plane.service.client import DEFAULT_ADDRESS, EVENT_KINDS, Client, to_dict
 from control_plane.service.proto import inart_controller_pb2 as pb
-from control_plane.topologies import build_topology
-from control_plane.topology import TopologyError
 
 
 def _short(enum: object, value: int, prefix: str) -> str:

@@ -41,8 +41,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from control_plane.plan import Plan, keep_on
-from control_plane.topology import Link, Node, Topology
+from control_plane.model.plan import Plan, keep_on
+from control_plane.model.topology import Link, Node, Topology
 
 Resource = tuple[str, ...]  # ("link", a, b) | ("switch", v) | ("ps", s)
 Solver = Callable[[str, Topology], Plan]  # (job name, topology) -> a validated plan

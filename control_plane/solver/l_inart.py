@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from control_plane.topology import Topology, TopologyError
+from control_plane.model.topology import Topology, TopologyError
 
 
 @dataclass

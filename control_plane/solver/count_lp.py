@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from control_plane.lp_model import LPModel, Solution
-from control_plane.paths import PathSets, arcs
-from control_plane.topology import Topology
+from control_plane.model.topology import Topology
+from control_plane.solver.lp_model import LPModel, Solution
+from control_plane.solver.paths import PathSets, arcs
 
 EPS = 1e-9
 BISECT_REL = 1e-3  # bound precision (unequal splits): bisection stops at hi/lo - 1 below this

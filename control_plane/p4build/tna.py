@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from control_plane.p4_build import (
+from control_plane.p4build.sources import (
     BUILD_DIR,
     BUILD_INFO,
     P4SRC,
@@ -30,8 +30,8 @@ from control_plane.p4_build import (
     source_files,
     sources_sha256,
 )
+from control_plane.p4build.tofino_resources import ResourceReport, read_report
 from control_plane.repo import REPO
-from control_plane.tofino_resources import ResourceReport, read_report
 
 SOURCE_DIRS = ("common", "tna")
 MAIN_SOURCE = P4SRC / "tna" / "inart.p4"

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import random
 
-from control_plane.lp_inart import LPResult
-from control_plane.paths import PathSets
-from control_plane.plan import Flow, Plan
-from control_plane.topology import Topology
+from control_plane.model.plan import Flow, Plan
+from control_plane.model.topology import Topology
+from control_plane.solver.lp_inart import LPResult
+from control_plane.solver.paths import PathSets
 
 
 def _path(rng: random.Random, dist: dict, fallback: tuple[tuple[str, ...], ...]) -> tuple:

@@ -31,17 +31,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from control_plane.baselines import atp, equal_split, lbmm
-from control_plane.count_lp import CountLP
-from control_plane.l_inart import l_inart
-from control_plane.lp_inart import InArtLP
-from control_plane.milp import solve_milp
-from control_plane.pack import best_pack, pack_search
-from control_plane.paths import PathSets
-from control_plane.plan import Plan
-from control_plane.resplit import refined
-from control_plane.rounding import round_best
-from control_plane.topology import Topology
+from control_plane.model.plan import Plan
+from control_plane.model.topology import Topology
+from control_plane.solver.baselines import atp, equal_split, lbmm
+from control_plane.solver.count_lp import CountLP
+from control_plane.solver.l_inart import l_inart
+from control_plane.solver.lp_inart import InArtLP
+from control_plane.solver.milp import solve_milp
+from control_plane.solver.pack import best_pack, pack_search
+from control_plane.solver.paths import PathSets
+from control_plane.solver.resplit import refined
+from control_plane.solver.rounding import round_best
 
 log = logging.getLogger(__name__)
 
@@ -280,7 +280,7 @@ def solve(topology: Topology, scheme: str = "inart", seed: int = 0, k_paths: int
           paths: PathSets | None = None) -> Plan:
     """Plan one scheme on a topology; the returned plan is validated and its rate recomputed.
 
-    >>> from control_plane.topologies import fig1
+    >>> from control_plane.model.topologies import fig1
     >>> round(solve(fig1(), "inart").rate, 3)
     2.5
     """

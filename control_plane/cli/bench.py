@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from control_plane.cli import BENCHMARKS
+from control_plane.cli.main import BENCHMARKS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -24,11 +24,11 @@ from collections import defaultdict, deque
 
 import numpy as np
 
-from control_plane.count_lp import CountLP, CountSolution
-from control_plane.paths import PathSets
-from control_plane.plan import Flow, Plan
-from control_plane.resplit import refined
-from control_plane.topology import Topology
+from control_plane.model.plan import Flow, Plan
+from control_plane.model.topology import Topology
+from control_plane.solver.count_lp import CountLP, CountSolution
+from control_plane.solver.paths import PathSets
+from control_plane.solver.resplit import refined
 
 EPS = 1e-9
 RESTARTS = 4  # randomized largest-fan-in-first packings per target rate

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 
-from control_plane.lp_model import LPModel
-from control_plane.paths import arcs
-from control_plane.plan import Plan
+from control_plane.model.plan import Plan
+from control_plane.solver.lp_model import LPModel
+from control_plane.solver.paths import arcs
 
 
 def best_split(plan: Plan) -> dict[str, float]:

@@ -36,7 +36,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from control_plane.cli_args import names_of
+from control_plane.cli.args import names_of
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.entries import Compiled, SwitchEntries, compile_plan
 from control_plane.deploy.pipeline import TARGET_CONFIG, Pipeline, pipeline_for
@@ -50,10 +50,10 @@ from control_plane.deploy.transaction import (
 )
 from control_plane.drivers.p4runtime import P4RuntimeClient
 from control_plane.localhost import free_port
+from control_plane.model.topologies import build_topology
 from control_plane.repo import REPO, child_env
 from control_plane.service import bench as replan
-from control_plane.solve import solve
-from control_plane.topologies import build_topology
+from control_plane.solver.solve import solve
 
 GOAL_RATIO = 5.0  # batched install vs one Write per entry, on each target
 DEVICE_ID = 1

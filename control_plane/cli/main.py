@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 # subcommand -> (module defining register(subparsers), one-line help); "module:function" names
 # another function than register (one module may define several commands)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "plan": ("control_plane.cli_plan", "solve a topology with InArt and its baselines"),
-    "install": ("control_plane.cli_install", "install a plan onto running P4 switches"),
-    "uninstall": ("control_plane.cli_install:register_uninstall",
+    "plan": ("control_plane.cli.plan", "solve a topology with InArt and its baselines"),
+    "install": ("control_plane.cli.install", "install a plan onto running P4 switches"),
+    "uninstall": ("control_plane.cli.install:register_uninstall",
                   "remove exactly a plan's entries from running P4 switches"),
-    "bench": ("control_plane.cli_bench", "run a benchmark (solver, target, transport, ...)"),
+    "bench": ("control_plane.cli.bench", "run a benchmark (solver, target, transport, ...)"),
     "demo": ("emulation.cli_demo", "run the main demo (fig1 planned and emulated)"),
     "experiment": ("host_stack.experiments.cli", "reproduce a seed paper's experiment"),
     "train": ("host_stack.train.cli", "train a model over a plan (PS + worker processes)"),
@@ -28,20 +28,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "shell": ("emulation.cli_shell", "p4runtime-shell on a switch of a running emulation"),
     "switch": ("emulation.cli_switch", "run one P4 switch (embedded target or bmv2) alone"),
     "ptf": ("emulation.cli_ptf", "run the PTF packet suite (embedded, bmv2, tofino)"),
-    "serve": ("control_plane.cli_serve", "run the controller service (gRPC API, re-planning)"),
-    "ctl": ("control_plane.cli_ctl", "talk to a running `inart serve`"),
+    "serve": ("control_plane.cli.serve", "run the controller service (gRPC API, re-planning)"),
+    "ctl": ("control_plane.cli.ctl", "talk to a running `inart serve`"),
     "run": ("realhosts.cli_run", "run a job on real hosts and switches (inventory file)"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
 BENCHMARKS: dict[str, tuple[str, str]] = {
-    "solver": ("control_plane.bench_solver", "solve time and rate of each scheme on fat-trees"),
+    "solver": ("control_plane.bench.solver", "solve time and rate of each scheme on fat-trees"),
     "collectives": ("host_stack.collectives.bench", "ring, RAT tree, RSGCM vs torch all_reduce"),
     "target": ("emulation.targets.embedded.bench", "embedded P4 target pkt/s and RSS, beside bmv2"),
     "transport": ("host_stack.ina.bench_transport",
                   "INA transport vs iperf3 and a Python UDP sender (loopback, veth)"),
     "train": ("host_stack.train.bench", "inart train: INA vs ring and torch round time (fig1)"),
-    "controller": ("control_plane.bench_controller",
+    "controller": ("control_plane.bench.controller",
                    "install entries/s vs p4runtime-shell (embedded, bmv2); replan latency"),
 }
 
@@ -74,6 +74,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from control_plane.topology import Topology, TopologyError, natural_key
+from control_plane.model.topology import Topology, TopologyError, natural_key
 
 Path_ = tuple[str, ...]
 ENUM_LIMIT = 64

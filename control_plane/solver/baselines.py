@@ -15,9 +15,9 @@ import heapq
 import math
 from collections import defaultdict
 
-from control_plane.paths import PathSets, arcs
-from control_plane.plan import Flow, Plan
-from control_plane.topology import Topology
+from control_plane.model.plan import Flow, Plan
+from control_plane.model.topology import Topology
+from control_plane.solver.paths import PathSets, arcs
 
 
 def equal_split(topo: Topology) -> dict[str, float]:

@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from control_plane.topology import Link, Node, Topology, TopologyError
+from control_plane.model.topology import Link, Node, Topology, TopologyError
 
 
 @dataclass(frozen=True)

@@ -25,17 +25,17 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from control_plane.baselines import equal_split
-from control_plane.bench_figures import fattree_figures, line, random_figure
-from control_plane.l_inart import l_inart
-from control_plane.lp_inart import InArtLP
-from control_plane.milp import solve_milp
-from control_plane.paths import PathSets
-from control_plane.plan import Plan
+from control_plane.bench.figures import fattree_figures, line, random_figure
+from control_plane.model.plan import Plan
+from control_plane.model.topologies import fattree, leafspine
+from control_plane.model.topology import Topology
 from control_plane.report import format_table
-from control_plane.solve import LP_MAX_FLOWS, MILP_MAX_FLOWS, solve
-from control_plane.topologies import fattree, leafspine
-from control_plane.topology import Topology
+from control_plane.solver.baselines import equal_split
+from control_plane.solver.l_inart import l_inart
+from control_plane.solver.lp_inart import InArtLP
+from control_plane.solver.milp import solve_milp
+from control_plane.solver.paths import PathSets
+from control_plane.solver.solve import LP_MAX_FLOWS, MILP_MAX_FLOWS, solve
 
 SCHEMES = ("lbmm", "atp", "r-inart", "inart", "joint")
 WORST = 5  # worst instances listed by seed

@@ -1,0 +1,1 @@
+"""The control plane's benchmarks (`inart bench solver`, `inart bench controller`)."""

@@ -1,0 +1,1 @@
+"""The `inart` command line: the dispatcher and the control plane's own commands."""

@@ -1,0 +1,1 @@
+"""Everything that makes a plan: InArt, its baselines, the exact MILP, multi-job planning."""
