@@ -41,14 +41,19 @@ needs_outside = pytest.mark.skipif(OUTSIDE is None, reason="this machine has no 
                                    "IPv4 address to listen on (hostname -I)")
 
 
-def test_listening_off_loopback_needs_a_token(tmp_path) -> None:
+def test_listening_off_loopback_needs_a_token_and_tls(tmp_path) -> None:
     check_listen("127.0.0.1:50070", None)
     check_listen("localhost:1", None)
     check_listen("[::1]:1", None)
     for addr in ("0.0.0.0:50070", "192.0.2.7:1", "[::]:5", "example.org:80"):
         with pytest.raises(AuthConfigError, match="needs --token-file"):
             check_listen(addr, None)
-        check_listen(addr, TOKEN)
+        with pytest.raises(AuthConfigError, match=r"needs TLS \(--tls-cert and --tls-key\)"):
+            check_listen(addr, TOKEN)
+        check_listen(addr, TOKEN, tls=True)
+        check_listen(addr, TOKEN, insecure=True)
+    with pytest.raises(AuthConfigError, match="expected HOST:PORT with a port"):
+        check_listen("127.0.0.1:²", None)
     (tmp_path / "short").write_text("abc\n")
     with pytest.raises(AuthConfigError, match=">= 16 characters"):
         read_token(tmp_path / "short")
