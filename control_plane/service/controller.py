@@ -15,7 +15,8 @@ Life of a job
   *make*: every switch gets the new entries beside the old ones; the version becomes active
   with ``switch_round`` = one past the highest round any host has reported; the old one is
   *draining*.  *Break*: once every worker of both versions reported a round >= switch_round
-  (or, for a job whose hosts never report, ``drain_seconds`` later), the old entries are
+  (or, when no worker had reported any round as the new version was made, ``drain_seconds``
+  later: no host runs a round on the old one), the old entries are
   removed.  An event that arrives while a job still drains is applied to the network at once
   and the job is re-planned as soon as the drain ends (outcome DEFERRED).
 - Hosts ask ReportProgress(job, me, round) before every round and use the version it answers:
@@ -100,6 +101,7 @@ class Version:
     created: float = field(default_factory=time.time)
     switch_round: int = 0
     install_seconds: float = 0.0
+    by_reports: bool = False  # drains when the workers report (else drain_seconds after made)
     compiled: Compiled | None = None
     items: dict[str, dict[Key, Item]] = field(default_factory=dict)  # per switch
 
@@ -107,7 +109,8 @@ class Version:
         return {"bank": self.bank, "state": self.state, "reason": self.reason,
                 "phase": self.phase, "phase1_split": self.phase1_split,
                 "plan_seconds": self.plan_seconds, "created": self.created,
-                "switch_round": self.switch_round, "install_seconds": self.install_seconds}
+                "switch_round": self.switch_round, "install_seconds": self.install_seconds,
+                "by_reports": self.by_reports}
 
 
 @dataclass
@@ -185,7 +188,7 @@ class Controller:
                                   vbody["state"], vbody["reason"], vbody["phase"],
                                   vbody["phase1_split"], vbody["plan_seconds"],
                                   vbody["created"], vbody["switch_round"],
-                                  vbody["install_seconds"])
+                                  vbody["install_seconds"], vbody.get("by_reports", False))
                 if version.state != "retired":
                     self._compile(job, version)
                 job.versions[number] = version
@@ -544,6 +547,7 @@ class Controller:
         version.install_seconds = time.perf_counter() - t0
         version.state = "active"
         version.switch_round = max(job.progress.values(), default=-1) + 1
+        version.by_reports = any(w in job.progress for w in job.workers)
         if current is not None:
             current.state = "draining"
             job.draining = current.number
@@ -677,7 +681,7 @@ class Controller:
                 raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
                                    f"round: job {job_id} has no installed version for round "
                                    f"{round_} ({job.message or 'its old versions are retired'})")
-            chosen = max(live, key=lambda v: v.switch_round)
+            chosen = max(live, key=lambda v: (v.switch_round, v.number))
             return self.version_msg(job, chosen)
 
     def _check_drains(self) -> None:
@@ -688,10 +692,9 @@ class Controller:
                 continue
             old, new = job.versions[job.draining], job.versions[job.active]
             workers = set(old.plan.topology.workers) & set(new.plan.topology.workers)
-            reported = [w for w in job.workers if w in job.progress]
-            if reported:
+            if new.by_reports:
                 done = all(job.progress.get(w, -1) >= new.switch_round for w in workers)
-            else:
+            else:  # no worker had started a round when ``new`` was made
                 done = now - new.created >= self.drain_seconds
             if not done:
                 continue
@@ -733,7 +736,7 @@ class Controller:
             msg.plan_json = json.dumps(v.plan.to_dict())
         msg.addresses.update({w: net.addressing.ip[w] for w in topo.workers})
         msg.addresses.update({s: ps_address(net.addressing, s, v.bank) for s in topo.pss})
-        if v.compiled is None and v.state != "retired":
+        if v.compiled is None:  # a version recovered from the store
             self._compile(job, v)
         if v.compiled is not None:
             msg.result_address = v.compiled.result_addr

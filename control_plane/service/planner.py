@@ -64,7 +64,7 @@ def plan_job(topo: Topology, scheme: str, seed: int, current: Plan | None = None
                       if _same_split(p.partition, current.partition)]
         plan = _replayed(topo, same_split) or _rerouted(topo, scheme, seed, current, same_split)
         phase = 2
-        if not _same_split(split, current.partition):
+        if moved:  # only hold_split kept it: phase 1 would move it
             plan.meta["split_held"] = split
     plan.meta["phase"] = phase
     return Planned(plan, phase, split, time.perf_counter() - t0)
