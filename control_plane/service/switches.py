@@ -253,7 +253,8 @@ def sync(installer: Installer, switch: SwitchInfo, want: dict[Key, Item],
          known: dict[Key, Item] | None) -> tuple[SyncResult, dict[Key, Item] | None]:
     """Make ``switch`` hold exactly ``want``; ``known`` (what it held after the last sync)
     saves the read-back, None forces one (and a write that fails on ``known`` is retried once
-    after a read-back: the switch may have restarted since).  Returns what was done and the
+    after a read-back: the switch may have restarted since; not when it did not answer, which
+    would only wait for its timeout again).  Returns what was done and the
     new known state (None after a failure: the next sync reads the switch back)."""
     result = SyncResult(switch.name)
     todo: list[Change] = []
@@ -270,6 +271,8 @@ def sync(installer: Installer, switch: SwitchInfo, want: dict[Key, Item],
             break
         except SwitchError as exc:
             result.reachable, result.error = exc.reachable, str(exc)
+            if not exc.reachable:
+                break  # a read-back cannot help a switch that does not answer
     if result.error:
         return result, None
     for c in todo:
