@@ -122,7 +122,9 @@ class Client:
     def reconcile(self) -> pb.ReconcileResponse:
         return self._call("Reconcile", pb.ReconcileRequest())
 
-    def watch(self, job_id: int = 0, since: int = 0) -> Iterator[pb.WatchEvent]:
-        """Messages as they happen (cancel the iterator, or close the client, to stop)."""
+    def watch(self, job_id: int = 0, since: int = 0,
+              timeout: float | None = None) -> Iterator[pb.WatchEvent]:
+        """Messages as they happen (cancel the iterator, or close the client, to stop);
+        ``timeout``: the stream ends with DEADLINE_EXCEEDED after that many seconds."""
         return self.stub.Watch(pb.WatchRequest(job_id=job_id, since=since),
-                               metadata=self.metadata)
+                               metadata=self.metadata, timeout=timeout)

@@ -167,7 +167,7 @@ class Controller:
         self.drain_seconds, self.reconcile_interval = drain_seconds, reconcile_interval
         self.io = threading.RLock()  # one operation that changes desired state at a time
         self.lock = threading.Lock()  # the state; never held across switch I/O or solving
-        self.hub = Hub()
+        self.hub = Hub(store)
         self.network: Network | None = None
         self.jobs: dict[int, Job] = {}
         self.known: dict[str, dict[Key, Item] | None] = {}  # what each switch held last sync

@@ -326,3 +326,32 @@ def test_a_version_made_before_any_report_answers_every_round_and_drains_by_time
         wait_for(lambda: svc.client.plan(job.id, 1).state == pb.VERSION_STATE_RETIRED)
     finally:
         svc.stop()
+
+
+def watched(svc: Service, since: int) -> list[pb.WatchEvent]:
+    """Every message a Watch from ``since`` gets within a second."""
+    seen: list[pb.WatchEvent] = []
+    with pytest.raises(grpc.RpcError) as info:
+        seen.extend(svc.client.watch(since=since, timeout=1.0))
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    return seen
+
+
+def test_watch_sequence_numbers_go_on_across_a_restart(tmp_path) -> None:
+    first = start_service(tmp_path / "s")
+    fig1_job(first)
+    first.client.event("link-down", link=("w1", "v1"))
+    before = watched(first, 0)
+    last = before[-1].seq
+    assert [e.seq for e in before] == list(range(1, last + 1))
+    first.stop()
+    second = start_service(tmp_path / "s", installer=first.installer)
+    try:
+        second.client.event("link-up", link=("w1", "v1"))
+        after = watched(second, last)  # a client that saw ``last`` reconnects
+        assert after and after[0].seq == last + 1
+        assert any(e.WhichOneof("what") == "event" for e in after)
+        # and one that saw less gets the rest of the first life too
+        assert [e.seq for e in watched(second, 2)] == list(range(3, after[-1].seq + 1))
+    finally:
+        second.stop()
