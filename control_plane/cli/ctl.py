@@ -250,13 +250,14 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], tuple[object, list[st
 
 
 def run(args: argparse.Namespace) -> int:
+    timeout = REQUEST_TIMEOUT if args.timeout is None else args.timeout
     try:
         token = read_token(args.token_file) if args.token_file else None
+        client = Client(args.server, token, args.tls_ca, timeout)
     except AuthConfigError as exc:
         print(f"inart ctl: error: {exc}", file=sys.stderr)
         return 2
-    timeout = REQUEST_TIMEOUT if args.timeout is None else args.timeout
-    with Client(args.server, token, args.tls_ca, timeout) as client:
+    with client:
         try:
             message, lines = COMMANDS[args.ctl](client, args)
         except grpc.RpcError as exc:
