@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"inart serve: error: {exc}", flush=True)
         return 2
     installer: Installer = (MemoryInstaller() if args.switches == "memory" else
-                            P4RuntimeInstaller(pipeline, args.election_id, args.p4_timeout))
+                            P4RuntimeInstaller(pipeline, args.election_id, args.p4_timeout,
+                                               holdoff=args.reconcile_interval))
     controller = Controller(Store(args.state), installer, P4Info.load(pipeline.p4info),
                             drain_seconds=args.drain_seconds,
                             reconcile_interval=args.reconcile_interval)

@@ -295,14 +295,12 @@ class Controller:
         return [(sw, self.cache.item(entry).key) for sw, entry in pairs if entry.match in dead]
 
     def _sync_all(self, want: dict[str, dict[Key, Item]], job_id: int = 0, version: int = 0,
-                  step: str = "install", read: bool = False,
-                  probe: Sequence[str] = ()) -> dict[str, SyncResult]:
-        """Sync every switch in ``want`` in parallel, reporting progress on Watch, and only
-        read the switches in ``probe`` (lost ones: are they back?).  Called with ``io`` and
-        the state lock held; the switch I/O runs without the state lock."""
+                  step: str = "install", read: bool = False) -> dict[str, SyncResult]:
+        """Sync every switch in ``want`` in parallel, reporting progress on Watch.  Called
+        with ``io`` and the state lock held; the switch I/O runs without the state lock."""
         net = self._net()
         names = [sw for sw in want if sw in net.switches]
-        infos = {sw: net.switches[sw] for sw in [*names, *probe]}
+        infos = {sw: net.switches[sw] for sw in names}
         known = {sw: None if read else self.known.get(sw) for sw in names}
         results: dict[str, SyncResult] = {}
         synced: dict[str, dict[Key, Item] | None] = {}
@@ -310,17 +308,7 @@ class Controller:
 
         def one(sw: str) -> tuple[SyncResult, dict[Key, Item] | None]:
             return sync(self.installer, infos[sw], want[sw], known[sw])
-
-        def probe_one(sw: str) -> SyncResult:
-            result = SyncResult(sw)
-            try:
-                self.installer.read(infos[sw])
-            except Exception as exc:  # any failure means: still lost
-                result.reachable, result.error = False, str(exc)
-            return result
-        with self._unlocked(), ThreadPoolExecutor(
-                max(1, min(SYNC_THREADS, len(names) + len(probe)))) as pool:
-            probes = pool.map(probe_one, probe)
+        with self._unlocked(), ThreadPoolExecutor(max(1, min(SYNC_THREADS, len(names)))) as pool:
             for sw, (result, held) in zip(names, pool.map(one, names), strict=True):
                 results[sw], synced[sw] = result, held
                 writes += result.writes
@@ -328,25 +316,54 @@ class Controller:
                     self.hub.publish(job_id, install=pb.InstallProgress(
                         job_id=job_id, version=version, step=step, done=len(results),
                         total=len(names), updates=writes))
-            probed = dict(zip(probe, probes, strict=True))
         for sw in names:
-            result, before = results[sw], self.status.get(sw)
-            self.known[sw], self.status[sw] = synced[sw], result
-            if result.error and (job_id or before is None or before.error != result.error):
-                self.hub.publish(job_id, error=pb.ErrorReport(job_id=job_id,
-                                                              message=result.error))
-        self.status.update(probed)
-        return results | probed
+            self._set_status(results[sw], job_id)
+            self.known[sw] = synced[sw]
+        return results
+
+    def _set_status(self, result: SyncResult, job_id: int = 0) -> None:
+        """Remember a switch's last sync or probe; its error goes on Watch when new (or when
+        a job's install met it)."""
+        before = self.status.get(result.name)
+        self.status[result.name] = result
+        if result.error and (job_id or before is None or before.error != result.error):
+            self.hub.publish(job_id, error=pb.ErrorReport(job_id=job_id, message=result.error))
+
+    def _probe(self, switches: dict[str, SwitchInfo]) -> dict[str, SyncResult]:
+        """Whether each switch answers, in parallel, holding no lock."""
+        def one(info: SwitchInfo) -> SyncResult:
+            result = SyncResult(info.name)
+            try:
+                self.installer.probe(info)
+            except Exception as exc:  # any failure means: does not answer (yet)
+                result.reachable, result.error = False, str(exc)
+            return result
+        if not switches:
+            return {}
+        with ThreadPoolExecutor(min(SYNC_THREADS, len(switches))) as pool:
+            return {r.name: r for r in pool.map(one, switches.values())}
 
     def reconcile(self) -> pb.ReconcileResponse:
-        """Read every switch back and repair it (lost switches are only probed), then re-plan
-        the jobs that wait for a switch (stalled, or their last version failed to install)."""
+        """Read every switch back and repair it, then re-plan the jobs that wait for a switch
+        (stalled, or their last version failed to install).  Lost switches, and those that
+        did not answer last time, are probed first, beside the service's operations: one that
+        still does not answer holds nothing up; the others are read back and repaired."""
         t0 = time.perf_counter()
+        with self.lock:
+            net = self._net()
+            suspects = {sw: net.switches[sw] for sw in net.switches
+                        if sw in net.mod.lost or not self.status.get(sw, SyncResult(sw)).reachable}
+        probed = self._probe(suspects)
         with self.io:
             with self.lock:
                 net = self._net()
-                results = self._sync_all(self._desired(), read=True,
-                                         probe=sorted(net.mod.lost))
+                silent = {sw for sw, r in probed.items() if not r.reachable}
+                results = self._sync_all({sw: items for sw, items in self._desired().items()
+                                          if sw not in silent}, read=True)
+                for sw, probe in probed.items():
+                    if sw in net.switches and (sw in silent or sw in net.mod.lost):
+                        results[sw] = probe
+                        self._set_status(probe)
             response = pb.ReconcileResponse(seconds=time.perf_counter() - t0)
             for sw in sorted(results):
                 r = results[sw]
@@ -672,6 +689,10 @@ class Controller:
             self.hub.publish(event=record)
             if kind in (pb.EVENT_KIND_SWITCH_DOWN, pb.EVENT_KIND_SWITCH_UP):
                 self.known[node] = None  # it may restart meanwhile: read it back when back
+            if kind == pb.EVENT_KIND_SWITCH_UP:  # try it now, even if it was silent lately
+                with self._unlocked():
+                    probed = self._probe({node: net.switches[node]})
+                self._set_status(probed[node])
             response = pb.ReportEventResponse(event_id=record.id)
             reason = f"event {record.id}: {description}"
             replans = self._replan_all(reason)

@@ -63,3 +63,28 @@ def test_reads_answer_at_once_while_a_switch_does_not(tmp_path, blackhole: str) 
         assert not any(s.reachable for s in c.topology().switches)
     finally:
         svc.stop()
+
+
+def test_events_do_not_wait_for_a_switch_that_does_not_answer(tmp_path, blackhole: str) -> None:
+    """A reconcile probes silent switches beside the service's operations, and an operation
+    does not wait again for a switch that was silent a moment ago: an event (reporting the
+    switch lost, too) answers while a reconcile still waits for the switch."""
+    timeout = 2.0
+    installer = P4RuntimeInstaller(pipeline_for("embedded"), timeout=timeout, holdoff=60)
+    svc = start_service(tmp_path / "s", installer=installer)
+    c = svc.client
+    try:
+        c.register_topology(fig1(), {"v1": (blackhole, 1), "v2": (blackhole, 2)})
+        c.submit(model_size=1e6)  # stalled: no switch answers
+        for kind, link, node in (("link-down", ("w1", "v1"), ""), ("link-up", ("w1", "v1"), ""),
+                                 ("switch-down", None, "v1")):
+            reconcile = threading.Thread(target=c.reconcile, daemon=True)
+            reconcile.start()
+            time.sleep(0.2)  # it probes the switches now, for ``timeout`` seconds
+            t0 = time.perf_counter()
+            c.event(kind, link=link, node=node)
+            assert time.perf_counter() - t0 < timeout / 2, kind
+            reconcile.join()
+        assert {s.name: s.lost for s in c.topology().switches} == {"v1": True, "v2": False}
+    finally:
+        svc.stop()
