@@ -312,7 +312,7 @@ def build_server(controller: Controller, listen: str, token: str | None = None,
     port = (server.add_secure_port(listen, credentials) if credentials
             else server.add_insecure_port(listen))
     if port == 0:
-        raise AuthConfigError(f"--listen {listen}: cannot bind (in use or not an address of "
+        raise AuthConfigError(f"--listen {quote(listen)}: cannot bind (in use or not an address of "
                               f"this machine)")
     server.start()
     return server, port
