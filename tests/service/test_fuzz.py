@@ -358,7 +358,8 @@ class Storm:
             for _ in range(300):
                 if self.stop.is_set():
                     return
-                stream = c.watch(rng.choice([0, self.job_id]), since=rng.randrange(0, 50))
+                stream = c.watch(rng.choice([0, self.job_id]), since=rng.randrange(0, 50),
+                                 timeout=2.0)  # a quiet moment must not hang the client
                 try:
                     if rng.random() < 0.5:
                         next(iter(stream))
