@@ -14,9 +14,10 @@ import yaml
 from control_plane.cli.main import BENCHMARKS, COMMANDS
 from control_plane.repo import REPO
 
-# what a user must never read: the development process's sessions and issue numbers, and the
-# papers by their seed-file numbers instead of their names
-PROCESS_TALK = re.compile(r"session [0-9]|issue [0-9]+|seed 00[0-9]", re.IGNORECASE)
+# what a user must never read: the development process's sessions, issue numbers (also as
+# "#16") and commits, and the papers by their seed-file numbers instead of their names
+PROCESS_TALK = re.compile(r"session [0-9]|issue [0-9]+|(?:^|[\s(,])#[0-9]+\b"
+                          r"|commit [0-9a-f]{7,40}\b|seed 00[0-9]", re.IGNORECASE)
 SCANNED = ["README.md", "docs", "control_plane", "emulation", "host_stack", "realhosts",
            "p4src", "examples"]
 README_MAX_LINES = 200
@@ -33,8 +34,9 @@ def process_talk(paths: list[Path]) -> list[str]:
                 text = path.read_text()
             except UnicodeDecodeError:  # images, compiled Tofino binaries
                 continue
-            hits += [f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}:{n}: "
-                     f"{line.strip()}" for n, line in enumerate(text.splitlines(), 1)
+            base = REPO if path.is_relative_to(REPO) else (root if root.is_dir() else root.parent)
+            name = path.relative_to(base).as_posix()
+            hits += [f"{name}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1)
                      if PROCESS_TALK.search(line)]
     return hits
 
@@ -45,10 +47,12 @@ def test_no_sessions_or_issue_numbers_in_readme_docs_or_packages():
 
 def test_the_scan_finds_process_talk(tmp_path):
     (tmp_path / "a.md").write_text("fine\nas measured in Session 4\n")
-    (tmp_path / "b.py").write_text("# see issue 18\nx = 1  # seed 004\n")
-    (tmp_path / "c.png").write_bytes(b"\x89PNG\xff\xfe")
+    (tmp_path / "b.py").write_text("# see issue 18\nx = 1  # seed 004\n# 16 bits\n")
+    (tmp_path / "c.md").write_text("as in #16's run\nsince commit 96b5e23\n")
+    (tmp_path / "d.png").write_bytes(b"\x89PNG\xff\xfe")
     hits = process_talk([tmp_path])
-    assert [h.split(":")[1] for h in hits] == ["2", "1", "2"], hits
+    assert [h.split(":")[:2] for h in hits] == [["a.md", "2"], ["b.py", "1"], ["b.py", "2"],
+                                               ["c.md", "1"], ["c.md", "2"]], hits
 
 
 def readme() -> str:
