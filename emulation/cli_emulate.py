@@ -28,7 +28,7 @@ from emulation.measure import table, write_rows
 from emulation.scale_search import ScaleResult, parse_scales, search, summary
 from host_stack.train.hostrun import MODES, TrafficConfig
 
-# InArt (seed 004, section 5.3.2, 50 workers, heterogeneous fat-tree): communication time
+# InArt (WWW '24, section 5.3.2, 50 workers, heterogeneous fat-tree): communication time
 # cut by 49% vs ATP and 81% vs LBMM, i.e. inart/atp = 0.51 and inart/lbmm = 0.19.
 PAPER_COMM_RATIO = {"atp": 0.51, "lbmm": 0.19}
 DEFAULT_FACTORS = "1.0,1.05,1.1,1.2,1.35,1.5,2.0,3.0"  # plans are tight: fine steps near 1

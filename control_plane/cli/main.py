@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "remove exactly a plan's entries from running P4 switches"),
     "bench": ("control_plane.cli.bench", "run a benchmark (solver, target, transport, ...)"),
     "demo": ("emulation.cli_demo", "run the main demo (fig1 planned and emulated)"),
-    "experiment": ("host_stack.experiments.cli", "reproduce a seed paper's experiment"),
+    "experiment": ("host_stack.experiments.cli", "reproduce a paper's experiment (InArt, ...)"),
     "train": ("host_stack.train.cli", "train a model over a plan (PS + worker processes)"),
     "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),
     "shell": ("emulation.cli_shell", "p4runtime-shell on a switch of a running emulation"),
