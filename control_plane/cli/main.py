@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("control_plane.cli.serve", "run the controller service (gRPC API, re-planning)"),
     "ctl": ("control_plane.cli.ctl", "talk to a running `inart serve`"),
     "run": ("realhosts.cli_run", "run a job on real hosts and switches (inventory file)"),
+    "lab": ("realhosts.cli_lab", "namespace hosts and standalone switches here, for `inart run`"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
