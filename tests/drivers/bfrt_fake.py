@@ -133,11 +133,14 @@ def _build_file() -> descriptor_pb2.FileDescriptorProto:
 
 
 def _modules() -> tuple[types.ModuleType, types.ModuleType]:
-    pool = descriptor_pool.Default()
-    try:
-        pool.FindFileByName("inart_test_bfruntime_subset.proto")
-    except KeyError:
-        pool.Add(_build_file())
+    # a pool of its own: stubs generated from the SDE's bfruntime.proto (same message names)
+    # can then be loaded beside it, to drive this fake with them
+    pool = descriptor_pool.DescriptorPool()
+    for dep in (any_pb2, status_pb2):
+        fdp = descriptor_pb2.FileDescriptorProto()
+        dep.DESCRIPTOR.CopyToProto(fdp)
+        pool.Add(fdp)
+    pool.Add(_build_file())
     pb2 = types.ModuleType("bfruntime_pb2")
     for name in MESSAGES:
         if "." not in name:

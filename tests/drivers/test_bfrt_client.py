@@ -33,11 +33,12 @@ def test_a_refused_write_names_each_entry_and_the_reason():
     with FakeBfRuntime() as fake:
         client = _pushed(fake)
         try:
-            first = multicast_entries(PB2, client.info, 5, [(16, 101)])
-            client.write(PB2.Update.INSERT, first, "inart", "group 5")
-            again = multicast_entries(PB2, client.info, 6, [(24, 102), (16, 101)])
+            pb2 = client.pb2
+            first = multicast_entries(pb2, client.info, 5, [(16, 101)])
+            client.write(pb2.Update.INSERT, first, "inart", "group 5")
+            again = multicast_entries(pb2, client.info, 6, [(24, 102), (16, 101)])
             with pytest.raises(BfrtError) as info:
-                client.write(PB2.Update.INSERT, again, "inart", "group 6")
+                client.write(pb2.Update.INSERT, again, "inart", "group 6")
             err = info.value
             assert err.code == grpc.StatusCode.UNKNOWN
             assert err.failures == [(1, "ALREADY_EXISTS", "entry exists (fake)")]
@@ -54,13 +55,13 @@ def test_a_wrong_value_kind_is_refused_as_a_switch_would():
     with FakeBfRuntime() as fake:
         client = _pushed(fake)
         try:
-            (node, _) = multicast_entries(PB2, client.info, 5, [(16, 101)])
+            (node, _) = multicast_entries(client.pb2, client.info, 5, [(16, 101)])
             port = next(f for f in node.data.fields if f.field_id == 3)
             port.stream = (16).to_bytes(4, "big")  # what a driver ignoring 'repeated' sends
             with pytest.raises(BfrtError, match=r"INSERT \$pre.node\(\$MULTICAST_NODE_ID=101\): "
                                                 r"INVALID_ARGUMENT: \$pre.node \$DEV_PORT: "
                                                 r"stream for a repeated uint32 field"):
-                client.write(PB2.Update.INSERT, [node], "inart", "node")
+                client.write(client.pb2.Update.INSERT, [node], "inart", "node")
         finally:
             client.close()
 
