@@ -179,6 +179,9 @@ FIXED = {t["name"]: t for t in NON_P4["tables"]}
 PORT_ID, PORT_STR_INFO_ID = FIXED["$PORT"]["id"], FIXED["$PORT_STR_INFO"]["id"]
 NODE_ID, MGID_ID = FIXED["$pre.node"]["id"], FIXED["$pre.mgid"]["id"]
 WIDTHS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+# what bf_switchd requires beyond the schema's 'mandatory' (bf_rt_port_table_impl.cpp: a port
+# add needs both speed and FEC)
+REQUIRED_ON_INSERT = {"$PORT": ("$SPEED", "$FEC")}
 
 
 class Refused(Exception):
@@ -236,7 +239,8 @@ def check_entry(table: dict, te, insert: bool) -> None:
                           f"{name}: no data field id {df.field_id} (fake)")
         seen.add(df.field_id)
         _check_value(name, f, df)
-    missing = [f["name"] for fid, f in schema.items() if f["mandatory"] and fid not in seen]
+    missing = [f["name"] for fid, f in schema.items() if fid not in seen and (
+        f["mandatory"] or f["name"] in REQUIRED_ON_INSERT.get(name, ()))]
     if missing:
         raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
                       f"{name}: mandatory field(s) {', '.join(missing)} not set (fake)")
@@ -278,15 +282,16 @@ def error_status(message: str, errors: dict[int, Refused]) -> bytes:
 
 
 class FakeBfRuntime(FakeServer):
-    """A BfRuntime server: records requests, keeps entries by (table, key) and checks each
-    against the schemas, answers ``$PORT_STR_INFO`` reads from ``fronts`` (name -> dev port)
-    and other tables from what it keeps (a key-less read lists a table).  ``counters`` is the
-    hardware's counter cells ((table id, index) -> (packets, bytes)); a counter read answers
-    the values of the last read with ``from_hw``, as bf_switchd answers its software state.
-    ``fail_after`` makes each INSERT past that many stored entries fail,
-    ``fail_deletes_after`` each DELETE after that many (for rollback tests).  Writes go on
-    past a refused update, as bf_switchd's default CONTINUE_ON_ERROR batches do.
-    ``program`` is the loaded program's name (set by a push)."""
+    """A BfRuntime server: records requests, keeps entries by (table, key) and checks each against
+    the schemas, answers ``$PORT_STR_INFO`` reads from ``fronts`` (name -> dev port) and
+    other tables from what it keeps (a key-less read lists a table). ``counters`` is the
+    hardware's counter cells ((table id, index) -> (packets, bytes)); a counter read
+    answers the values of the last read with ``from_hw``, as bf_switchd answers its
+    software state. A push keeps the ports, and adding an added port succeeds without
+    changing it, as bf_switchd's port manager does. ``fail_after`` makes each INSERT past
+    that many stored entries fail, ``fail_deletes_after`` each DELETE after that many (for
+    rollback tests). Writes go on past a refused update, as bf_switchd's default
+    CONTINUE_ON_ERROR batches do. ``program`` is the loaded program's name (set by a push)."""
 
     def __init__(self, fronts: dict[str, int] | None = None, fail_after: int | None = None,
                  fail_deletes_after: int | None = None):
@@ -339,6 +344,8 @@ class FakeBfRuntime(FakeServer):
             if self.fail_after is not None and len(self.entries) >= self.fail_after:
                 raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "table full (fake)")
             if self._key(te) in self.entries:
+                if te.table_id == PORT_ID:
+                    return  # bf_switchd's port manager takes an added port's add as done
                 raise Refused(grpc.StatusCode.ALREADY_EXISTS, "entry exists (fake)")
             self.entries[self._key(te)] = te
         elif up.type == PB2.Update.DELETE:
@@ -418,8 +425,8 @@ class FakeBfRuntime(FakeServer):
         self.requests.append(req)
         if req.action != req.VERIFY_AND_WARM_INIT_BEGIN_AND_END:
             ctx.abort(grpc.StatusCode.UNIMPLEMENTED, "only pushes are faked")
-        with self.lock:
-            self.entries.clear()
+        with self.lock:  # a fast-reconfig push keeps the ports (bf_switchd replays them)
+            self.entries = {k: te for k, te in self.entries.items() if k[0] == PORT_ID}
             self.counters.clear()
             self.synced.clear()
             self.program = req.config[0].p4_name

@@ -175,3 +175,14 @@ def test_a_wrong_name_is_refused_before_any_write(fig1_compiled):
         with pytest.raises(BfrtInstallError, match="no action 'InaIngress.no_such_action'"):
             _run(compiled, {"v1": f1})
         assert _p4_entries(f1) == []
+
+
+def test_a_second_install_keeps_the_ports(fig1_compiled):
+    """A push is a fast reconfig: bf_switchd keeps the ports it had, and adding an added port
+    succeeds (the port keeps its settings), so installing again works."""
+    with FakeBfRuntime({"1/0": FRONT_DEV}) as f1:
+        first = _run(fig1_compiled, {"v1": f1})
+        ports = {k: te for k, te in f1.entries.items() if te.table_id == PORT_ID}
+        assert _run(fig1_compiled, {"v1": f1}) == first
+        assert {k: te for k, te in f1.entries.items() if te.table_id == PORT_ID} == ports
+        assert len(f1.of(PB2.SetForwardingPipelineConfigRequest)) == 2
