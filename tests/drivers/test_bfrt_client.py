@@ -8,7 +8,9 @@ import time
 
 import grpc
 import pytest
+import yaml
 
+from control_plane.deploy.addressing import assign
 from control_plane.drivers.bfrt.client import BfrtClient, BfrtError
 from control_plane.drivers.bfrt.entities import multicast_entries
 from control_plane.drivers.bfrt.info import BfrtInfo
@@ -121,3 +123,40 @@ def test_install_without_push_needs_the_program_running(fig1_compiled):
         _pushed(fake).close()  # loaded by another client, which holds it no longer
         written = install(fig1_compiled, [sw], FILES, push=False, stubs=STUBS, timeout=5)
         assert written["v1"] > 0 and len(fake.of(PB2.SetForwardingPipelineConfigRequest)) == 1
+
+
+def test_inart_install_bfrt_takes_a_push_timeout(fig1_plan, tmp_path, monkeypatch, capsys,
+                                                  fresh_bfrt_grpc):
+    """`inart install --bfrt --push-timeout S`: the push may take S seconds, other calls
+    --timeout."""
+    from control_plane.cli.main import main
+
+    pkg = tmp_path / "stubs" / "bfrt_grpc"  # the SDE's package, standing in
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "bfruntime_pb2.py").write_text("from tests.drivers.bfrt_fake import PB2\n"
+                                          "globals().update(vars(PB2))\n")
+    (pkg / "bfruntime_pb2_grpc.py").write_text("from tests.drivers.bfrt_fake import GRPC\n"
+                                               "BfRuntimeStub = GRPC.BfRuntimeStub\n")
+    monkeypatch.setenv("INART_BFRT_GRPC", str(pkg.parent))
+    plan = tmp_path / "plan.json"
+    fig1_plan.save(plan)
+    with SlowPush(delay=0) as f1, SlowPush(delay=0) as f2:
+        args = ["install", "--plan", str(plan), "--target", "tofino", "--bfrt",
+                "--timeout", "5", "--push-timeout", "42"]
+        for name, fake in (("v1", f1), ("v2", f2)):
+            ports = tmp_path / f"{name}.yaml"
+            ports.write_text(yaml.safe_dump(ports_for_file(fig1_plan, name)))
+            args += ["--switch", f"{name}={fake.address},device=0", "--ports", f"{name}={ports}"]
+        assert main(args) == 0, capsys.readouterr().err
+        for fake in (f1, f2):
+            (deadline,) = fake.deadlines
+            assert 37 < deadline <= 42
+    assert "install: " in capsys.readouterr().out
+
+
+def ports_for_file(plan, switch: str) -> dict:
+    """A ports file for ``switch``: plan port k on dev port 8 k."""
+    count = sum(1 for (s, _) in assign(plan.topology).port if s == switch)
+    return {"schema": "inart.ports/1", "ports": [
+        {"port": k, "dev_port": 8 * k, "speed": "100G"} for k in range(1, count + 1)]}

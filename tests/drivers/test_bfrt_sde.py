@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from control_plane.drivers.bfrt.sde import SdeError, load_stubs, sde_missing
 
 
 @pytest.fixture(autouse=True)
-def fresh_import():
+def _fresh(fresh_bfrt_grpc):
     """Each test imports its own bfrt_grpc package."""
-    def forget() -> None:
-        for name in [m for m in sys.modules if m == "bfrt_grpc" or m.startswith("bfrt_grpc.")]:
-            del sys.modules[name]
-    forget()
-    yield
-    forget()
 
 
 def test_no_sde_says_so():
