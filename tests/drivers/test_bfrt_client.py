@@ -108,7 +108,7 @@ def test_the_push_has_its_own_timeout_and_binds_nothing():
         client = BfrtClient(STUBS, fake.address, timeout=5, push_timeout=0.3).connect()
         try:
             with pytest.raises(BfrtError, match=r"SetForwardingPipelineConfig \(push\) did not "
-                                                r"finish within 0 s \(a longer --push-timeout"):
+                                                r"finish within 0.3 s \(a longer --push-timeout"):
                 client.push(PROGRAM)
         finally:
             client.close()

@@ -102,7 +102,7 @@ class BfrtClient:
             return fn(request, timeout=self.timeout if timeout is None else timeout)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
-                raise BfrtError(f"{self.address}: {name} did not finish within {timeout:.0f} s "
+                raise BfrtError(f"{self.address}: {name} did not finish within {timeout:g} s "
                                 f"(a longer --push-timeout?)", exc.code()) from None
             raise BfrtError(f"{self.address}: {name} failed: {exc.code().name}: "
                             f"{exc.details()}", exc.code()) from None
