@@ -378,7 +378,8 @@ class FakeBfRuntime(FakeServer):
                 raise Refused(grpc.StatusCode.NOT_FOUND, f"no port {name} (fake)")
             out = PB2.TableEntry(table_id=te.table_id)
             out.key.CopyFrom(te.key)
-            out.data.fields.add(field_id=1, stream=self.fronts[name].to_bytes(4, "big"))
+            dev_port = FIXED["$PORT_STR_INFO"]["data"][0]["singleton"]["id"]
+            out.data.fields.add(field_id=dev_port, stream=self.fronts[name].to_bytes(4, "big"))
             return [out]
         table = self.schema.get(te.table_id)
         if table is None:
