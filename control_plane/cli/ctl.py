@@ -1,7 +1,7 @@
 """`inart ctl`: the controller service's API on the command line (client: service/client.py).
 
-    inart ctl topology fig1 [--switch v1=127.0.0.1:50051 ...]   register (default addresses:
-                                                                the emulation's, --grpc-base)
+    inart ctl topology fig1 [--switch v1=127.0.0.1:9559 ...]    register (default addresses:
+                                                                the running emulation's)
     inart ctl topology                                          show
     inart ctl submit [--workers w1,w2] [--pss s1] --model-size 1e6
     inart ctl plan JOB [--version N] [--out plan.json]
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import grpc
 
-from control_plane.deploy.addressing import DEFAULT_GRPC_BASE, assign
 from control_plane.model.topologies import build_topology
-from control_plane.model.topology import TopologyError
+from control_plane.model.topology import Topology, TopologyError
+from control_plane.repo import EMULATION_STATE
 from control_plane.service.auth import AuthConfigError, read_token
 from control_plane.service.client import DEFAULT_ADDRESS, EVENT_KINDS, Client, to_dict
 from control_plane.service.proto import inart_controller_pb2 as pb
@@ -119,10 +119,27 @@ def cmd_topology(c: Client, args: argparse.Namespace) -> tuple[object, list[str]
         topo = build_topology(args.spec)
         switches = dict(args.switch)
         if not switches:
-            addr = assign(topo, args.grpc_base)
-            switches = {sw: (addr.grpc_address(sw), addr.device_id[sw]) for sw in topo.switches}
+            switches = emulation_switches(topo)
         state = c.register_topology(topo, switches)
     return state, topology_lines(state)
+
+
+def emulation_switches(topo: Topology, state: Path = EMULATION_STATE
+                       ) -> dict[str, tuple[str, int]]:
+    """Every switch of ``topo`` where the running emulation put it (its state file); a
+    TopologyError saying what to give instead when none runs or its switches differ."""
+    try:
+        running = json.loads(state.read_text())["switches"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise TopologyError(f"topology {topo.name}: no --switch given and no running emulation "
+                            f"({state} missing or unreadable): give --switch NAME=HOST:PORT "
+                            f"for every switch") from None
+    missing = [sw for sw in topo.switches if sw not in running]
+    if missing:
+        raise TopologyError(f"topology {topo.name}: switch(es) {', '.join(missing)} are not in "
+                            f"the running emulation ({state}: {', '.join(running)}): give "
+                            f"--switch NAME=HOST:PORT for them")
+    return {sw: (running[sw]["grpc"], int(running[sw]["device_id"])) for sw in topo.switches}
 
 
 def cmd_submit(c: Client, args: argparse.Namespace) -> tuple[object, list[str]]:
@@ -254,9 +271,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("spec", nargs="?", help="fig1 | fattree:K | leafspine:L,S,H | FILE")
     t.add_argument("--switch", action="append", type=parse_switch, default=[],
                    metavar="NAME=HOST:PORT[,device=N]", help="a switch's P4Runtime address")
-    t.add_argument("--grpc-base", type=int, default=DEFAULT_GRPC_BASE,
-                   help="without --switch: switch i at 127.0.0.1:(BASE+i), device i (the "
-                        "emulation's addresses)")
     s = cmds.add_parser("submit", parents=[common], help="submit a training job")
     s.add_argument("--workers", type=_csv, default=[], help="w1,w2,... (default: all)")
     s.add_argument("--pss", type=_csv, default=[], help="s1,... (default: all)")

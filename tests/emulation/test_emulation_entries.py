@@ -7,6 +7,8 @@ entries, so a wrong port, MAC or key shows up as a packet that goes astray.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from control_plane.deploy.addressing import Addressing, AddressingError, assign
@@ -175,7 +177,11 @@ def test_bad_paths_are_refused_with_the_flow_named():
 
 def test_addressing_is_deterministic_and_refuses_multihomed_hosts():
     a1, a2 = assign(fig1()), assign(fig1())
-    assert a1 == a2
+    # every address but the P4Runtime ports, which are ports free when assigned
+    assert replace(a1, grpc_port={}) == replace(a2, grpc_port={})
+    assert assign(fig1(), {"v1": 7001, "v2": 7002}).grpc_address("v2") == "127.0.0.1:7002"
+    with pytest.raises(AddressingError, match="switch 'v2': gRPC port None"):
+        assign(fig1(), {"v1": 7001})
     assert len(set(a1.ip.values())) == len(a1.ip) == 8
     assert len(set(a1.mac.values())) == len(a1.mac) == 10
     assert a1.grpc_address("v2") != a1.grpc_address("v1")

@@ -72,3 +72,24 @@ def test_replan_bench_prints_one_line_per_figure(tmp_path) -> None:
     assert [s["event"] for s in figure["samples"]] == ["link-down", "link-up"]
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("controller.")]
     assert line.startswith("controller.replan[fig1]") and "goal <= 1 s, ratio" in line
+
+
+def test_topology_without_switches_takes_the_running_emulations_addresses(tmp_path) -> None:
+    """No fixed default ports: the addresses come from the emulation's state file, and
+    without one (or with other switch names) the refusal says what to give instead."""
+    from control_plane.cli.ctl import emulation_switches
+    from control_plane.model.topologies import fig1
+    from control_plane.model.topology import TopologyError
+
+    state = tmp_path / "inart-emulation.json"
+    with pytest.raises(TopologyError, match=r"no running emulation .*--switch NAME=HOST:PORT"):
+        emulation_switches(fig1(), state)
+    state.write_text(json.dumps({"switches": {"v1": {"grpc": "127.0.0.1:41001",
+                                                     "device_id": 1}}}))
+    with pytest.raises(TopologyError, match=r"switch\(es\) v2 are not in the running"):
+        emulation_switches(fig1(), state)
+    state.write_text(json.dumps({"switches": {
+        sw: {"grpc": f"127.0.0.1:{41000 + i}", "device_id": i} for i, sw in
+        enumerate(["v1", "v2", "x9"], 1)}}))
+    assert emulation_switches(fig1(), state) == {"v1": ("127.0.0.1:41001", 1),
+                                                 "v2": ("127.0.0.1:41002", 2)}
