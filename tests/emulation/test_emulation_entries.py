@@ -218,10 +218,19 @@ def test_experiment_plots_one_png_per_metric(tmp_path):
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
-def test_comm_ratios_are_printed_beside_the_papers():
+def test_comm_ratios_are_printed_beside_the_plans_and_on_a_fat_tree_the_papers():
     from emulation.cli_emulate import comm_ratios
 
-    lines = comm_ratios([{"scheme": "inart", "comm_s": 1.0}, {"scheme": "atp", "comm_s": 2.0},
-                         {"scheme": "lbmm", "comm_s": 4.0}])
-    assert lines[0].startswith("comm time inart/atp = 0.50 (cut 50%); paper: 0.51 (cut 49%)")
-    assert "inart/lbmm = 0.25" in lines[1] and "paper: 0.19 (cut 81%)" in lines[1]
+    def rows(topology: str) -> list[dict]:
+        return [{"scheme": s, "comm_s": c, "plan_comm_s": p, "topology": topology}
+                for s, c, p in (("inart", 1.0, 0.8), ("atp", 2.0, 1.0), ("lbmm", 4.0, 1.6))]
+
+    lines = comm_ratios(rows("fattree:6"))
+    assert lines[0] == ("comm time inart/atp = 0.50 (cut 50%); plans: 0.80; "
+                        "paper (its fat-tree): 0.51 (cut 49%)")
+    assert "inart/lbmm = 0.25" in lines[1] and "paper (its fat-tree): 0.19 (cut 81%)" in lines[1]
+    # the paper's figures are its 50-worker fat-tree's: not a fig1's or a leaf-spine's
+    for topology in ("leafspine:2,2,3", "fig1"):
+        lines = comm_ratios(rows(topology))
+        assert lines[1] == "comm time inart/lbmm = 0.25 (cut 75%); plans: 0.50"
+        assert not any("paper" in line for line in lines)
