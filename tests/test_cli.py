@@ -48,7 +48,7 @@ def test_plan_keeps_every_plan_and_the_table_under_out_plan(tmp_path):
     assert Plan.load(out / "atp.json").scheme == "atp"
     assert Plan.load(out / "inart.json").rate == 2.5
     assert (out / "plan.csv").read_text().startswith("scheme,rate")
-    assert "written to out/plan/" in proc.stdout
+    assert "wrote out/plan/<scheme>.json (inart, atp) and out/plan/plan.csv" in proc.stdout
 
 
 def test_plan_bad_input_is_a_clear_error():

@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     for p in plans:
         p.save(args.out / f"{p.scheme}.json")
     (args.out / "plan.csv").write_text(to_csv(rows))
-    print(f"plans and table written to {args.out}/ ({', '.join(p.scheme for p in plans)}"
-          f".json, plan.csv)")
+    print(f"wrote {args.out / '<scheme>.json'} ({', '.join(p.scheme for p in plans)}) and "
+          f"{args.out / 'plan.csv'}")
     if args.json:
         if len(plans) == 1:
             plans[0].save(args.json)
