@@ -4,6 +4,7 @@ started by `inart switch` that a P4Runtime client programs."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
 from pathlib import Path
@@ -101,6 +102,24 @@ def test_standalone_switch_from_the_cli_takes_a_pipeline(name: str) -> None:
     while time.monotonic() < deadline and _listening(grpc):
         time.sleep(0.1)
     assert not _listening(grpc), "the switch outlived `inart switch`"
+
+
+def test_a_standalone_switch_without_an_address_takes_a_free_port() -> None:
+    """No fixed default: with bmv2's usual 9559 held by someone else it still starts, on a
+    port it names."""
+    held = socket.socket()
+    try:
+        held.bind(("127.0.0.1", 9559))
+        held.listen()
+    except OSError:  # already held by another process: as good for this test
+        pass
+    try:
+        with inart_foreground("switch", "--target", "embedded", stop_timeout=20) as line:
+            found = re.search(r"ready: .*P4Runtime on (127\.0\.0\.1:\d+)", line)
+            assert found and found.group(1) != "127.0.0.1:9559", line
+            assert _listening(found.group(1))
+    finally:
+        held.close()
 
 
 def _listening(address: str) -> bool:
