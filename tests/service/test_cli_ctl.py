@@ -93,3 +93,18 @@ def test_topology_without_switches_takes_the_running_emulations_addresses(tmp_pa
         enumerate(["v1", "v2", "x9"], 1)}}))
     assert emulation_switches(fig1(), state) == {"v1": ("127.0.0.1:41001", 1),
                                                  "v2": ("127.0.0.1:41002", 2)}
+
+
+def test_serve_on_a_taken_port_names_the_holder(tmp_path) -> None:
+    import os
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        address = f"127.0.0.1:{held.getsockname()[1]}"
+        proc = inart("serve", "--switches", "memory", "--listen", address, "--state",
+                     str(tmp_path), timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert f"cannot listen on {address}: in use by pid {os.getpid()} (" in proc.stdout
+    assert "Traceback" not in proc.stderr
