@@ -1,6 +1,6 @@
 """Re-planning a running job: InArt's two phases, the first only when the split must change.
 
-The seed paper runs phase 1 (L-InArt: the model split x_s) at long intervals and phase 2
+The InArt paper runs phase 1 (L-InArt: the model split x_s) at long intervals and phase 2
 (LP-InArt + rounding: aggregation points and paths) whenever the network changes.  L-InArt's
 split depends only on the PSs' spare capacities (x_s is proportional to B(s) - b(s), see
 control_plane/solver/l_inart.py), so a re-plan re-runs phase 1 exactly when that split moves: a PS

@@ -126,9 +126,9 @@ def group_item(group: Group) -> Item:
 
 class ItemCache:
     """What a switch should hold, as Items, computed from P4Info ids and integer values
-    without building P4Runtime messages (pure-Python protobuf, the project's until issue 14,
-    made those the slowest part of a re-plan), and remembered per entry: successive versions
-    and the network's routes share most entries."""
+    without building P4Runtime messages (pure-Python protobuf, which the project used before
+    protobuf 6, made those the slowest part of a re-plan), and remembered per entry: successive
+    versions and the network's routes share most entries."""
 
     LIMIT = 1 << 20  # items remembered before the cache starts over
 
