@@ -8,15 +8,25 @@ import os
 import socket
 from pathlib import Path
 
+SERVICE_PORT = 50070  # `inart serve`'s default port: clients find the service there
+DEFAULTS = frozenset({SERVICE_PORT})  # ports a free port is never taken from
+
 
 def free_ports(n: int) -> list[int]:
     """``n`` distinct ports that were free a moment ago (all held while choosing, so none
-    repeats; the caller binds them right after)."""
-    socks = [socket.socket() for _ in range(n)]
+    repeats; the caller binds them right after), never one of ``DEFAULTS``: a switch on the
+    service's port would make a later `inart serve` fail."""
+    socks: list[socket.socket] = []
+    ports: list[int] = []
     try:
-        for s in socks:
+        while len(ports) < n:
+            s = socket.socket()
+            socks.append(s)  # a default stays bound until the end, so it is not offered again
             s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
+            port = int(s.getsockname()[1])
+            if port not in DEFAULTS:
+                ports.append(port)
+        return ports
     finally:
         for s in socks:
             s.close()

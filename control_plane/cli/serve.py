@@ -18,7 +18,7 @@ from pathlib import Path
 
 from control_plane.deploy.pipeline import TARGET_CONFIG, PipelineError, pipeline_for
 from control_plane.drivers.p4runtime import P4Info
-from control_plane.localhost import port_holder
+from control_plane.localhost import SERVICE_PORT, port_holder
 from control_plane.repo import out_dir
 from control_plane.service.auth import (
     AuthConfigError,
@@ -31,7 +31,7 @@ from control_plane.service.server import build_server
 from control_plane.service.store import Store
 from control_plane.service.switches import Installer, MemoryInstaller, P4RuntimeInstaller
 
-DEFAULT_LISTEN = "127.0.0.1:50070"
+DEFAULT_LISTEN = f"127.0.0.1:{SERVICE_PORT}"
 
 
 def parse_election_id(text: str) -> tuple[int, int]:

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 
-from control_plane.localhost import free_ports, port_holder
+from control_plane.localhost import SERVICE_PORT, free_ports, port_holder
 
 
 def test_free_ports_are_distinct_and_bindable() -> None:
@@ -16,6 +16,27 @@ def test_free_ports_are_distinct_and_bindable() -> None:
     for port in ports:
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))
+
+
+def test_free_ports_never_hand_out_the_services_default_port(monkeypatch) -> None:
+    """The kernel may offer 50070 like any ephemeral port; an emulation's switch there would
+    make a later `inart serve` fail, so it is skipped (a fake kernel offers it first)."""
+    import control_plane.localhost as localhost
+
+    offered = iter([SERVICE_PORT, 41001, SERVICE_PORT + 1])
+
+    class Kernel:
+        def bind(self, _address) -> None:
+            self.port = next(offered)
+
+        def getsockname(self) -> tuple[str, int]:
+            return ("127.0.0.1", self.port)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(localhost.socket, "socket", Kernel)
+    assert free_ports(2) == [41001, SERVICE_PORT + 1]
 
 
 def test_port_holder_names_the_pid_and_command_line() -> None:
