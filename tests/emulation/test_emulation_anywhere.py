@@ -39,6 +39,10 @@ def finished(proc: subprocess.Popen, cwd: Path) -> list[dict]:
 
 
 def test_emulate_from_a_directory_outside_the_repository(tmp_path) -> None:
+    """Its children (switch farm, hosts' processes) run there too; a directory there named
+    like one of the packages must not shadow it (child_env's PYTHONSAFEPATH)."""
+    (tmp_path / "emulation").mkdir()
+    (tmp_path / "emulation" / "__init__.py").write_text("raise ImportError('shadowed')\n")
     finished(emulate(tmp_path, "-t", "fig1"), tmp_path)
     assert (tmp_path / "out" / "emulate" / "logs" / "v1.log").is_file()
 
