@@ -2,13 +2,15 @@
 
 The network is built once per topology and kept for every scheme and rate: installing a plan
 pushes the pipeline again, which resets every table, register and counter, so schemes never
-see each other's state.  ``state.json`` in the output directory names the running switches so
-``inart shell SWITCH`` can attach while an emulation runs (it is removed on teardown).
+see each other's state.  ``STATE_FILE`` (control_plane/repo.py) names the latest emulation's
+switches and their P4Runtime addresses, so ``inart shell SWITCH`` and ``inart ctl topology``
+find them while it runs (its emulation removes it on teardown).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -24,13 +26,25 @@ from control_plane.deploy.pipeline import Pipeline
 from control_plane.deploy.transaction import addressed_switches, install
 from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
+from control_plane.repo import EMULATION_STATE
 from emulation.measure import event_names, link_bytes, summarize
 from emulation.network import Network, queue_for
 from emulation.resources import Monitor
 from emulation.targets.embedded.stats import StatsError, read_stats, reasons
 from host_stack.train.hostrun import JobResult, TrafficConfig, run_job
 
-STATE_FILE = Path("/tmp/inart-emulation.json")
+STATE_FILE = EMULATION_STATE
+
+
+def _forget_state() -> None:
+    """Remove the state file if this process wrote it (another emulation that started since
+    keeps its own)."""
+    try:
+        mine = json.loads(STATE_FILE.read_text()).get("pid") == os.getpid()
+    except (OSError, ValueError, AttributeError):
+        return
+    if mine:
+        STATE_FILE.unlink(missing_ok=True)
 
 
 @dataclass
@@ -59,13 +73,13 @@ class Emulation:
                  scale: float = 0.5, loss: float = 0.0, quiet: bool = False,
                  program: Pipeline | None = None, window: int = TrafficConfig.window) -> None:
         self.topo = topology
-        self.out_dir = out_dir
+        self.out_dir = out_dir.resolve()  # hosts' processes and switches get absolute paths
         self.addr: Addressing = assign(topology)
         self.program = program or Pipeline()
         self.quiet = quiet
         self.scale = scale
         self.window = window  # the most any run's TrafficConfig may keep in flight per stream
-        self.net = Network(topology, self.addr, out_dir / "logs", target, scale, loss, quiet,
+        self.net = Network(topology, self.addr, self.out_dir / "logs", target, scale, loss, quiet,
                            queue_for(len(topology.workers), len(topology.pss), window))
         self.installed: str | None = None
         self.monitor = Monitor(lambda: {"switches": self.net.switch_pids(),
@@ -84,7 +98,7 @@ class Emulation:
                               "device_id": self.addr.device_id[sw]}
                          for sw in self.topo.switches},
             "p4info": str(self.program.p4info), "config": str(self.program.config),
-            "out_dir": str(self.out_dir)}))
+            "out_dir": str(self.out_dir), "pid": os.getpid()}))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -92,7 +106,7 @@ class Emulation:
             self.net.__exit__(*exc)
         finally:
             self.monitor.__exit__()
-            STATE_FILE.unlink(missing_ok=True)
+            _forget_state()
 
     @property
     def unit_bps(self) -> float:

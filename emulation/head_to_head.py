@@ -53,6 +53,9 @@ COLLECTIVES = ("ring", "tree", "rsgcm")
 SELECTIVE = "selective"
 KNOWN = (*INA, *COLLECTIVES, SELECTIVE)
 SCHEMES = ("inart", "atp", "lbmm", *COLLECTIVES, SELECTIVE)  # the default comparison
+# torch.distributed's rendezvous and the selective coordinator's store listen on a worker's or
+# PS's address inside the emulation's own host namespaces, where nothing else runs: fixed
+# ports cannot collide there (loopback runs, `inart train`, take free ports instead)
 DIST_PORT = 29500
 STORE_PORT = 29600
 

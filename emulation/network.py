@@ -32,7 +32,7 @@ from pathlib import Path
 
 from control_plane.deploy.addressing import Addressing
 from control_plane.model.topology import Topology
-from control_plane.repo import REPO, child_env
+from control_plane.repo import child_env
 from emulation.switch_claims import ClaimError, SwitchClaims, interfaces_of, loss_table
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S
@@ -141,7 +141,7 @@ class Network:
             raise NetworkError(f"queue_packets {queue_packets}: expected >= 1")
         self.scale, self.loss, self.quiet = scale, loss, quiet
         self.queue_packets = queue_packets
-        self.out_dir = out_dir
+        self.out_dir = out_dir.resolve()  # switch logs and host files: absolute for children
         self.net = None
         # embedded switches fork from one parent that imported the target once (farm.py)
         self.farm = SwitchFarm() if target == "embedded" else None
@@ -314,7 +314,7 @@ class Network:
         assert self.net is not None
         env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
         # mnexec -d (Mininet's popen) makes the process a session leader: killpg reaches it
-        proc = self.net.get(host).popen(cmd, env=env, cwd=str(REPO), **kwargs)
+        proc = self.net.get(host).popen(cmd, env=env, **kwargs)
         self.procs.append(proc)
         return proc
 

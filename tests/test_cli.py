@@ -2,6 +2,8 @@ import subprocess
 import sys
 
 from control_plane.cli import main as cli
+from control_plane.model.plan import Plan
+from control_plane.repo import child_env
 
 
 def test_every_registered_module_has_register():
@@ -34,6 +36,19 @@ def test_plan_fig1_table_and_json(tmp_path):
     assert "inart" in proc.stdout and "2.5" in proc.stdout
     assert (tmp_path / "plans" / "inart.json").exists()
     assert (tmp_path / "t.csv").read_text().startswith("scheme,rate")
+
+
+def test_plan_keeps_every_plan_and_the_table_under_out_plan(tmp_path):
+    """Run where a user runs it (not the checkout): the results land in that directory."""
+    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "plan", "-t", "fig1",
+                           "-s", "inart,atp"], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env=child_env())
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "out" / "plan"
+    assert Plan.load(out / "atp.json").scheme == "atp"
+    assert Plan.load(out / "inart.json").rate == 2.5
+    assert (out / "plan.csv").read_text().startswith("scheme,rate")
+    assert "wrote out/plan/<scheme>.json (inart, atp) and out/plan/plan.csv" in proc.stdout
 
 
 def test_plan_bad_input_is_a_clear_error():

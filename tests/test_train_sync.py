@@ -6,6 +6,7 @@ import pytest
 
 from control_plane.cli.main import build_parser, main
 from control_plane.model.topologies import fig1
+from control_plane.repo import child_env
 from control_plane.solver.solve import solve
 from host_stack.train.jobargs import GIVEN
 from host_stack.train.models import build_model
@@ -23,16 +24,20 @@ def plan_file(tmp_path_factory):
 
 @pytest.mark.parametrize("sync", ["ring", "tree", "selective"])
 def test_train_with_other_schemes(plan_file, sync, tmp_path):
-    report = tmp_path / "report.json"
+    """Run where a user runs it: the report, table and plot land under ./out/train/."""
+    report = tmp_path / "out" / "train" / "train.json"
     proc = subprocess.run(
         [sys.executable, "-m", "control_plane.cli", "train", "--plan", str(plan_file),
-         "--model", "mlp", "--rounds", "15", "--sync", sync, "--json", str(report),
-         *([] if sync == "selective" else ["--quiet"])],
-        capture_output=True, text=True, timeout=300)
+         "--model", "mlp", "--rounds", "15", "--sync", sync,
+         *([] if sync == "selective" else ["--quiet", "--plot"])],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=child_env())
     assert proc.returncode == 0, proc.stderr[-2000:]
     if sync == "selective":
         assert "average_model_accuracy=" in proc.stdout
+        assert "average_model_accuracy" in json.loads(report.read_text())
         return
+    assert (report.with_name("train.png").stat().st_size > 0
+            and report.with_name("train.csv").read_text().startswith("round,"))
     assert "identical parameters: True" in proc.stdout
     # the table's communication columns are measured, as for INA:
     # ring and RAT trees send 2(W-1)/W of the gradient per worker and round, W = 6 on fig1
@@ -68,3 +73,14 @@ def test_job_options_name_every_model_without_importing_torch():
     from host_stack.train.models import MODELS
 
     assert sorted(MODEL_NAMES) == sorted(MODELS)
+
+
+def test_the_plot_title_names_pss_only_where_the_mode_has_them():
+    from host_stack.ina.jobplan import job_plan, star_plan
+    from host_stack.train.cli import title
+    from host_stack.train.launcher import TrainResult
+
+    result = TrainResult(job_plan(star_plan(6, [0.5, 0.5])), [], [])
+    assert title(result, "ring") == "ring: 6 workers"
+    assert title(result, "tree") == "tree: 6 workers"
+    assert title(result, "ina").endswith("(ina): 6 workers, 2 PSs")

@@ -51,7 +51,7 @@ from control_plane.deploy.transaction import (
 from control_plane.drivers.p4runtime import P4RuntimeClient
 from control_plane.localhost import free_port
 from control_plane.model.topologies import build_topology
-from control_plane.repo import REPO, child_env
+from control_plane.repo import child_env
 from control_plane.service import bench as replan
 from control_plane.solver.solve import solve
 
@@ -102,7 +102,7 @@ class StandaloneSwitch:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "control_plane.cli", "switch", "--target", self.target,
                  "--grpc", self.address, "--device-id", str(DEVICE_ID)],
-                stdout=out, stderr=subprocess.STDOUT, env=child_env(), cwd=REPO)
+                stdout=out, stderr=subprocess.STDOUT, env=child_env())
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             text = self.log.read_text(errors="replace")

@@ -1,7 +1,7 @@
 """`inart ctl`: the controller service's API on the command line (client: service/client.py).
 
-    inart ctl topology fig1 --switch v1=127.0.0.1:50051 ...     register (every switch's
-                                  address, or --grpc-base B: switch i at 127.0.0.1:B+i)
+    inart ctl topology fig1 [--switch v1=127.0.0.1:9559 ...]    register (default addresses:
+                                                                the running emulation's)
     inart ctl topology                                          show
     inart ctl submit [--workers w1,w2] [--pss s1] --model-size 1e6
     inart ctl plan JOB [--version N] [--out plan.json]
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import grpc
 
-from control_plane.deploy.addressing import assign
 from control_plane.model.topologies import build_topology
-from control_plane.model.topology import TopologyError
+from control_plane.model.topology import Topology, TopologyError
+from control_plane.repo import EMULATION_STATE
 from control_plane.service.auth import AuthConfigError, is_loopback, read_token, split_address
 from control_plane.service.client import DEFAULT_ADDRESS, EVENT_KINDS, Client, to_dict
 from control_plane.service.proto import inart_controller_pb2 as pb
@@ -126,15 +126,12 @@ def cmd_topology(c: Client, args: argparse.Namespace) -> tuple[object, list[str]
     else:
         topo = build_topology(args.spec)
         switches = dict(args.switch)
-        if args.grpc_base is not None:
-            addr = assign(topo, args.grpc_base)
-            switches = {sw: (addr.grpc_address(sw), addr.device_id[sw]) for sw in topo.switches
-                        } | switches
+        if not switches:
+            switches = emulation_switches(topo)
         missing = [sw for sw in topo.switches if sw not in switches]
         if missing:
             raise UsageError(f"topology {args.spec}: no P4Runtime address for switch(es) "
-                             f"{', '.join(missing[:8])}: give --switch NAME=HOST:PORT for each "
-                             f"(or --grpc-base B: switch i at 127.0.0.1:B+i)")
+                             f"{', '.join(missing[:8])}: give --switch NAME=HOST:PORT for each")
         for sw, where in switches.items():
             address = where if isinstance(where, str) else where[0]
             if _same_endpoint(address, args.server):
@@ -155,6 +152,24 @@ def _same_endpoint(a: str, b: str) -> bool:
         return False
     return port_a == port_b and (host_a == host_b
                                  or (is_loopback(host_a) and is_loopback(host_b)))
+
+
+def emulation_switches(topo: Topology, state: Path = EMULATION_STATE
+                       ) -> dict[str, tuple[str, int]]:
+    """Every switch of ``topo`` where the running emulation put it (its state file); a
+    TopologyError saying what to give instead when none runs or its switches differ."""
+    try:
+        running = json.loads(state.read_text())["switches"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise TopologyError(f"topology {topo.name}: no --switch given and no running emulation "
+                            f"({state} missing or unreadable): give --switch NAME=HOST:PORT "
+                            f"for every switch") from None
+    missing = [sw for sw in topo.switches if sw not in running]
+    if missing:
+        raise TopologyError(f"topology {topo.name}: switch(es) {', '.join(missing)} are not in "
+                            f"the running emulation ({state}: {', '.join(running)}): give "
+                            f"--switch NAME=HOST:PORT for them")
+    return {sw: (running[sw]["grpc"], int(running[sw]["device_id"])) for sw in topo.switches}
 
 
 def cmd_submit(c: Client, args: argparse.Namespace) -> tuple[object, list[str]]:
@@ -304,10 +319,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("spec", nargs="?", help="fig1 | fattree:K | leafspine:L,S,H | FILE")
     t.add_argument("--switch", action="append", type=parse_switch, default=[],
                    metavar="NAME=HOST:PORT[,device=N]", help="a switch's P4Runtime address")
-    t.add_argument("--grpc-base", type=int,
-                   help="switches without --switch: switch i at 127.0.0.1:(BASE+i), device i "
-                        "(an emulation started with that base); no default: a guessed address "
-                        "may be another program's, even the service's own")
     s = cmds.add_parser("submit", parents=[common], help="submit a training job")
     s.add_argument("--workers", type=_csv, default=[], help="w1,w2,... (default: all)")
     s.add_argument("--pss", type=_csv, default=[], help="s1,... (default: all)")

@@ -18,7 +18,8 @@ host's address), and switch number i (natural order) is P4Runtime device i unles
 ``--switch NAME=ADDR,device=N`` says otherwise.  ``--topology`` (with the --ps/--seed that
 `inart plan` got) checks that the real network has the plan's nodes and links.  All or
 nothing across the switches; running it twice changes nothing
-(control_plane/deploy/transaction.py says how).
+(control_plane/deploy/transaction.py says how).  Every run also writes its result as JSON
+under --out (out/install/install.json, verify.json, dry-run.json; out/uninstall/...).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
@@ -62,13 +64,14 @@ from control_plane.drivers.tofino.ports import PortsError, PortsFile, load_ports
 from control_plane.model.plan import Plan, PlanError
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import Topology, TopologyError, natural_key
+from control_plane.repo import out_dir
 from control_plane.report import format_table
 
 INPUT_ERRORS = (PlanError, TopologyError, AddressingError, EntriesError, PipelineError,
                 StateError, PortsError)
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def _add_common(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("--plan", required=True, help="an inart.plan/1 file (`inart plan --json`)")
     add_topology_args(p)  # --topology, and --ps/--seed/... as `inart plan` took them
     p.set_defaults(topology=None)  # default: the plan's own topology, nothing to check
@@ -86,12 +89,15 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "docs/tofino.md); one per switch")
     p.add_argument("--timeout", type=float, default=15.0, help="seconds per P4Runtime call")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--out", type=Path, default=out_dir(name),
+                   help=f"the result as JSON goes to OUT/{name}.json (verify.json with "
+                        f"--verify, dry-run.json with --dry-run; default %(default)s)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `inart install`."""
     p = command(subparsers, "install", "install a plan onto running P4 switches", __doc__)
-    _add_common(p)
+    _add_common(p, "install")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true",
                       help="print every switch's entries, groups and port mapping; contact "
@@ -126,7 +132,7 @@ def register_uninstall(subparsers: argparse._SubParsersAction) -> None:
                               description="Remove a plan's entries and multicast groups (those "
                                           "present and equal to the plan's) from running "
                                           "switches; all or nothing.")
-    _add_common(p)
+    _add_common(p, "uninstall")
     p.add_argument("--force", action="store_true",
                    help="also remove entries/groups with the plan's keys but other contents")
     _add_bfrt(p, "deletes the plan's entries, PRE groups and nodes (ports stay up)")
@@ -223,6 +229,8 @@ def run_bfrt(args: argparse.Namespace, command: str, compiled: Compiled,
                                          timeout=args.timeout)
             for r in reports:
                 print(f"{r.switch.name}: program {r.program}, {r.deleted} entries deleted")
+            record(args, "uninstall", {"command": "uninstall", "switches": {
+                r.switch.name: {"program": r.program, "deleted": r.deleted} for r in reports}})
             print(f"uninstall: {sum(r.deleted for r in reports)} entries on {len(reports)} "
                   f"switch(es) in {time.perf_counter() - started:.2f} s")
             return 0
@@ -236,6 +244,8 @@ def run_bfrt(args: argparse.Namespace, command: str, compiled: Compiled,
     for t in targets:
         print(f"{t.name}: program pushed, {len(t.ports.ports)} port(s) up, "
               f"{written[t.name]} entries written")
+    record(args, "install", {"command": "install", "switches": {
+        t.name: {"ports_up": len(t.ports.ports), "written": written[t.name]} for t in targets}})
     print(f"install: {sum(written.values())} entries on {len(written)} switch(es) in "
           f"{time.perf_counter() - started:.2f} s")
     return 0
@@ -283,6 +293,14 @@ class _Bar:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def record(args: argparse.Namespace, name: str, doc: dict) -> None:
+    """The result as JSON under --out (said on stderr with --json, whose stdout is the JSON)."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"{name}.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
 
 
 def _fail(command: str, exc: Exception, status: int) -> int:
@@ -351,9 +369,11 @@ PIPELINE_NOW = {"ours": "ours", "none": "none", "other": "another program's"}
 def show_reports(args: argparse.Namespace, command: str, reports: list[SwitchReport],
                  seconds: float) -> None:
     """One line per switch (or JSON): pipeline, updates written, items left alone."""
+    doc = {"command": command, "seconds": round(seconds, 3),
+           "switches": {r.switch.name: r.to_dict() for r in reports}}
+    record(args, command, doc)
     if args.json:
-        print(json.dumps({"command": command, "seconds": round(seconds, 3),
-                          "switches": {r.switch.name: r.to_dict() for r in reports}}, indent=1))
+        print(json.dumps(doc, indent=1))
         return
     rows = []
     for r in reports:
@@ -372,9 +392,11 @@ def show_reports(args: argparse.Namespace, command: str, reports: list[SwitchRep
 def show_verify(args: argparse.Namespace, reports: list[SwitchReport], limit: int = 20) -> int:
     """Per switch: ok, or every missing / extra / different item (JSON with --json)."""
     clean = verify_clean(reports)
+    doc = {"command": "verify", "clean": clean,
+           "switches": {r.switch.name: r.to_dict() for r in reports}}
+    record(args, "verify", doc)
     if args.json:
-        print(json.dumps({"command": "verify", "clean": clean,
-                          "switches": {r.switch.name: r.to_dict() for r in reports}}, indent=1))
+        print(json.dumps(doc, indent=1))
         return 0 if clean else 1
     for r in reports:
         d = r.diff
@@ -425,6 +447,7 @@ def dry_run(args: argparse.Namespace, plan: Plan, addressing: Addressing, compil
             "groups": [{"group_id": g.group_id, "replicas": [list(r) for r in g.replicas],
                         "why": g.why} for g in swe.groups],
         }
+    record(args, "dry-run", data)
     if args.json:
         print(json.dumps(data, indent=1))
         return 0

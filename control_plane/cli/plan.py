@@ -1,4 +1,9 @@
-"""`inart plan`: solve a topology with one or all schemes and print one comparison table."""
+"""`inart plan`: solve a topology with one or all schemes and print one comparison table.
+
+Every plan is written as OUT/<scheme>.json (inart.plan/1, what `inart install`, `inart train`
+and the emulation take) and the table as OUT/plan.csv, OUT being --out (default out/plan);
+--json and --csv write them elsewhere as well.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from tqdm import tqdm
 
 from control_plane.model.topologies import PRESETS, build_topology
 from control_plane.model.topology import TopologyError
+from control_plane.repo import out_dir
 from control_plane.report import format_table, plan_row, to_csv
 from control_plane.solver.solve import MILP_MAX_FLOWS, PAPER_SCHEMES, ROUNDINGS, SCHEMES, solve
 
@@ -43,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", type=Path,
                    help="write the plan (one scheme) or a directory of <scheme>.json (several)")
     p.add_argument("--csv", type=Path, help="write the table as CSV")
+    p.add_argument("--out", type=Path, default=out_dir("plan"),
+                   help="directory for <scheme>.json of every plan and plan.csv "
+                        "(default %(default)s)")
     p.add_argument("--debug", action="store_true", help="log solver details (L-InArt KKT)")
     p.set_defaults(func=run)
 
@@ -78,6 +87,12 @@ def run(args: argparse.Namespace) -> int:
                            trials=args.trials, rounding=args.rounding))
     rows = [plan_row(p, args.unit_mbps) for p in plans]
     print(format_table(rows))
+    args.out.mkdir(parents=True, exist_ok=True)
+    for p in plans:
+        p.save(args.out / f"{p.scheme}.json")
+    (args.out / "plan.csv").write_text(to_csv(rows))
+    print(f"wrote {args.out / '<scheme>.json'} ({', '.join(p.scheme for p in plans)}) and "
+          f"{args.out / 'plan.csv'}")
     if args.json:
         if len(plans) == 1:
             plans[0].save(args.json)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from control_plane.deploy.pipeline import TARGET_CONFIG, PipelineError, pipeline_for
 from control_plane.drivers.p4runtime import P4Info
+from control_plane.localhost import SERVICE_PORT, port_holder
 from control_plane.repo import out_dir
 from control_plane.service.auth import (
     AuthConfigError,
@@ -31,7 +32,7 @@ from control_plane.service.server import build_server
 from control_plane.service.store import Store
 from control_plane.service.switches import Installer, MemoryInstaller, P4RuntimeInstaller
 
-DEFAULT_LISTEN = "127.0.0.1:50070"
+DEFAULT_LISTEN = f"127.0.0.1:{SERVICE_PORT}"
 
 
 def parse_election_id(text: str) -> tuple[int, int]:
@@ -68,6 +69,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"inart serve: error: {exc}", flush=True)
         installer.close()
         return 2
+    except RuntimeError as exc:  # gRPC could not bind --listen
+        port_text = args.listen.rpartition(":")[2]
+        holder = port_holder(int(port_text)) if port_text.isdigit() and \
+            not args.listen.startswith("unix:") else str(exc)
+        print(f"inart serve: error: cannot listen on {args.listen}: in use by {holder} "
+              f"(give another --listen)", flush=True)
+        installer.close()
+        return 1
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

@@ -11,19 +11,22 @@ Layout, all inside 10.0.0.0/8 (every host routes the /8 on its one interface):
   address (the PSs send RESULTs there; switches replicate them): 10.4.x.y; x.y encodes i.
 - MACs: 02:00:KK:00:II:II (locally administered), KK = 01 worker, 02 PS, 05 switch.
 - switch ports: a switch's neighbours in natural id order get ports 1, 2, ...
-- P4Runtime: switch i listens on 127.0.0.1:(grpc_base + i) with device id i.
+- P4Runtime: switch i is device i and listens on loopback at a port that was free when the
+  addresses were assigned (no fixed ports: another emulation, `inart serve` or anything else
+  may hold any given one).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from control_plane.localhost import free_ports
 from control_plane.model.topology import Topology, natural_key
 
 MAX_INDEX = 254 * 256  # x.y encoding below; far more nodes than a laptop can emulate
 KIND_OCTET = {"worker": 1, "ps": 2, "agg": 3, "result": 4}
 MAC_KIND = {"worker": 1, "ps": 2, "switch": 5}
-DEFAULT_GRPC_BASE = 50050
 
 
 class AddressingError(ValueError):
@@ -49,12 +52,12 @@ class Addressing:
     agg_addr: dict[str, str]  # switch id -> aggregation source address
     port: dict[tuple[str, str], int]  # (switch, neighbour) -> port number on the switch
     device_id: dict[str, int]  # switch id -> P4Runtime device id
-    grpc_base: int = DEFAULT_GRPC_BASE
+    grpc_port: dict[str, int] = field(default_factory=dict)  # switch id -> loopback TCP port
     tor: dict[str, str] = field(default_factory=dict)  # host -> the one switch it hangs off
 
     def grpc_address(self, switch: str) -> str:
         """host:port of a switch's P4Runtime server (loopback only)."""
-        return f"127.0.0.1:{self.grpc_base + self.device_id[switch]}"
+        return f"127.0.0.1:{self.grpc_port[switch]}"
 
     @staticmethod
     def result_addr(job: int) -> str:
@@ -70,8 +73,11 @@ class Addressing:
         raise AddressingError(f"switch '{switch}' has no port {port}")
 
 
-def assign(topology: Topology, grpc_base: int = DEFAULT_GRPC_BASE) -> Addressing:
-    """Addresses for a topology; hosts must hang off exactly one switch (one interface)."""
+def assign(topology: Topology, grpc_ports: Mapping[str, int] | None = None) -> Addressing:
+    """Addresses for a topology; hosts must hang off exactly one switch (one interface).
+
+    ``grpc_ports``: each switch's P4Runtime port; by default ports free right now.
+    """
     ip: dict[str, str] = {}
     mac: dict[str, str] = {}
     for kind in ("worker", "ps"):
@@ -84,8 +90,12 @@ def assign(topology: Topology, grpc_base: int = DEFAULT_GRPC_BASE) -> Addressing
         agg[sw] = _ip("agg", i)
         mac[sw] = _mac("switch", i)
         device[sw] = i
-    if not 1024 <= grpc_base <= 65535 - len(device):
-        raise AddressingError(f"grpc base port {grpc_base}: expected 1024..{65535 - len(device)}")
+    grpc = dict(zip(topology.switches, free_ports(len(device)), strict=True)) \
+        if grpc_ports is None else dict(grpc_ports)
+    for sw in topology.switches:
+        if not 1 <= grpc.get(sw, 0) <= 65535:
+            raise AddressingError(f"switch '{sw}': gRPC port {grpc.get(sw)}: expected a "
+                                  f"TCP port 1..65535 for every switch")
     graph = topology.graph
     ports: dict[tuple[str, str], int] = {}
     for sw in topology.switches:
@@ -100,4 +110,4 @@ def assign(topology: Topology, grpc_base: int = DEFAULT_GRPC_BASE) -> Addressing
                 f"every worker and PS attached to exactly one switch")
         tor[host] = attached[0]
     return Addressing(ip=ip, mac=mac, agg_addr=agg, port=ports, device_id=device,
-                      grpc_base=grpc_base, tor=tor)
+                      grpc_port=grpc, tor=tor)

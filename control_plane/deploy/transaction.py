@@ -130,7 +130,7 @@ def switch_addresses(specs: list[str], addressing: Addressing,
 
 def addressed_switches(addressing: Addressing) -> dict[str, SwitchAddress]:
     """Every switch where ``addressing`` put it (a network the testbed started itself, e.g.
-    an emulation: switch i on 127.0.0.1:grpc_base+i as device i)."""
+    an emulation: switch i as device i on its loopback port)."""
     return {sw: SwitchAddress(sw, addressing.grpc_address(sw), device)
             for sw, device in addressing.device_id.items()}
 

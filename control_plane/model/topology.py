@@ -20,6 +20,10 @@ import networkx as nx
 from control_plane.quote import quote
 
 NODE_KINDS = ("worker", "ps", "switch")
+# the fields a topology file may give (anything else is a typo, e.g. 'bandwidth')
+TOP_FIELDS = ("name", "nodes", "links")
+NODE_FIELDS = ("id", "kind", "capacity", "background")
+LINK_FIELDS = ("src", "dst", "capacity", "background")
 
 
 class TopologyError(ValueError):
@@ -67,6 +71,14 @@ def _number(value: Any, where: str, field: str, required: bool = True) -> float 
     if value < 0:
         raise TopologyError(f"{where}: '{field}'={value} is negative (expected >= 0)")
     return float(value)
+
+
+def _known_fields(item: dict, allowed: tuple[str, ...], where: str) -> None:
+    """A TopologyError naming the first field not in ``allowed`` (a typo is never ignored)."""
+    unknown = [str(k) for k in item if k not in allowed]
+    if unknown:
+        raise TopologyError(f"{where}: unknown field {quote(unknown[0])} (expected "
+                            f"{', '.join(allowed)})")
 
 
 class Topology:
@@ -184,14 +196,21 @@ class Topology:
         """Parse a topology object; a link given in one direction only is made full duplex."""
         if not isinstance(data, dict):
             raise TopologyError("topology: expected an object with 'nodes' and 'links'")
+        _known_fields(data, TOP_FIELDS, "topology")
         for key in ("nodes", "links"):
             if not isinstance(data.get(key), list):
                 raise TopologyError(f"topology: '{key}' must be a list")
         nodes = []
+        first: dict[str, int] = {}  # node id -> its index in 'nodes'
         for i, item in enumerate(data["nodes"]):
             if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
                 raise TopologyError(f"nodes[{i}]: expected an object with a string 'id'")
             where = f"node {quote(item['id'])}"
+            if item["id"] in first:
+                raise TopologyError(f"nodes[{i}]: duplicate id {quote(item['id'])} (nodes"
+                                    f"[{first[item['id']]}] has it already; expected unique ids)")
+            first[item["id"]] = i
+            _known_fields(item, NODE_FIELDS, where)
             kind = item.get("kind")
             if kind not in NODE_KINDS:
                 raise TopologyError(f"{where}: unknown kind {quote(kind)} (expected {NODE_KINDS})")
@@ -208,7 +227,11 @@ class Topology:
             if not isinstance(src, str) or not isinstance(dst, str):
                 raise TopologyError(f"links[{i}]: 'src' and 'dst' must be node ids")
             where = f"link {quote(src, bare=True)}->{quote(dst, bare=True)}"
+            _known_fields(item, LINK_FIELDS, where)
             cap = _number(item.get("capacity"), where, "capacity")
+            if cap == 0:
+                raise TopologyError(f"{where}: 'capacity'=0 (expected > 0; a link that carries "
+                                    f"nothing is no link: leave it out)")
             bg = _number(item.get("background", 0), where, "background")
             if bg > cap:
                 raise TopologyError(f"{where}: background {bg} exceeds capacity {cap}")
@@ -224,19 +247,31 @@ class Topology:
     def load(cls, path: str | Path) -> Topology:
         """Read a topology from a JSON or YAML file written by hand."""
         path = Path(path)
-        text = path.read_text()
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise TopologyError(f"{path}: cannot read the topology file ({exc.strerror})") from None
         if path.suffix in (".yaml", ".yml"):
             import yaml
 
-            data = yaml.safe_load(text)
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+                problem = getattr(exc, "problem", None) or str(exc)
+                raise TopologyError(f"{path}: not valid YAML ({at}{problem})") from None
         else:
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise TopologyError(f"{path}: not valid JSON ({exc})") from exc
+                raise TopologyError(f"{path}: not valid JSON ({exc})") from None
         if isinstance(data, dict) and "topology" in data and "nodes" not in data:
             data = data["topology"]  # accept a plan file too
-        return cls.from_dict(data, name=path.stem)
+        try:
+            return cls.from_dict(data, name=path.stem)
+        except TopologyError as exc:
+            raise TopologyError(f"{path}: {exc}") from None
 
     def save(self, path: str | Path) -> None:
         """Write as JSON, or YAML when the suffix says so."""

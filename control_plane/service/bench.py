@@ -40,7 +40,7 @@ from control_plane.localhost import free_ports
 from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import Topology
-from control_plane.repo import REPO, child_env
+from control_plane.repo import child_env
 from control_plane.service.client import Client
 from control_plane.service.controller import Controller
 from control_plane.service.proto import inart_controller_pb2 as pb
@@ -64,7 +64,7 @@ def embedded_switches(topo: Topology) -> Iterator[dict[str, tuple[str, int]]]:
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "control_plane.cli", "switch", "--target", "embedded",
                  "--grpc", address, "--device-id", str(i)], stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=REPO))
+                stderr=subprocess.STDOUT, text=True, env=child_env()))
             where[sw] = (address, i)
         deadline = time.monotonic() + READY_S
         for proc in procs:

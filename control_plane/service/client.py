@@ -22,12 +22,13 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
+from control_plane.localhost import SERVICE_PORT
 from control_plane.model.topology import Topology
 from control_plane.service.auth import AuthConfigError
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.proto import inart_controller_pb2_grpc as pb_grpc
 
-DEFAULT_ADDRESS = "127.0.0.1:50070"
+DEFAULT_ADDRESS = f"127.0.0.1:{SERVICE_PORT}"
 EVENT_KINDS = {"link-down": pb.EVENT_KIND_LINK_DOWN, "link-up": pb.EVENT_KIND_LINK_UP,
                "link-load": pb.EVENT_KIND_LINK_LOAD, "ps-load": pb.EVENT_KIND_PS_LOAD,
                "switch-down": pb.EVENT_KIND_SWITCH_DOWN, "switch-up": pb.EVENT_KIND_SWITCH_UP}

@@ -15,12 +15,13 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from control_plane.deploy.pipeline import Pipeline, pipeline_for
-from control_plane.repo import REPO, child_env
+from control_plane.localhost import port_holder
+from control_plane.repo import child_env
 from emulation.targets.process import stop_process
 
 if TYPE_CHECKING:
@@ -102,6 +103,10 @@ class SwitchProcess:
         if farm is not None and (netns is not None or target.name != "embedded"):
             raise TargetError(f"a switch farm forks embedded switches in the root namespace, "
                               f"not target {target.name!r} in netns {netns!r}")
+        # absolute: the switch (or the farm that forks it) may run in another directory
+        log = log.resolve() if log is not None else None
+        if spec.log_file is not None:
+            spec = replace(spec, log_file=spec.log_file.resolve())
         self.target, self.spec, self.netns, self.log = target, spec, netns, log
         self.farm = farm
         self.proc: subprocess.Popen | ForkedSwitch | None = None
@@ -112,9 +117,11 @@ class SwitchProcess:
             raise TargetError(f"target '{self.target.name}': {reason}")
         if port_open(self.spec.grpc, self.netns):
             # else the readiness check would take the other process's answer for this one's
+            holder = "another process in netns " + self.netns if self.netns else \
+                port_holder(int(self.spec.grpc.rpartition(":")[2]))
             raise TargetError(f"{self.target.name} switch (device {self.spec.device_id}): "
-                              f"P4Runtime address {self.spec.grpc} is already in use by another "
-                              f"process (a switch left over from an earlier run?)")
+                              f"P4Runtime address {self.spec.grpc} is already in use by "
+                              f"{holder}")
         if self.farm is not None:
             self.proc = self.farm.spawn(self.target.main_args(self.spec), self.log)  # type: ignore[attr-defined]
             return self
@@ -123,7 +130,7 @@ class SwitchProcess:
         try:
             self.proc = subprocess.Popen([*prefix, *self.target.command(self.spec)], stdout=out,
                                          stderr=subprocess.STDOUT if out else None,
-                                         env=self.target.env(), cwd=REPO,
+                                         env=self.target.env(),
                                          start_new_session=True)
         finally:
             if out is not None:

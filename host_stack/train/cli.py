@@ -1,8 +1,10 @@
 """`inart train`: run a training job over a plan on this machine and report it.
 
-    inart train --plan plan.json --model cnn --rounds 200 [--sync ina] [--reference]
+    inart train --plan plan.json --model cnn --rounds 200 [--sync ina] [--reference] [--plot]
 
-Reports per-round time, communication time, sending rate and loss (table, --json, --csv),
+Reports per-round time, communication time, sending rate and loss (table; the full report as
+OUT/train.json, the per-round table as OUT/train.csv and with --plot a PNG as OUT/train.png,
+OUT being --out, default out/train; --json/--csv/--plot PATH put them elsewhere),
 final accuracy of every worker, the quantization error, transport counters and, with
 --reference, the accuracy of single-process training with the same seed and effective batch.
 An option the chosen --sync mode does not use is refused, not ignored.
@@ -17,9 +19,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from control_plane.repo import out_dir
 from host_stack.train.jobargs import add_job_args, add_round_args, reject_unused, track_given
 from host_stack.train.launcher import LaunchError, TrainResult, resolve_plan, train
-from host_stack.train.sync_registry import MODES, mode_flags
+from host_stack.train.sync_registry import MODES, load_sync, mode_flags
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,9 +42,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--checkpoint-dir", default=None, help="PS shards on SIGUSR1")
     g.add_argument("--reference", action="store_true",
                    help="also train single-process with the same seed and effective batch")
-    g.add_argument("--json", default=None, help="write the full report as JSON here")
-    g.add_argument("--csv", default=None, help="write the per-round table as CSV here")
-    g.add_argument("--plot", default=None, help="PNG of loss, round time and rate per round")
+    g.add_argument("--out", type=Path, default=out_dir("train"),
+                   help="directory of train.json, train.csv and train.png (default "
+                        "%(default)s)")
+    g.add_argument("--json", type=Path, default=None,
+                   help="the full report as JSON here (default OUT/train.json)")
+    g.add_argument("--csv", type=Path, default=None,
+                   help="the per-round table as CSV here (default OUT/train.csv)")
+    g.add_argument("--plot", type=Path, nargs="?", const=True, default=None,
+                   metavar="PNG", help="plot loss, round time and rate per round (to "
+                                       "OUT/train.png, or PNG)")
     g.add_argument("--every", type=int, default=0,
                    help="table rows every K rounds (default: about 10 rows)")
     g.add_argument("--keep-logs", action="store_true", help="keep the processes' logs")
@@ -85,7 +95,24 @@ def report(result: TrainResult, every: int) -> dict:
             "ps": result.ps_stats}
 
 
-def plot(result: TrainResult, path: str) -> None:
+def title(result: TrainResult, sync: str) -> str:
+    """What ran: the plan's scheme and PSs where the mode uses PSs, else the mode alone (a
+    ring or tree has no PS)."""
+    workers = f"{result.plan.workers} workers"
+    if not load_sync(sync).USES_PS:
+        return f"{sync}: {workers}"
+    return f"{result.plan.scheme or 'plan'} ({sync}): {workers}, {len(result.plan.ps_ids)} PSs"
+
+
+def output_path(args: argparse.Namespace, given: Path | bool | None, name: str) -> Path:
+    """Where one output goes: the path given, else OUT/name (OUT created)."""
+    if isinstance(given, Path):
+        return given
+    args.out.mkdir(parents=True, exist_ok=True)
+    return args.out / name
+
+
+def plot(result: TrainResult, path: Path, sync: str) -> None:
     """Loss, round/communication time and sending rate per round, one panel each."""
     import matplotlib
 
@@ -102,8 +129,7 @@ def plot(result: TrainResult, path: str) -> None:
     axes[1].legend()
     axes[2].plot(r, [row["rate_mbps"] for row in result.rounds])
     axes[2].set(xlabel="round", ylabel="sending rate per worker (Mbit/s)")
-    fig.suptitle(f"{result.plan.scheme or 'plan'}: {result.plan.workers} workers, "
-                 f"{len(result.plan.ps_ids)} PSs")
+    fig.suptitle(title(result, sync))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -125,9 +151,9 @@ def run_selective(args: argparse.Namespace) -> int:
             "min_sync_scale", "avg_sync_s", "avg_wait_s")
     print(f"selective reduce, {world} workers, p={p}: " + ", ".join(
         f"{k}={out[k]:.4g}" for k in keys if isinstance(out.get(k), int | float)))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1, default=str)
+    path = output_path(args, args.json, "train.json")
+    path.write_text(json.dumps(out, indent=1, default=str))
+    print(f"wrote {path}")
     return 0
 
 
@@ -157,14 +183,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"single-process reference (same seed, batch {args.batch} x "
               f"{result.plan.workers}): {acc * 100:.2f}%  -> difference "
               f"{(out['summary']['accuracy'] - acc) * 100:+.2f} points")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+    written = [output_path(args, args.json, "train.json"), output_path(args, args.csv,
+                                                                        "train.csv")]
+    written[0].write_text(json.dumps(out, indent=1))
+    with written[1].open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(result.rounds[0]))
+        writer.writeheader()
+        writer.writerows(result.rounds)
     if args.plot:
-        plot(result, args.plot)
-    if args.csv:
-        with open(args.csv, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(result.rounds[0]))
-            writer.writeheader()
-            writer.writerows(result.rounds)
+        written.append(output_path(args, args.plot, "train.png"))
+        plot(result, written[-1], args.sync)
+    print(f"wrote {', '.join(map(str, written))}")
     return 0 if out["summary"]["workers_agree"] else 1

@@ -36,7 +36,7 @@ TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "window", "gso", "timeout", "max_
 JOB_OPTIONS = MODEL_OPTIONS + TRANSPORT_OPTIONS
 # what the shared per-worker launcher of `inart train` does with any mode it runs
 LAUNCHER_FLAGS = frozenset(MODEL_OPTIONS) | {
-    "sync", "rounds", "batch", "deadline", "reference", "json", "csv", "plot", "every",
+    "sync", "rounds", "batch", "deadline", "reference", "out", "json", "csv", "plot", "every",
     "keep_logs", "quiet"}
 GIVEN = "given_flags"  # args attribute: dests of the options given on the command line
 

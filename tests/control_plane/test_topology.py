@@ -85,3 +85,42 @@ def test_hosts_do_not_forward():
                      {"src": "w2", "dst": "s1", "capacity": 6}]
     with pytest.raises(TopologyError, match="through switches"):
         Topology.from_dict(data)
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    return path
+
+
+FIG_YAML = """\
+nodes:
+  - {id: v1, kind: switch, capacity: 6}
+  - {id: s1, kind: ps, capacity: 4}
+  - {id: w1, kind: worker}
+links:
+  - {src: w1, dst: v1, capacity: 2}
+  - {src: v1, dst: s1, capacity: 3}
+"""
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ("kind: worker}", "kind: worker", r"cluster\.yaml: not valid YAML \(line \d+, column \d+: "),
+    ("capacity: 3}", "capacity: 3, bandwidth: 3}",
+     r"cluster\.yaml: link v1->s1: unknown field 'bandwidth' \(expected src, dst, capacity"),
+    ("links:", "speed: 2\nlinks:", r"cluster\.yaml: topology: unknown field 'speed'"),
+    ("  - {id: w1, kind: worker}", "  - {id: w1, kind: worker}\n  - {id: v1, kind: switch}",
+     r"cluster\.yaml: nodes\[3\]: duplicate id 'v1' \(nodes\[0\] has it already"),
+    ("capacity: 2}", "capacity: 0}",
+     r"cluster\.yaml: link w1->v1: 'capacity'=0 \(expected > 0"),
+])
+def test_topology_file_errors_name_file_field_and_expectation(tmp_path, old, new, message):
+    assert Topology.load(_write(tmp_path, FIG_YAML)).workers == ["w1"]
+    path = _write(tmp_path, FIG_YAML.replace(old, new, 1))
+    with pytest.raises(TopologyError, match=message):
+        build_topology(str(path))
+
+
+def test_a_missing_topology_file_is_named(tmp_path):
+    with pytest.raises(TopologyError, match=r"nope\.yaml: cannot read"):
+        Topology.load(tmp_path / "nope.yaml")

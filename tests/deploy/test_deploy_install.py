@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from google.rpc import code_pb2
@@ -24,6 +25,7 @@ from control_plane.deploy.transaction import (
     verify_clean,
 )
 from control_plane.drivers.p4runtime import P4Info, P4RuntimeClient, P4RuntimeError
+from control_plane.repo import child_env
 
 PIPELINE = pipeline_for("embedded")
 INFO = P4Info.load(PIPELINE.p4info)
@@ -240,17 +242,21 @@ def test_wrong_device_id_names_the_fix(switches, fig1_compiled) -> None:
     assert not any(has_pipeline(sw) for sw in switches.addresses.values())
 
 
-def inart(*args: str) -> subprocess.CompletedProcess:
+def inart(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "control_plane.cli", *args],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, cwd=cwd, env=child_env())
 
 
-def test_cli_session(switches, fig1_plan_file) -> None:
+def test_cli_session(switches, fig1_plan_file, tmp_path) -> None:
     common = ["--plan", str(fig1_plan_file), *switches.args(), "--target", switches.target]
-    first = inart("install", *common, "--json")
+    first = inart("install", *common, "--json", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     done = json.loads(first.stdout)["switches"]
     assert done["v1"]["pushed"] and done["v2"]["written"]["insert"] > 0
+    # the result is also kept under out/install/ of the directory it ran in
+    kept = tmp_path / "out" / "install" / "install.json"
+    assert json.loads(kept.read_text())["switches"] == done
+    assert f"wrote {Path('out/install/install.json')}" in first.stderr
     check = inart("install", *common, "--verify")
     assert check.returncode == 0 and "verify: no difference" in check.stdout, check.stdout
     again = inart("install", *common, "--json")

@@ -7,6 +7,8 @@ entries, so a wrong port, MAC or key shows up as a packet that goes astray.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from control_plane.deploy.addressing import Addressing, AddressingError, assign
@@ -175,7 +177,11 @@ def test_bad_paths_are_refused_with_the_flow_named():
 
 def test_addressing_is_deterministic_and_refuses_multihomed_hosts():
     a1, a2 = assign(fig1()), assign(fig1())
-    assert a1 == a2
+    # every address but the P4Runtime ports, which are ports free when assigned
+    assert replace(a1, grpc_port={}) == replace(a2, grpc_port={})
+    assert assign(fig1(), {"v1": 7001, "v2": 7002}).grpc_address("v2") == "127.0.0.1:7002"
+    with pytest.raises(AddressingError, match="switch 'v2': gRPC port None"):
+        assign(fig1(), {"v1": 7001})
     assert len(set(a1.ip.values())) == len(a1.ip) == 8
     assert len(set(a1.mac.values())) == len(a1.mac) == 10
     assert a1.grpc_address("v2") != a1.grpc_address("v1")
@@ -212,10 +218,19 @@ def test_experiment_plots_one_png_per_metric(tmp_path):
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
-def test_comm_ratios_are_printed_beside_the_papers():
+def test_comm_ratios_are_printed_beside_the_plans_and_on_a_fat_tree_the_papers():
     from emulation.cli_emulate import comm_ratios
 
-    lines = comm_ratios([{"scheme": "inart", "comm_s": 1.0}, {"scheme": "atp", "comm_s": 2.0},
-                         {"scheme": "lbmm", "comm_s": 4.0}])
-    assert lines[0].startswith("comm time inart/atp = 0.50 (cut 50%); paper: 0.51 (cut 49%)")
-    assert "inart/lbmm = 0.25" in lines[1] and "paper: 0.19 (cut 81%)" in lines[1]
+    def rows(topology: str) -> list[dict]:
+        return [{"scheme": s, "comm_s": c, "plan_comm_s": p, "topology": topology}
+                for s, c, p in (("inart", 1.0, 0.8), ("atp", 2.0, 1.0), ("lbmm", 4.0, 1.6))]
+
+    lines = comm_ratios(rows("fattree:6"))
+    assert lines[0] == ("comm time inart/atp = 0.50 (cut 50%); plans: 0.80; "
+                        "paper (its fat-tree): 0.51 (cut 49%)")
+    assert "inart/lbmm = 0.25" in lines[1] and "paper (its fat-tree): 0.19 (cut 81%)" in lines[1]
+    # the paper's figures are its 50-worker fat-tree's: not a fig1's or a leaf-spine's
+    for topology in ("leafspine:2,2,3", "fig1"):
+        lines = comm_ratios(rows(topology))
+        assert lines[1] == "comm time inart/lbmm = 0.25 (cut 75%); plans: 0.50"
+        assert not any("paper" in line for line in lines)

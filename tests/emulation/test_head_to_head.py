@@ -6,19 +6,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from control_plane.repo import REPO, child_env
+from control_plane.repo import child_env
 from emulation.head_to_head import COLLECTIVES, INA, SELECTIVE
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]
 
 
 
-def inart(*args: str) -> subprocess.CompletedProcess:
+def inart(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run in ``cwd``, a directory outside the repository, as a user would."""
     proc = subprocess.run([sys.executable, "-m", "control_plane.cli", *args],
-                          capture_output=True, text=True, timeout=1500, cwd=REPO,
+                          capture_output=True, text=True, timeout=1500, cwd=cwd,
                           env=child_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
@@ -27,7 +29,7 @@ def inart(*args: str) -> subprocess.CompletedProcess:
 def test_every_scheme_same_loss_exact_ina_and_expected_bytes(tmp_path) -> None:
     every = (*INA, *COLLECTIVES, SELECTIVE)
     inart("experiment", "head-to-head", "--quick", "--schemes", ",".join(every),
-          "--out", str(tmp_path))
+          "--out", ".", cwd=tmp_path)  # relative: the switches and hosts run elsewhere
     runs = json.loads((tmp_path / "head_to_head.json").read_text())["runs"]
     by = {r["scheme"]: r for r in runs}
     assert sorted(by) == sorted(every)
@@ -63,7 +65,7 @@ def test_every_scheme_same_loss_exact_ina_and_expected_bytes(tmp_path) -> None:
     assert by["lbmm"]["bytes_per_link"]["v2->s1"] > by["inart"]["bytes_per_link"]["v2->s1"]
     # the testbed comparison from this run: every figure, every INA scheme, InArt's ratio 1
     proc = inart("experiment", "inart-testbed", "--from", str(tmp_path / "head_to_head.json"),
-                 "--out", str(tmp_path / "testbed"))
+                 "--out", str(tmp_path / "testbed"), cwd=tmp_path)
     lines = json.loads((tmp_path / "testbed" / "testbed.json").read_text())
     assert {(x["figure"], x["scheme"]) for x in lines} >= {
         (f"Fig. {n}", s) for n in range(2, 7) for s in INA}

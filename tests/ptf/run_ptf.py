@@ -36,7 +36,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent))  # run as a script: the repository's packages
+if (HERE.parent.parent / "emulation").is_dir():  # run as a script from a checkout
+    sys.path.insert(0, str(HERE.parent.parent))  # (installed: the packages are importable)
 
 from control_plane.drivers.bfrt.client import DEFAULT_PUSH_TIMEOUT_S  # noqa: E402
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target  # noqa: E402

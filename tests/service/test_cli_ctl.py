@@ -86,15 +86,12 @@ def test_watch_timeout_ends_a_quiet_stream(server: str) -> None:
 
 
 def test_topology_without_switch_addresses_guesses_none(server: str) -> None:
-    proc = inart("ctl", "topology", "fattree:4", "--server", server)
-    assert proc.returncode == 2 and "no P4Runtime address for switch(es)" in proc.stderr
+    proc = inart("ctl", "topology", "fig1", "--server", server, "--switch", "v1=127.0.0.1:50901")
+    assert proc.returncode == 2 and "no P4Runtime address for switch(es) v2" in proc.stderr
     port = server.rpartition(":")[2]
     own = inart("ctl", "topology", "fig1", "--server", server, "--switch",
                 f"v1=localhost:{port}", "--switch", "v2=127.0.0.1:50902")
     assert own.returncode == 2 and "is the service's own address" in own.stderr
-    base = int(port) - 1  # v1 would land on the service's port
-    clash = inart("ctl", "topology", "fig1", "--server", server, "--grpc-base", str(base))
-    assert clash.returncode == 2 and "switch v1" in clash.stderr
     assert ctl(server, "topology")["topology_json"] == ""  # nothing was registered
 
 
@@ -103,3 +100,39 @@ def test_serve_refuses_a_bad_listen_address_without_a_traceback(tmp_path) -> Non
                  "--switches", "memory", timeout=60)
     assert proc.returncode == 2 and "expected HOST:PORT with a port" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_topology_without_switches_takes_the_running_emulations_addresses(tmp_path) -> None:
+    """No fixed default ports: the addresses come from the emulation's state file, and
+    without one (or with other switch names) the refusal says what to give instead."""
+    from control_plane.cli.ctl import emulation_switches
+    from control_plane.model.topologies import fig1
+    from control_plane.model.topology import TopologyError
+
+    state = tmp_path / "inart-emulation.json"
+    with pytest.raises(TopologyError, match=r"no running emulation .*--switch NAME=HOST:PORT"):
+        emulation_switches(fig1(), state)
+    state.write_text(json.dumps({"switches": {"v1": {"grpc": "127.0.0.1:41001",
+                                                     "device_id": 1}}}))
+    with pytest.raises(TopologyError, match=r"switch\(es\) v2 are not in the running"):
+        emulation_switches(fig1(), state)
+    state.write_text(json.dumps({"switches": {
+        sw: {"grpc": f"127.0.0.1:{41000 + i}", "device_id": i} for i, sw in
+        enumerate(["v1", "v2", "x9"], 1)}}))
+    assert emulation_switches(fig1(), state) == {"v1": ("127.0.0.1:41001", 1),
+                                                 "v2": ("127.0.0.1:41002", 2)}
+
+
+def test_serve_on_a_taken_port_names_the_holder(tmp_path) -> None:
+    import os
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        address = f"127.0.0.1:{held.getsockname()[1]}"
+        proc = inart("serve", "--switches", "memory", "--listen", address, "--state",
+                     str(tmp_path), timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert f"cannot listen on {address}: in use by pid {os.getpid()} (" in proc.stdout
+    assert "Traceback" not in proc.stderr

@@ -3,6 +3,8 @@ started by `inart switch` that a P4Runtime client programs."""
 
 from __future__ import annotations
 
+import os
+import re
 import socket
 import time
 from pathlib import Path
@@ -78,7 +80,7 @@ def test_a_switch_refuses_an_address_another_process_serves(tmp_path) -> None:
         other.listen()
         spec = SwitchSpec(0, {}, f"127.0.0.1:{other.getsockname()[1]}")
         switch = SwitchProcess(get_target("embedded"), spec, log=tmp_path / "switch.log")
-        with pytest.raises(TargetError, match="already in use by another process"):
+        with pytest.raises(TargetError, match=rf"already in use by pid {os.getpid()} \(.*python"):
             switch.start()
         assert switch.proc is None
 
@@ -100,6 +102,24 @@ def test_standalone_switch_from_the_cli_takes_a_pipeline(name: str) -> None:
     while time.monotonic() < deadline and _listening(grpc):
         time.sleep(0.1)
     assert not _listening(grpc), "the switch outlived `inart switch`"
+
+
+def test_a_standalone_switch_without_an_address_takes_a_free_port() -> None:
+    """No fixed default: with bmv2's usual 9559 held by someone else it still starts, on a
+    port it names."""
+    held = socket.socket()
+    try:
+        held.bind(("127.0.0.1", 9559))
+        held.listen()
+    except OSError:  # already held by another process: as good for this test
+        pass
+    try:
+        with inart_foreground("switch", "--target", "embedded", stop_timeout=20) as line:
+            found = re.search(r"ready: .*P4Runtime on (127\.0\.0\.1:\d+)", line)
+            assert found and found.group(1) != "127.0.0.1:9559", line
+            assert _listening(found.group(1))
+    finally:
+        held.close()
 
 
 def _listening(address: str) -> bool:

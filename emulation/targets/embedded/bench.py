@@ -40,14 +40,14 @@ from control_plane.drivers.p4runtime import (
     table_update,
 )
 from control_plane.localhost import free_port
-from control_plane.repo import P4_BUILD, REPO
+from control_plane.repo import P4_BUILD, NeedsCheckout, checkout_path
 from emulation.targets import SwitchProcess, SwitchSpec, get_target
 from emulation.targets.embedded.p4runtime_server import apply_updates, local_device
 from emulation.targets.embedded.rawio import Sender
 from emulation.targets.embedded.stats import describe, read_stats, reasons
 from host_stack.ina import wire
 
-PROGRAM_DIR = REPO / "tests" / "embedded" / "p4" / "build"
+PROGRAM_DIR = "tests/embedded/p4/build"  # the benchmark programs: in a checkout only
 INA_DIR = P4_BUILD  # the testbed's program
 PS_IP, WORKER_IP = 0x0A000002, 0x0A000001
 MAC_A, MAC_B = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
@@ -119,10 +119,14 @@ def load_build(name: str) -> tuple[bytes, P4Info]:
     if name == "ina":
         return ((INA_DIR / "inart.json").read_bytes(),
                 P4Info.from_file(INA_DIR / "inart.p4info.txtpb"))
-    json_path = PROGRAM_DIR / f"{name}.json"
+    try:
+        programs = checkout_path(PROGRAM_DIR, f"workload {name!r} (only 'ina' ships)")
+    except NeedsCheckout as exc:
+        raise SystemExit(f"inart bench target: {exc}") from None
+    json_path = programs / f"{name}.json"
     if not json_path.exists():
         raise SystemExit(f"{json_path} is missing: compile tests/embedded/p4 (build.py)")
-    return json_path.read_bytes(), P4Info.from_file(PROGRAM_DIR / f"{name}.p4info.txt")
+    return json_path.read_bytes(), P4Info.from_file(programs / f"{name}.p4info.txt")
 
 
 def in_process_rate(workload: str, frames: list[bytes], fan_in: int, seconds: float) -> float:

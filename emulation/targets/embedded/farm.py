@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from control_plane.repo import REPO, child_env
+from control_plane.repo import child_env
 
 REPLY_TIMEOUT_S = 30.0
 
@@ -160,7 +160,7 @@ class SwitchFarm:
         """Fork a switch running ``main(argv)``; its output goes to ``log``."""
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "emulation.targets.embedded.farm"], cwd=REPO,
+                [sys.executable, "-m", "emulation.targets.embedded.farm"],
                 env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 start_new_session=True)
         assert self.proc.stdin is not None

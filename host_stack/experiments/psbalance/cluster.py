@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from control_plane.repo import REPO, child_env
+from control_plane.repo import child_env
 from host_stack.experiments.psbalance.loads import closed_form, iteration_time, plan_shares
 from host_stack.experiments.psbalance.netlab import StarLab, star_lab
 from host_stack.experiments.psbalance.probe import ThroughputTable
@@ -95,7 +95,7 @@ class Cluster:
                 sys.executable, "-m", "host_stack.experiments.psbalance.node", "--id", str(i),
                 "--addrs", addrs, "--port", "47600", "--ctrl",
                 f"{self.lab.launcher_addr}:{port}", "--timeout", str(cfg.timeout_s)],
-                env=env, cwd=str(REPO)))
+                env=env))
         while len(self.ctrl) < cfg.nodes:
             conn, _ = server.accept()
             conn.settimeout(cfg.timeout_s)

@@ -53,7 +53,7 @@ from host_stack.train.sync import CommStats, MomentumSGD
 POLL_S = 0.002
 # `inart train --sync selective` options: no transport, table, plot or reference of its own
 FLAGS = frozenset({"sync", "plan", "model", "seed", "lr", "momentum", "rounds", "batch",
-                   "deadline", "group_p", "json"})
+                   "deadline", "group_p", "out", "json"})
 
 
 @dataclass
