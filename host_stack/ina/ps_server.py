@@ -160,10 +160,8 @@ class PsServer:
 
     def poll(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for packets and handle all that are queued; True if any."""
-        if self.io.impaired:
-            self.io.release_due()
-            timeout = min(timeout, 0.002)
-        ready, _, _ = select.select([self.io], [], [], timeout)
+        self.io.release_due()
+        ready, _, _ = select.select([self.io], [], [], self.io.wait_limit(timeout))
         if not ready:
             return False
         got = False

@@ -207,10 +207,8 @@ class WorkerTransport:
 
     # -- I/O helpers -------------------------------------------------------------------------
     def _wait(self, timeout: float) -> bool:
-        if self.io.impaired:
-            self.io.release_due()
-            timeout = min(timeout, 0.002)
-        ready, _, _ = select.select([self.io], [], [], max(0.0, timeout))
+        self.io.release_due()
+        ready, _, _ = select.select([self.io], [], [], self.io.wait_limit(max(0.0, timeout)))
         return bool(ready)
 
     def _send(self, st: _PsRound, rows: np.ndarray, idx: np.ndarray) -> int:
