@@ -228,10 +228,12 @@ class WorkerTransport:
         its lowest unanswered chunks above the highest completed one are taken for lost (the
         tail, which no higher chunk can pass): twice the reordering window, and twice the
         longest wait between completions this round (a paced stream's RESULTs come that far
-        apart), and at least an SRTT (RACK-TLP's probe timeout is two)."""
+        apart), at least two SRTTs (RACK-TLP's probe timeout: with one, a PS descheduled
+        that long on a loaded host was probed every few rounds) and, towards a paced PS, the
+        floor of every timeout there (``rto_floor``)."""
         srtt = self.rtt.srtt or self.start_rtt.srtt or 0.0
-        return max(RETX_MIN_TIMEOUT, srtt, 2 * self.reorder.value(self.rtt.srtt),
-                   2 * st.max_gap)
+        return max(RETX_MIN_TIMEOUT, 2 * srtt, 2 * self.reorder.value(self.rtt.srtt),
+                   2 * st.max_gap, st.rto_floor)
 
     def _retx_timeout(self, st: _PsRound, resends: np.ndarray) -> np.ndarray:
         """Timeouts of chunks resent now, ``resends`` times so far (this one included).
