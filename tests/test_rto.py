@@ -216,3 +216,31 @@ def test_auto_window_fits_every_workers_window_in_the_ps_queue():
     assert auto_window(6) == TransportConfig.window
     assert auto_window(64) * 64 <= PS_QUEUE
     assert auto_window(10_000) == 32  # never below a useful window
+
+
+def test_a_stalled_tail_is_probed_a_few_chunks_per_stall_not_whole():
+    """Chunks 2-9 wait (for a slow worker, say): one stall probes the PROBES lowest; the
+    others wait for the next stall, so a slow worker's tail is not resent whole."""
+    from host_stack.ina.transport import PROBES
+
+    seen = set()
+
+    def script(ps):
+        for _ in range(10):
+            ps.next()
+        time.sleep(0.05)  # RTT 50 ms: the stall is two of those
+        ps.result(0)
+        ps.result(1)
+        t_end = time.monotonic() + 0.18  # before a second stall could end (at 0.2 s)
+        ps.sock.settimeout(0.01)
+        while time.monotonic() < t_end:
+            try:
+                seen.add(ps.next().chunk)
+            except TimeoutError:
+                pass
+        for c in range(2, 10):
+            ps.result(c, flags=wire.FLAG_RETX)
+
+    _, c = exchange(script, 10, SLOW_TIMERS)
+    assert seen == set(range(2, 2 + PROBES)), (seen, dict(c))
+    assert c["retx_probe"] == PROBES

@@ -149,6 +149,7 @@ class _PsRound:
         self.first_result = False  # a RESULT of this round came back
         self.last_done: float | None = None  # when a RESULT last completed a chunk
         self.max_gap = 0.0  # longest wait between two RESULTs that completed chunks
+        self.probed = -np.inf  # when the tail was last probed
         self.done = np.zeros(self.n_chunks, dtype=bool)
         self.sent_at = np.zeros(self.n_chunks, dtype=np.float64)  # first send
         self.last_tx = np.zeros(self.n_chunks, dtype=np.float64)  # latest send, resends too
@@ -398,11 +399,14 @@ class WorkerTransport:
         tail = np.flatnonzero(waiting & (chunks > st.max_done) & (st.resends[lo:hi] == 0))
         stall_end = np.inf
         if hi == st.n_chunks and st.last_done is not None and tail.size:
-            stall_end = st.last_done + self._stall(st)
+            # one probe of the PROBES lowest per stall: a tail that waits for a slow worker
+            # is not resent whole
+            stall_end = max(st.last_done, st.probed) + self._stall(st)
             if now >= stall_end:  # a tail loss probe: passed over when the stream stalled
                 probe = tail[:PROBES] + lo
                 st.passed_at[probe] = np.minimum(st.passed_at[probe], st.last_done)
                 self.counters["retx_probe"] += probe.size
+                st.probed = now
                 stall_end = np.inf
         # RACK: passed over by a higher chunk a reordering window ago, never resent yet
         passed = np.where(waiting & (st.resends[lo:hi] == 0), st.passed_at[lo:hi], np.inf)
