@@ -240,6 +240,8 @@ def summarize(scheme: str, seed: int, job: JobResult, worker_up: int, expected: 
         # INA's resends (UDP; the collectives' TCP ones are counted from the kernel)
         "ina_retx": sum(d.get("counters", {}).get("retx_sent", 0) for d in done),
         "ina_retx_spurious": sum(d.get("counters", {}).get("retx_spurious", 0) for d in done),
+        "ina_retx_by": {k: sum(d.get("counters", {}).get(f"retx_{k}", 0) for d in done)
+                        for k in ("fast", "probe", "timeout")},
         "curve": points, "per_round": rounds,
     }
 
