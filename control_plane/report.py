@@ -13,7 +13,7 @@ from typing import Any
 
 from control_plane.model.plan import Plan
 
-# gradient size per iteration of the seed paper's emulated models (KB)
+# gradient size per iteration of the InArt paper's emulated models (KB)
 MODELS_KB = {"lstm": 1627, "vgg19": 548, "resnet50": 97}
 
 

@@ -1,4 +1,4 @@
-"""`inart demo`: InArt vs ATP vs LBMM on the seed paper's Fig. 1 cluster, planned and then
+"""`inart demo`: InArt vs ATP vs LBMM on the InArt paper's Fig. 1 cluster, planned and then
 emulated: the plans' rates, then real INA traffic through P4 switches (the embedded target) on
 Mininet, measured and plotted.
 

@@ -2,7 +2,7 @@
 
     inart emulate --topology fig1 --scheme inart,atp,lbmm [--target embedded|bmv2]
                   [--scale MBPS_PER_UNIT] [--rounds R] [--loss PCT] [--find-max-rate]
-                  [--find-max-scale SCALES]
+                  [--find-max-scale SCALES] [--cli | --keep-up]
 
 Prints a table per scheme (measured vs plan), the communication-time ratios beside the
 paper's, each run's wall time, peak memory (PSS of switches and hosts) and CPU, the whole
@@ -10,6 +10,9 @@ emulation's, and writes emulate.json / emulate.csv (and max-rate.csv) under --ou
 ``--find-max-scale 0.01,0.02,...`` builds the network at each scale in turn (the plan's traffic
 times the scale) until a scheme falls below 0.95 of its planned rate, then prints the largest
 scale reached and what limits it (emulation/scale_search.py).
+``--cli`` keeps the network up after the runs, with the last scheme's plan installed, in
+Mininet's CLI (``pingall``, ``w1 ping s1``, ``sh inart shell v1``; ``exit`` tears it down);
+``--keep-up`` keeps it up until Ctrl-C.  `inart shell SWITCH` attaches meanwhile.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from emulation.measure import table, write_rows
 from emulation.scale_search import ScaleResult, parse_scales, search, summary
 from host_stack.train.hostrun import MODES, TrafficConfig
 
-# InArt (seed 004, section 5.3.2, 50 workers, heterogeneous fat-tree): communication time
+# InArt (WWW '24, section 5.3.2, 50 workers, heterogeneous fat-tree): communication time
 # cut by 49% vs ATP and 81% vs LBMM, i.e. inart/atp = 0.51 and inart/lbmm = 0.19.
 PAPER_COMM_RATIO = {"atp": 0.51, "lbmm": 0.19}
 DEFAULT_FACTORS = "1.0,1.05,1.1,1.2,1.35,1.5,2.0,3.0"  # plans are tight: fine steps near 1
@@ -91,6 +94,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "until one sends < 0.95 of its plan; print the largest scale reached "
                         "and what limits it (replaces --scale)")
     p.add_argument("--out", default=str(out_dir("emulate")), help="output directory")
+    explore = p.add_mutually_exclusive_group()
+    explore.add_argument("--cli", action="store_true",
+                         help="after the runs, keep the network up in Mininet's CLI (the last "
+                              "scheme's plan installed); exit or Ctrl-D tears it down")
+    explore.add_argument("--keep-up", action="store_true",
+                         help="after the runs, keep the network up until Ctrl-C (or SIGTERM); "
+                              "`inart shell SWITCH` attaches meanwhile")
     add_emulation_args(p)
     p.set_defaults(func=run)
 
@@ -145,12 +155,14 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
             if args.find_max_rate:
                 factors = [float(f) for f in args.factors.split(",")]
                 sweep += emu.find_max_rate(plan, compiled, cfg, factors)
+        print(table(rows))
+        for line in pace_lines(rows) + comm_ratios(rows) + resource_lines(rows):
+            print(line)
+        if args.cli or args.keep_up:
+            emu.explore(cli=args.cli)
         peak = emu.monitor.all_peak_mb
         split = emu.monitor.all_peak_split
     wall = time.monotonic() - t0
-    print(table(rows))
-    for line in pace_lines(rows) + comm_ratios(rows) + resource_lines(rows):
-        print(line)
     print(f"whole emulation at scale {scale:g}: wall {wall:.0f} s (network up to torn down), "
           f"peak PSS {peak:.0f} MB (switches {split.get('switches', 0):.0f}, hosts "
           f"{split.get('hosts', 0):.0f})", flush=True)
@@ -168,6 +180,9 @@ def run(args: argparse.Namespace) -> int:
         plans = [plan_for(topo, s, args.seed) for s in schemes]
         if args.find_max_scale:
             parse_scales(args.find_max_scale)
+            if args.cli or args.keep_up:
+                raise ValueError("--cli/--keep-up: not with --find-max-scale, which builds "
+                                 "one network per scale")
     except ValueError as exc:
         print(f"inart emulate: error: {exc}", file=sys.stderr)
         return 2

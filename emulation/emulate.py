@@ -9,6 +9,9 @@ see each other's state.  ``state.json`` in the output directory names the runnin
 from __future__ import annotations
 
 import json
+import signal
+import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -38,6 +41,15 @@ class Run:
     compiled: Compiled
     job: JobResult
     row: dict
+
+
+class _Stop(BaseException):
+    """SIGTERM or SIGHUP while the network is kept up (Mininet's CLI swallows
+    KeyboardInterrupt, so the signal handler raises this instead)."""
+
+
+def _stop(signum, _frame) -> None:
+    raise _Stop(f"signal {signum}")
 
 
 class Emulation:
@@ -113,6 +125,52 @@ class Emulation:
                   f"{len(compiled.switches)} switches")
             print(compiled.summary_table())
         return compiled
+
+    def explore(self, cli: bool = False) -> None:
+        """Keep the network up for a user to look around: Mininet's CLI (``cli``) until exit or
+        end of input, else until Ctrl-C or SIGTERM; `inart shell SWITCH` attaches meanwhile.
+        Returns normally either way, so the caller tears the network down as after a run."""
+        plan = f"the {self.installed} plan installed" if self.installed else "no plan installed"
+        print(f"network up: {self.topo.name}, {plan}; P4Runtime "
+              + ", ".join(f"{sw} {self.addr.grpc_address(sw)} (device {self.addr.device_id[sw]})"
+                          for sw in self.topo.switches))
+        print(f"  inart shell {self.topo.switches[0]}  # p4runtime-shell on a switch, from "
+              f"another terminal")
+        if cli:
+            print("Mininet's CLI: pingall, w1 ping -c1 s1, sh inart shell v1, ...; exit or "
+                  "Ctrl-D tears the network down", flush=True)
+        else:
+            print("Ctrl-C tears the network down", flush=True)
+        old = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        try:
+            if cli:
+                from mininet.cli import CLI
+                from mininet.log import setLogLevel
+
+                setLogLevel("output")  # the CLI's answers (the network runs at "error")
+                try:
+                    CLI(self.net.net)
+                finally:
+                    setLogLevel("error")
+            else:
+                self._wait()
+        except (KeyboardInterrupt, _Stop):
+            print("\ntearing the network down", file=sys.stderr, flush=True)
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+
+    def _wait(self) -> None:
+        """Until interrupted; says once if a switch dies meanwhile."""
+        dead: set[str] = set()
+        while True:
+            time.sleep(1.0)
+            for sw in self.net.net.switches:
+                problem = sw.switch.health() if sw.switch is not None else "stopped"
+                if problem and sw.name not in dead:
+                    dead.add(sw.name)
+                    print(f"emulation: switch {sw.name} {problem} (log "
+                          f"{sw.log_path})", file=sys.stderr, flush=True)
 
     def switch_events(self) -> dict[str, dict[str, int]]:
         return read_events(addressed_switches(self.addr), self.program.p4info, event_names())

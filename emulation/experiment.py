@@ -1,4 +1,4 @@
-"""`inart experiment inart-emulation`: the InArt paper's emulation figures (seed 004, 5.3).
+"""`inart experiment inart-emulation`: the InArt paper's emulation figures (section 5.3).
 
 Two sweeps over one emulated topology, each scheme installed and measured in turn:
 - ``--sweep models`` (Figs. 8, 10, 13): gradient size per model (the paper's LSTM 1627 KB,
@@ -22,7 +22,7 @@ from emulation.cli_emulate import add_emulation_args, comm_ratios, traffic_confi
 from emulation.emulate import Emulation
 from emulation.measure import table, write_rows
 
-MODEL_KB = {"lstm": 1627, "vgg19": 548, "resnet50": 97}  # seed 004, section 5.3.1
+MODEL_KB = {"lstm": 1627, "vgg19": 548, "resnet50": 97}  # InArt paper, section 5.3.1
 METRICS = [("rate_mbps", "sending rate per worker (Mbit/s)"),
            ("comm_s", "communication time per iteration (s)"),
            ("network_mbps", "network throughput (Mbit/s)"),

@@ -1,4 +1,4 @@
-"""The InArt paper's emulation metrics (seed 004, section 5.1) from one run's raw numbers.
+"""The InArt paper's emulation metrics (section 5.1) from one run's raw numbers.
 
 - sending rate of a worker: the bytes it put on its link (frames incl. Ethernet/IP/UDP headers,
   retransmissions included) over its communication time, per round, in Mbit/s;

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from emulation.targets.embedded.stats import PROGRAM_DROPS
 
-RATE_GOAL = 0.95  # issue 16: sending rate / planned >= 0.95 per scheme
-MEMORY_BUDGET_MB = 4096.0  # issue 16: the whole fattree:6 emulation within 4 GB
+RATE_GOAL = 0.95  # goal: sending rate / planned >= 0.95 per scheme
+MEMORY_BUDGET_MB = 4096.0  # goal: the whole fattree:6 emulation within 4 GB
 CPU_SATURATED = 0.9  # machine busy fraction above which the CPU is the bottleneck
 
 

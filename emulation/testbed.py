@@ -1,4 +1,4 @@
-"""`inart experiment inart-testbed`: the InArt paper's testbed figures (seed 004, 5.2) in emulation.
+"""`inart experiment inart-testbed`: the InArt paper's testbed figures (section 5.2) in emulation.
 
 The paper's testbed is the Fig. 1 cluster (two Tofino switches, six workers, two PSs, 100 Gbit/s
 links) training VGG19 on CIFAR-100 with batch 32, and it quotes, for six workers, InArt,
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         write(rows, out, args)
     lines = compare(rows)
     seeds = len({r["seed"] for r in rows})
-    print(f"\nInArt testbed figures (seed 004, 5.2; six workers, VGG19) vs this emulation "
+    print(f"\nInArt testbed figures (InArt, WWW '24, 5.2; six workers, VGG19) vs this emulation "
           f"(median of {seeds} seed(s)); ratios are to InArt's value")
     print(format_table(lines, ["figure", "scheme", "paper", "paper_vs_inart", "ours",
                                "ours_vs_inart", "plan_vs_inart", "ours/paper"]))

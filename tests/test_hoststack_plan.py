@@ -85,7 +85,7 @@ def fig1_doc(scheme):
 
 
 def test_a_rate_above_what_the_topology_allows_is_refused_by_name(tmp_path):
-    """Issue 13: `"rate": 99` on fig1 (optimum 2.5) used to reach the pacing unchecked."""
+    """`"rate": 99` on fig1 (optimum 2.5) used to reach the pacing unchecked."""
     (tmp_path / "plan.json").write_text(json.dumps(dict(fig1_doc("inart"), rate=99)))
     with pytest.raises(PlanError, match=r"'rate'=99: its loads allow at most 2.5 \(binding"):
         load_plan(tmp_path / "plan.json")

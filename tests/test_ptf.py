@@ -109,9 +109,10 @@ def test_tofino_over_bfrt_command_line(tmp_path, monkeypatch):
     """--bfrt: the tests get the driver and the ports file (they map ports themselves), and
     front-panel ports without a dev_port are fine; without the SDE the run is skipped."""
     ports = _tofino_ports(tmp_path)
-    cmd = run_ptf.tofino_ptf_command("10.0.0.5:50052", ports, 0, [], [], tmp_path, bfrt=True)
+    cmd = run_ptf.tofino_ptf_command("10.0.0.5:50052", ports, 0, [], [], tmp_path, bfrt=True,
+                                     push_timeout=600.0)
     params = cmd[cmd.index("--test-params") + 1]
-    assert f"driver='bfrt';ports_file='{ports.resolve()}'" in params
+    assert f"driver='bfrt';ports_file='{ports.resolve()}';push_timeout=600.0" in params
     assert "port_map" not in params
     monkeypatch.delenv("SDE_INSTALL", raising=False)
     reason = run_ptf.tofino_skip_reason("10.0.0.5:50052", ports, bfrt=True)

@@ -34,7 +34,7 @@ def test_train_with_other_schemes(plan_file, sync, tmp_path):
         assert "average_model_accuracy=" in proc.stdout
         return
     assert "identical parameters: True" in proc.stdout
-    # the table's communication columns are measured, as for INA (issue 13, defect 2):
+    # the table's communication columns are measured, as for INA:
     # ring and RAT trees send 2(W-1)/W of the gradient per worker and round, W = 6 on fig1
     rounds = json.loads(report.read_text())["rounds"]
     assert [r["bytes"] for r in rounds] == [pytest.approx(2 * 5 / 6 * MLP_BYTES)] * 15
@@ -49,7 +49,7 @@ def test_train_with_other_schemes(plan_file, sync, tmp_path):
     ("ina", ["--group-p", "3"], "--group-p"),
 ])
 def test_an_option_the_mode_does_not_use_is_refused_by_name(sync, argv, named, capsys):
-    """Issue 13, defect 3: given explicitly (--window 32 is also the default) but ignored."""
+    """Given explicitly (--window 32 is also the default) but ignored."""
     rc = main(["train", "--plan", "star:2:1", "--model", "mlp", "--rounds", "2",
                "--sync", sync, *argv])
     assert rc == 2

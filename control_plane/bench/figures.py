@@ -1,4 +1,4 @@
-"""The figures `inart bench solver` checks against issue 18's goals, one labelled line each.
+"""The figures `inart bench solver` prints against its goals, one labelled line each.
 
 Per fat-tree size: inart/atp and inart/upper_bound (the worst instance: the goals hold "on
 every seed"), and the end-to-end solve time (median over the instances, wall clock and this
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import statistics
 
-# (figure, fat-tree k) -> (comparison, goal); issue 18, fat-trees with 4 PSs
+# (figure, fat-tree k) -> (comparison, goal); fat-trees with 4 PSs
 GOALS: dict[tuple[str, int], tuple[str, float]] = {
     ("inart/atp", 6): (">=", 2.0),
     ("inart/bound", 6): (">=", 0.9),
@@ -65,9 +65,9 @@ def random_figure(summary: dict) -> dict:
 
 
 def line(fig: dict) -> str:
-    """One labelled line: name, value, unit, goal and ratio, then the details."""
-    goal = (f"goal {fig['goal']}, ratio {fig['ratio']:.3f}, "
+    """One labelled line: name, value, unit, ratio, goal (met or NOT MET), then the details."""
+    goal = (f"ratio {fig['ratio']:.3f}  goal {fig['goal']}: "
             f"{'met' if fig['met'] else 'NOT MET'}" if "goal" in fig else "no goal")
     rest = "; ".join(f"{k} {v}" for k, v in fig.items()
                      if k not in ("name", "value", "unit", "goal", "ratio", "met"))
-    return f"{fig['name']:32s} {fig['value']:8.3f} {fig['unit']:2s} ({goal}; {rest})"
+    return f"{fig['name']:32s} {fig['value']:8.3f} {fig['unit']:2s}  {goal}  ({rest})"

@@ -10,7 +10,7 @@ Tables:
   (MILP) where it fits, with inart/MILP per instance, its mean and min, and the seeds of the
   worst instances (to rerun one: `inart plan` with the printed topology options);
 - `--lp-timing`: the naive path LP against our compact one, timed in the same run;
-- last, one labelled line per figure with its goal (bench_figures.py).
+- last, one labelled line per figure with its goal (figures.py).
 """
 
 from __future__ import annotations
@@ -263,7 +263,8 @@ def run(args: argparse.Namespace) -> int:
             figures.append(random_figure(summary))
     if figures:
         result["figures"] = figures
-        print("\nGoals (issue 18)\n" + "\n".join(line(f) for f in figures))
+        print("\nFigures (name, value, unit, ratio to the goal, goal)")
+        print("\n".join(line(f) for f in figures))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     return 0

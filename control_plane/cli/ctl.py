@@ -1,22 +1,24 @@
 """`inart ctl`: the controller service's API on the command line (client: service/client.py).
 
-    inart ctl topology fig1 [--switch v1=127.0.0.1:50051 ...]   register (default addresses:
-                                                                the emulation's, --grpc-base)
+    inart ctl topology fig1 --switch v1=127.0.0.1:50051 ...     register (every switch's
+                                  address, or --grpc-base B: switch i at 127.0.0.1:B+i)
     inart ctl topology                                          show
     inart ctl submit [--workers w1,w2] [--pss s1] --model-size 1e6
     inart ctl plan JOB [--version N] [--out plan.json]
     inart ctl event link-down v1 v2 | link-up A B | link-load A B LOAD | ps-load S LOAD
                     | switch-down V | switch-up V
-    inart ctl watch [--job J] [--count N]
+    inart ctl watch [--job J] [--since SEQ] [--count N] [--timeout S]
     inart ctl jobs [--all] | cancel JOB | reconcile | progress JOB HOST ROUND
 
-Every command takes --json (machine-readable output: the API's messages as JSON).
+Every command takes --json (machine-readable output: the API's messages as JSON) and
+--timeout (seconds: how long to wait for the reply; watch: how long to watch).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -24,12 +26,18 @@ from pathlib import Path
 
 import grpc
 
-from control_plane.deploy.addressing import DEFAULT_GRPC_BASE, assign
+from control_plane.deploy.addressing import assign
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import TopologyError
-from control_plane.service.auth import AuthConfigError, read_token
+from control_plane.service.auth import AuthConfigError, is_loopback, read_token, split_address
 from control_plane.service.client import DEFAULT_ADDRESS, EVENT_KINDS, Client, to_dict
 from control_plane.service.proto import inart_controller_pb2 as pb
+
+REQUEST_TIMEOUT = 120.0  # seconds a command waits for its reply unless --timeout says
+
+
+class UsageError(ValueError):
+    """Options that cannot work together; the message says which and why."""
 
 
 def _short(enum: object, value: int, prefix: str) -> str:
@@ -118,11 +126,35 @@ def cmd_topology(c: Client, args: argparse.Namespace) -> tuple[object, list[str]
     else:
         topo = build_topology(args.spec)
         switches = dict(args.switch)
-        if not switches:
+        if args.grpc_base is not None:
             addr = assign(topo, args.grpc_base)
-            switches = {sw: (addr.grpc_address(sw), addr.device_id[sw]) for sw in topo.switches}
+            switches = {sw: (addr.grpc_address(sw), addr.device_id[sw]) for sw in topo.switches
+                        } | switches
+        missing = [sw for sw in topo.switches if sw not in switches]
+        if missing:
+            raise UsageError(f"topology {args.spec}: no P4Runtime address for switch(es) "
+                             f"{', '.join(missing[:8])}: give --switch NAME=HOST:PORT for each "
+                             f"(or --grpc-base B: switch i at 127.0.0.1:B+i)")
+        for sw, where in switches.items():
+            address = where if isinstance(where, str) else where[0]
+            if _same_endpoint(address, args.server):
+                raise UsageError(f"switch {sw}: {address} is the service's own address "
+                                 f"(--server): a switch must listen elsewhere")
         state = c.register_topology(topo, switches)
     return state, topology_lines(state)
+
+
+def _same_endpoint(a: str, b: str) -> bool:
+    """Whether two HOST:PORT addresses are one endpoint of this machine's loopback (or the
+    same text)."""
+    if a == b:
+        return True
+    try:
+        (host_a, port_a), (host_b, port_b) = split_address(a), split_address(b)
+    except AuthConfigError:
+        return False
+    return port_a == port_b and (host_a == host_b
+                                 or (is_loopback(host_a) and is_loopback(host_b)))
 
 
 def cmd_submit(c: Client, args: argparse.Namespace) -> tuple[object, list[str]]:
@@ -166,15 +198,19 @@ def cmd_event(c: Client, args: argparse.Namespace) -> tuple[object, list[str]]:
 
 
 def cmd_watch(c: Client, args: argparse.Namespace) -> tuple[object, list[str]]:
-    stream = c.watch(args.job, args.since)
-    deadline = time.monotonic() + args.timeout if args.timeout else None
+    """Print messages until --count of them came or --timeout passed (whether or not any
+    message comes: it is the stream's gRPC deadline)."""
+    stream = c.watch(args.job, args.since, args.timeout)
     seen = 0
     try:
         for ev in stream:
             print(json.dumps(to_dict(ev)) if args.json else watch_line(ev), flush=True)
             seen += 1
-            if (args.count and seen >= args.count) or (deadline and time.monotonic() > deadline):
+            if args.count and seen >= args.count:
                 break
+    except grpc.RpcError as exc:
+        if exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+            raise
     finally:
         stream.cancel()
     return None, []
@@ -214,25 +250,37 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], tuple[object, list[st
 
 
 def run(args: argparse.Namespace) -> int:
+    timeout = REQUEST_TIMEOUT if args.timeout is None else args.timeout
     try:
         token = read_token(args.token_file) if args.token_file else None
+        client = Client(args.server, token, args.tls_ca, timeout)
     except AuthConfigError as exc:
         print(f"inart ctl: error: {exc}", file=sys.stderr)
         return 2
-    with Client(args.server, token, args.tls_ca, args.timeout_s) as client:
+    with client:
         try:
             message, lines = COMMANDS[args.ctl](client, args)
         except grpc.RpcError as exc:
             print(f"inart ctl: error: {exc.code().name}: {exc.details()}", file=sys.stderr)
             return 1
-        except TopologyError as exc:
+        except (TopologyError, UsageError) as exc:
             print(f"inart ctl: error: {exc}", file=sys.stderr)
             return 2
     if args.json and message is not None:
         print(json.dumps(to_dict(message), indent=1))
-    elif not args.json:
+    elif not args.json and lines:
         print("\n".join(lines))
     return 0
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds > 0")
+    return value
 
 
 def _csv(text: str) -> list[str]:
@@ -246,7 +294,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     common.add_argument("--server", default=DEFAULT_ADDRESS, help="HOST:PORT of `inart serve`")
     common.add_argument("--token-file", help="bearer token for a service off localhost")
     common.add_argument("--tls-ca", help="PEM CA certificate: talk TLS")
-    common.add_argument("--timeout-s", type=float, default=120.0, help="per request")
+    common.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                        help=f"how long to wait for the reply (default {REQUEST_TIMEOUT:g}); "
+                             f"watch: stop after this long, messages or not (default: never)")
     common.add_argument("--json", action="store_true", help="print the reply as JSON")
     cmds = p.add_subparsers(dest="ctl", metavar="COMMAND", required=True)
 
@@ -254,9 +304,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("spec", nargs="?", help="fig1 | fattree:K | leafspine:L,S,H | FILE")
     t.add_argument("--switch", action="append", type=parse_switch, default=[],
                    metavar="NAME=HOST:PORT[,device=N]", help="a switch's P4Runtime address")
-    t.add_argument("--grpc-base", type=int, default=DEFAULT_GRPC_BASE,
-                   help="without --switch: switch i at 127.0.0.1:(BASE+i), device i (the "
-                        "emulation's addresses)")
+    t.add_argument("--grpc-base", type=int,
+                   help="switches without --switch: switch i at 127.0.0.1:(BASE+i), device i "
+                        "(an emulation started with that base); no default: a guessed address "
+                        "may be another program's, even the service's own")
     s = cmds.add_parser("submit", parents=[common], help="submit a training job")
     s.add_argument("--workers", type=_csv, default=[], help="w1,w2,... (default: all)")
     s.add_argument("--pss", type=_csv, default=[], help="s1,... (default: all)")
@@ -275,8 +326,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--job", type=int, default=0, help="one job (default: all)")
     w.add_argument("--since", type=int, default=0, help="replay kept messages after this seq")
     w.add_argument("--count", type=int, default=0, help="stop after N messages")
-    w.add_argument("--timeout", type=float, default=0.0,
-                   help="stop after this many seconds (checked per message)")
     j = cmds.add_parser("jobs", parents=[common], help="list jobs")
     j.add_argument("--all", action="store_true", help="cancelled ones too")
     c = cmds.add_parser("cancel", parents=[common], help="cancel a job (removes its entries)")

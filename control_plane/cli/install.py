@@ -56,6 +56,7 @@ from control_plane.deploy.transaction import (
     verify,
     verify_clean,
 )
+from control_plane.drivers.bfrt.client import DEFAULT_PUSH_TIMEOUT_S
 from control_plane.drivers.p4runtime import P4RuntimeError
 from control_plane.drivers.tofino.ports import PortsError, PortsFile, load_ports
 from control_plane.model.plan import Plan, PlanError
@@ -106,6 +107,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "and counters and removes every entry first")
     _add_bfrt(p, "pushes the program and brings the ports of --ports up; --verify reads "
                  "the entries back")
+    p.add_argument("--push-timeout", type=float, default=DEFAULT_PUSH_TIMEOUT_S,
+                   help="--bfrt: seconds the program push may take (bf_switchd answers when "
+                        "the program's warm init has ended; the Tofino model takes far longer "
+                        "than a switch; default: %(default)s)")
     p.set_defaults(func=run_install)
 
 
@@ -224,7 +229,8 @@ def run_bfrt(args: argparse.Namespace, command: str, compiled: Compiled,
         if args.verify:
             return show_bfrt_verify(readback.verify(compiled, targets, files,
                                                     timeout=args.timeout))
-        written = install(compiled, targets, files, timeout=args.timeout)
+        written = install(compiled, targets, files, timeout=args.timeout,
+                          push_timeout=args.push_timeout)
     except (BfrtInstallError, SdeError, PortsError) as exc:
         return _fail(command, exc, 1)
     for t in targets:

@@ -22,15 +22,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "remove exactly a plan's entries from running P4 switches"),
     "bench": ("control_plane.cli.bench", "run a benchmark (solver, target, transport, ...)"),
     "demo": ("emulation.cli_demo", "run the main demo (fig1 planned and emulated)"),
-    "experiment": ("host_stack.experiments.cli", "reproduce a seed paper's experiment"),
+    "experiment": ("host_stack.experiments.cli", "reproduce a paper's experiment (InArt, ...)"),
     "train": ("host_stack.train.cli", "train a model over a plan (PS + worker processes)"),
     "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),
-    "shell": ("emulation.cli_shell", "p4runtime-shell on a switch of a running emulation"),
+    "shell": ("emulation.cli_shell", "p4runtime-shell on a P4Runtime switch"),
     "switch": ("emulation.cli_switch", "run one P4 switch (embedded target or bmv2) alone"),
     "ptf": ("emulation.cli_ptf", "run the PTF packet suite (embedded, bmv2, tofino)"),
     "serve": ("control_plane.cli.serve", "run the controller service (gRPC API, re-planning)"),
     "ctl": ("control_plane.cli.ctl", "talk to a running `inart serve`"),
     "run": ("realhosts.cli_run", "run a job on real hosts and switches (inventory file)"),
+    "lab": ("realhosts.cli_lab", "namespace hosts and standalone switches here, for `inart run`"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)

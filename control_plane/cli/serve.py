@@ -1,9 +1,10 @@
 """`inart serve`: the controller service (gRPC API in control_plane/service/proto, docs/api.md).
 
     inart serve [--listen 127.0.0.1:50070] [--token-file F] [--tls-cert C --tls-key K]
-                [--state out/serve] [--switches p4runtime|memory]
+                [--insecure] [--state out/serve] [--switches p4runtime|memory]
 
-Listens on loopback by default; any other address needs --token-file.  State (topology, jobs,
+Listens on loopback by default; any other address needs --token-file and TLS (--tls-cert,
+--tls-key; or --insecure, explicitly).  State (topology, jobs,
 plan versions, events) lives in STATE/state.sqlite: a restarted service recovers its jobs and
 reconciles the switches instead of installing anything twice.  Runs until Ctrl-C or SIGTERM.
 """
@@ -49,14 +50,15 @@ def run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s: %(message)s")
     try:
         token = read_token(args.token_file) if args.token_file else None
-        check_listen(args.listen, token)
         credentials = server_credentials(args.tls_cert, args.tls_key)
+        check_listen(args.listen, token, credentials is not None, args.insecure)
         pipeline = pipeline_for(args.target)
     except (AuthConfigError, PipelineError) as exc:
         print(f"inart serve: error: {exc}", flush=True)
         return 2
     installer: Installer = (MemoryInstaller() if args.switches == "memory" else
-                            P4RuntimeInstaller(pipeline, args.election_id, args.p4_timeout))
+                            P4RuntimeInstaller(pipeline, args.election_id, args.p4_timeout,
+                                               holdoff=args.reconcile_interval))
     controller = Controller(Store(args.state), installer, P4Info.load(pipeline.p4info),
                             drain_seconds=args.drain_seconds,
                             reconcile_interval=args.reconcile_interval)
@@ -87,10 +89,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__.split("\n\n")[0],
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--listen", default=DEFAULT_LISTEN,
-                   help="HOST:PORT; a non-loopback HOST needs --token-file (port 0: any free)")
+                   help="HOST:PORT; a non-loopback HOST needs --token-file and TLS (port 0: "
+                        "any free); unix:PATH for a Unix socket")
     p.add_argument("--token-file", help="file holding the bearer token requests must carry")
     p.add_argument("--tls-cert", help="PEM certificate: serve TLS (with --tls-key)")
     p.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    p.add_argument("--insecure", action="store_true",
+                   help="off loopback, serve plaintext (without TLS): the token and plans cross "
+                        "the network in clear")
     p.add_argument("--state", type=Path, default=out_dir("serve"),
                    help="directory of the state file (state.sqlite)")
     p.add_argument("--switches", choices=("p4runtime", "memory"), default="p4runtime",

@@ -9,7 +9,6 @@ that sends canonical ones, and replicas compare as a set (bmv2 returns them in i
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -23,6 +22,7 @@ from control_plane.drivers.p4runtime import (
     P4RuntimeError,
     build_table_entry,
     decode_value,
+    format_value,
     multicast_group_update,
 )
 
@@ -166,15 +166,6 @@ def diff(want: dict[Key, Item], have: dict[Key, Item]) -> Diff:
 # names and values of entries read back (for messages about entries no plan describes)
 
 
-def _show(value: bytes, bitwidth: int) -> str:
-    number = decode_value(value)
-    if bitwidth == 32:
-        return str(ipaddress.IPv4Address(number))
-    if bitwidth == 48:
-        return ":".join(f"{b:02x}" for b in number.to_bytes(6, "big"))
-    return str(number)
-
-
 def describe_table_entry(info: P4Info, te: p4runtime_pb2.TableEntry) -> str:
     """``table[field=value, ...] -> action(param=value, ...)`` by P4Info names."""
     tables = {t.preamble.id: t for t in info.proto.tables}
@@ -188,9 +179,9 @@ def describe_table_entry(info: P4Info, te: p4runtime_pb2.TableEntry) -> str:
         kind = fm.WhichOneof("field_match_type")
         m = getattr(fm, kind)
         if kind == "lpm":
-            text = f"{_show(m.value, f.bitwidth)}/{m.prefix_len}"
+            text = f"{format_value(m.value, f.name, f.bitwidth, f.type_name.name)}/{m.prefix_len}"
         elif kind in ("exact", "optional"):
-            text = _show(m.value, f.bitwidth)
+            text = format_value(m.value, f.name, f.bitwidth, f.type_name.name)
         else:
             text = str(m).replace("\n", " ").strip()
         parts.append(f"{f.name}={text}")
@@ -203,7 +194,7 @@ def describe_table_entry(info: P4Info, te: p4runtime_pb2.TableEntry) -> str:
         return out + f" -> action id {te.action.action.action_id}"
     params = {p.id: p for p in action.params}
     shown = ", ".join(
-        f"{params[p.param_id].name}={_show(p.value, params[p.param_id].bitwidth)}"
-        if p.param_id in params else f"param {p.param_id}={decode_value(p.value)}"
+        f"{param.name}={format_value(p.value, param.name, param.bitwidth, param.type_name.name)}"
+        if (param := params.get(p.param_id)) else f"param {p.param_id}={decode_value(p.value)}"
         for p in te.action.action.params)
     return f"{out} -> {action.preamble.name}({shown})"

@@ -29,7 +29,7 @@ PRESETS: dict[str, Preset] = {
 
 
 def fig1() -> Topology:
-    """The seed paper's Fig. 1: links 6, switches 6, PSs 4 (known optimum 2.5)."""
+    """The InArt paper's Fig. 1: links 6, switches 6, PSs 4 (known optimum 2.5)."""
     nodes = [Node("v1", "switch", 6.0), Node("v2", "switch", 6.0),
              Node("s1", "ps", 4.0), Node("s2", "ps", 4.0)]
     nodes += [Node(f"w{i}", "worker") for i in range(1, 7)]

@@ -17,6 +17,8 @@ from typing import Any
 
 import networkx as nx
 
+from control_plane.quote import quote
+
 NODE_KINDS = ("worker", "ps", "switch")
 
 
@@ -61,7 +63,7 @@ def _number(value: Any, where: str, field: str, required: bool = True) -> float 
             raise TopologyError(f"{where}: missing '{field}' (expected a number >= 0)")
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise TopologyError(f"{where}: '{field}'={value!r} is not a finite number")
+        raise TopologyError(f"{where}: '{field}'={quote(value)} is not a finite number")
     if value < 0:
         raise TopologyError(f"{where}: '{field}'={value} is negative (expected >= 0)")
     return float(value)
@@ -75,18 +77,19 @@ class Topology:
         self.nodes: dict[str, Node] = {}
         for node in nodes:
             if node.id in self.nodes:
-                raise TopologyError(f"node '{node.id}': duplicate id")
+                raise TopologyError(f"node {quote(node.id)}: duplicate id")
             self.nodes[node.id] = node
         self.links: dict[tuple[str, str], Link] = {}
         for link in links:
             key = (link.src, link.dst)
+            where = f"link {quote(link.src, bare=True)}->{quote(link.dst, bare=True)}"
             for end in key:
                 if end not in self.nodes:
-                    raise TopologyError(f"link {link.src}->{link.dst}: node '{end}' does not exist")
+                    raise TopologyError(f"{where}: node {quote(end)} does not exist")
             if link.src == link.dst:
-                raise TopologyError(f"link {link.src}->{link.dst}: a link needs two ends")
+                raise TopologyError(f"{where}: a link needs two ends")
             if key in self.links:
-                raise TopologyError(f"link {link.src}->{link.dst}: duplicate link")
+                raise TopologyError(f"{where}: duplicate link")
             self.links[key] = link
         self._validate()
 
@@ -127,15 +130,16 @@ class Topology:
         switches = sorted((n for n in self.graph[host] if self.nodes[n].kind == "switch"),
                           key=natural_key)
         if not switches:
-            raise TopologyError(f"node '{host}': not attached to any switch")
+            raise TopologyError(f"node {quote(host)}: not attached to any switch")
         return switches[0]
 
     # -- validation --------------------------------------------------------------------------
     def _validate(self) -> None:
         for node in self.nodes.values():
-            where = f"node '{node.id}'"
+            where = f"node {quote(node.id)}"
             if node.kind not in NODE_KINDS:
-                raise TopologyError(f"{where}: unknown kind '{node.kind}' (expected {NODE_KINDS})")
+                raise TopologyError(f"{where}: unknown kind {quote(node.kind)} (expected "
+                                    f"{NODE_KINDS})")
             if node.kind != "worker" and node.capacity is None:
                 raise TopologyError(f"{where}: missing 'capacity' (expected a number >= 0)")
         if not self.workers:
@@ -149,11 +153,13 @@ class Topology:
             for s in self.pss:
                 if s not in reach:
                     raise TopologyError(
-                        f"worker '{w}' cannot reach PS '{s}' through switches (check links)"
+                        f"worker {quote(w)} cannot reach PS {quote(s)} through switches "
+                        f"(check links)"
                     )
                 if w not in from_ps[s]:
                     raise TopologyError(
-                        f"PS '{s}' cannot reach worker '{w}' through switches (results path)"
+                        f"PS {quote(s)} cannot reach worker {quote(w)} through switches "
+                        f"(results path)"
                     )
 
     # -- serialisation -----------------------------------------------------------------------
@@ -185,10 +191,10 @@ class Topology:
         for i, item in enumerate(data["nodes"]):
             if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
                 raise TopologyError(f"nodes[{i}]: expected an object with a string 'id'")
-            where = f"node '{item['id']}'"
+            where = f"node {quote(item['id'])}"
             kind = item.get("kind")
             if kind not in NODE_KINDS:
-                raise TopologyError(f"{where}: unknown kind {kind!r} (expected {NODE_KINDS})")
+                raise TopologyError(f"{where}: unknown kind {quote(kind)} (expected {NODE_KINDS})")
             cap = _number(item.get("capacity"), where, "capacity", required=kind != "worker")
             bg = _number(item.get("background", 0), where, "background")
             if cap is not None and bg is not None and bg > cap:
@@ -201,7 +207,7 @@ class Topology:
             src, dst = item.get("src"), item.get("dst")
             if not isinstance(src, str) or not isinstance(dst, str):
                 raise TopologyError(f"links[{i}]: 'src' and 'dst' must be node ids")
-            where = f"link {src}->{dst}"
+            where = f"link {quote(src, bare=True)}->{quote(dst, bare=True)}"
             cap = _number(item.get("capacity"), where, "capacity")
             bg = _number(item.get("background", 0), where, "background")
             if bg > cap:

@@ -1,10 +1,11 @@
-"""Who may talk to the service: loopback by default, a bearer token anywhere else.
+"""Who may talk to the service: loopback by default, a bearer token over TLS anywhere else.
 
 `inart serve` listens on 127.0.0.1 unless told otherwise.  Listening on any other address
 needs ``--token-file``: every request must then carry ``authorization: Bearer <token>``
 metadata, checked by ``TokenInterceptor`` before any handler runs (requests without it get
-UNAUTHENTICATED).  With ``--tls-cert/--tls-key`` the port speaks TLS, which keeps the token
-off the wire; without, the token only keeps out callers that do not know it.
+UNAUTHENTICATED).  It also needs TLS (``--tls-cert/--tls-key``), which keeps the token and
+the plans off the wire, unless the user explicitly says ``--insecure`` (a trusted network
+only: anyone on the path reads the token and can then replay it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import grpc
+
+from control_plane.quote import quote
 
 HEADER = "authorization"
 SCHEME = "Bearer "
@@ -30,8 +33,10 @@ def split_address(address: str, any_port: bool = False) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     low = 0 if any_port else 1
-    if not sep or not host or not port.isdigit() or not low <= int(port) < 65536:
-        raise AuthConfigError(f"address {address!r}: expected HOST:PORT with a port "
+    # ASCII digits only: str.isdigit() also holds for '²', which int() refuses
+    if (not sep or not host or not (port.isascii() and port.isdigit())
+            or not low <= int(port) < 65536):
+        raise AuthConfigError(f"address {quote(address)}: expected HOST:PORT with a port "
                               f"{low}..65535")
     return host, int(port)
 
@@ -56,18 +61,26 @@ def read_token(path: str | Path) -> str:
     return token
 
 
-def check_listen(address: str, token: str | None) -> None:
-    """Refuse a non-loopback listen address without a token.  A Unix socket
-    (``unix:PATH``) is local like loopback, and also reachable from the network namespaces
-    of one machine (an emulation's hosts), which loopback is not."""
+def check_listen(address: str, token: str | None, tls: bool = False,
+                 insecure: bool = False) -> None:
+    """Refuse a non-loopback listen address without a token, and without TLS unless
+    ``insecure`` (the user's explicit choice).  A Unix socket (``unix:PATH``) is local like
+    loopback, and also reachable from the network namespaces of one machine (an emulation's
+    hosts), which loopback is not."""
     if address.startswith("unix:"):
         if not address[len("unix:"):].lstrip("/"):
-            raise AuthConfigError(f"--listen {address}: expected unix:PATH")
+            raise AuthConfigError(f"--listen {quote(address)}: expected unix:PATH")
         return
     host, _ = split_address(address, any_port=True)
-    if token is None and not is_loopback(host):
-        raise AuthConfigError(f"--listen {address}: not a loopback address; listening there "
-                              f"needs --token-file (requests must carry a bearer token)")
+    if is_loopback(host):
+        return
+    if token is None:
+        raise AuthConfigError(f"--listen {quote(address)}: not a loopback address; listening "
+                              f"there needs --token-file (requests must carry a bearer token)")
+    if not tls and not insecure:
+        raise AuthConfigError(f"--listen {quote(address)}: not a loopback address; listening "
+                              f"there needs TLS (--tls-cert and --tls-key) so the token does "
+                              f"not cross the network in clear, or --insecure to accept that")
 
 
 def server_credentials(cert: str | None, key: str | None) -> grpc.ServerCredentials | None:

@@ -48,7 +48,7 @@ from control_plane.service.server import build_server
 from control_plane.service.store import Store
 from control_plane.service.switches import Installer, MemoryInstaller, P4RuntimeInstaller
 
-GOALS = {"fig1": 1.0, "fattree:6": 5.0}  # seconds, issue 14
+GOALS = {"fig1": 1.0, "fattree:6": 5.0}  # seconds: replan latency goals
 READY_S = 120.0
 
 

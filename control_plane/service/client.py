@@ -23,6 +23,7 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
 from control_plane.model.topology import Topology
+from control_plane.service.auth import AuthConfigError
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.proto import inart_controller_pb2_grpc as pb_grpc
 
@@ -40,15 +41,18 @@ def to_dict(message: Message) -> dict:
 
 class Client:
     """One channel to the service; ``token`` is sent as bearer metadata, ``tls_ca`` (a PEM
-    file) switches the channel to TLS."""
+    file) switches the channel to TLS (AuthConfigError if it cannot be read)."""
 
     def __init__(self, address: str = DEFAULT_ADDRESS, token: str | None = None,
                  tls_ca: str | Path | None = None, timeout: float = 120.0) -> None:
         self.address, self.timeout = address, timeout
         self.metadata = [("authorization", f"Bearer {token}")] if token else []
         if tls_ca is not None:
-            creds = grpc.ssl_channel_credentials(Path(tls_ca).read_bytes())
-            self.channel = grpc.secure_channel(address, creds)
+            try:
+                ca = Path(tls_ca).read_bytes()
+            except OSError as exc:
+                raise AuthConfigError(f"--tls-ca {tls_ca}: {exc.strerror}") from None
+            self.channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(ca))
         else:
             self.channel = grpc.insecure_channel(address)
         self.stub = pb_grpc.ControllerStub(self.channel)
@@ -122,7 +126,9 @@ class Client:
     def reconcile(self) -> pb.ReconcileResponse:
         return self._call("Reconcile", pb.ReconcileRequest())
 
-    def watch(self, job_id: int = 0, since: int = 0) -> Iterator[pb.WatchEvent]:
-        """Messages as they happen (cancel the iterator, or close the client, to stop)."""
+    def watch(self, job_id: int = 0, since: int = 0,
+              timeout: float | None = None) -> Iterator[pb.WatchEvent]:
+        """Messages as they happen (cancel the iterator, or close the client, to stop);
+        ``timeout``: the stream ends with DEADLINE_EXCEEDED after that many seconds."""
         return self.stub.Watch(pb.WatchRequest(job_id=job_id, since=since),
-                               metadata=self.metadata)
+                               metadata=self.metadata, timeout=timeout)

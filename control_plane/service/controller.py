@@ -1,7 +1,15 @@
 """The controller behind `inart serve`: jobs, plan versions, events, make-before-break and
-reconcile.  The gRPC layer (server.py) validates requests and calls this; everything here runs
-under one lock, so requests, the drain checks and the periodic reconcile see one consistent
-state (a re-plan holds it while the solver runs: seconds on fattree:6).
+reconcile.  The gRPC layer (server.py) validates requests and calls this.
+
+Two locks.  ``io`` serialises everything that changes what the switches should hold or talks
+to them (register, submit, cancel, events, drains, reconcile): one such operation at a time.
+``lock`` guards the state itself and is held only while it is read or changed, never while a
+switch is written or the solver runs (an operation holding ``io`` lets go of ``lock`` for
+that: ``_unlocked``), so reads (ListJobs, GetPlan, GetTopology, Watch) and the hosts'
+ReportProgress never wait for a switch that does not answer.  They see the state between
+steps of an operation: a version being installed is listed but no host is answered with it
+until it is made active, which happens in one step with choosing its switch_round.  ``io``
+is always taken before ``lock``.
 
 Life of a job
 - SubmitJob: phases 1 and 2 on the job's part of the network, version 1 compiled into bank A
@@ -15,7 +23,8 @@ Life of a job
   *make*: every switch gets the new entries beside the old ones; the version becomes active
   with ``switch_round`` = one past the highest round any host has reported; the old one is
   *draining*.  *Break*: once every worker of both versions reported a round >= switch_round
-  (or, for a job whose hosts never report, ``drain_seconds`` later), the old entries are
+  (or, when no worker had reported any round as the new version was made, ``drain_seconds``
+  later: no host runs a round on the old one), the old entries are
   removed.  An event that arrives while a job still drains is applied to the network at once
   and the job is re-planned as soon as the drain ends (outcome DEFERRED).
 - Hosts ask ReportProgress(job, me, round) before every round and use the version it answers:
@@ -34,8 +43,9 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +63,7 @@ from control_plane.deploy.versions import (
 from control_plane.drivers.p4runtime import P4Info
 from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
+from control_plane.quote import quote
 from control_plane.service.network import (
     Modifiers,
     Network,
@@ -100,6 +111,7 @@ class Version:
     created: float = field(default_factory=time.time)
     switch_round: int = 0
     install_seconds: float = 0.0
+    by_reports: bool = False  # drains when the workers report (else drain_seconds after made)
     compiled: Compiled | None = None
     items: dict[str, dict[Key, Item]] = field(default_factory=dict)  # per switch
 
@@ -107,7 +119,8 @@ class Version:
         return {"bank": self.bank, "state": self.state, "reason": self.reason,
                 "phase": self.phase, "phase1_split": self.phase1_split,
                 "plan_seconds": self.plan_seconds, "created": self.created,
-                "switch_round": self.switch_round, "install_seconds": self.install_seconds}
+                "switch_round": self.switch_round, "install_seconds": self.install_seconds,
+                "by_reports": self.by_reports}
 
 
 @dataclass
@@ -152,8 +165,9 @@ class Controller:
         self.cache = ItemCache(info)
         self._routes: tuple[tuple, dict[str, SwitchEntries]] | None = None
         self.drain_seconds, self.reconcile_interval = drain_seconds, reconcile_interval
-        self.lock = threading.RLock()
-        self.hub = Hub()
+        self.io = threading.RLock()  # one operation that changes desired state at a time
+        self.lock = threading.Lock()  # the state; never held across switch I/O or solving
+        self.hub = Hub(store)
         self.network: Network | None = None
         self.jobs: dict[int, Job] = {}
         self.known: dict[str, dict[Key, Item] | None] = {}  # what each switch held last sync
@@ -185,7 +199,7 @@ class Controller:
                                   vbody["state"], vbody["reason"], vbody["phase"],
                                   vbody["phase1_split"], vbody["plan_seconds"],
                                   vbody["created"], vbody["switch_round"],
-                                  vbody["install_seconds"])
+                                  vbody["install_seconds"], vbody.get("by_reports", False))
                 if version.state != "retired":
                     self._compile(job, version)
                 job.versions[number] = version
@@ -210,7 +224,7 @@ class Controller:
         next_reconcile = time.monotonic() + self.reconcile_interval
         while not self.stopping.wait(TICK_S):
             try:
-                with self.lock:
+                with self.io, self.lock:
                     self._check_drains()
                 if time.monotonic() >= next_reconcile:
                     next_reconcile = time.monotonic() + self.reconcile_interval
@@ -221,6 +235,15 @@ class Controller:
                 self.hub.publish(error=pb.ErrorReport(message=f"controller loop: {exc}"))
 
     # -- desired state and syncing -------------------------------------------------------------
+    @contextmanager
+    def _unlocked(self) -> Iterator[None]:
+        """Let go of the state lock (held once, with ``io``) for switch I/O or solving."""
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
+
     def _net(self) -> Network:
         if self.network is None:
             raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
@@ -273,57 +296,88 @@ class Controller:
 
     def _sync_all(self, want: dict[str, dict[Key, Item]], job_id: int = 0, version: int = 0,
                   step: str = "install", read: bool = False) -> dict[str, SyncResult]:
-        """Sync every switch in ``want`` in parallel, reporting progress on Watch."""
+        """Sync every switch in ``want`` in parallel, reporting progress on Watch.  Called
+        with ``io`` and the state lock held; the switch I/O runs without the state lock."""
         net = self._net()
         names = [sw for sw in want if sw in net.switches]
+        infos = {sw: net.switches[sw] for sw in names}
+        known = {sw: None if read else self.known.get(sw) for sw in names}
         results: dict[str, SyncResult] = {}
+        synced: dict[str, dict[Key, Item] | None] = {}
         writes = 0
 
         def one(sw: str) -> tuple[SyncResult, dict[Key, Item] | None]:
-            return sync(self.installer, net.switches[sw], want[sw],
-                        None if read else self.known.get(sw))
-        with ThreadPoolExecutor(max(1, min(SYNC_THREADS, len(names)))) as pool:
-            for sw, (result, known) in zip(names, pool.map(one, names), strict=True):
-                before = self.status.get(sw)
-                self.known[sw], self.status[sw], results[sw] = known, result, result
+            return sync(self.installer, infos[sw], want[sw], known[sw])
+        with self._unlocked(), ThreadPoolExecutor(max(1, min(SYNC_THREADS, len(names)))) as pool:
+            for sw, (result, held) in zip(names, pool.map(one, names), strict=True):
+                results[sw], synced[sw] = result, held
                 writes += result.writes
                 if job_id:
                     self.hub.publish(job_id, install=pb.InstallProgress(
                         job_id=job_id, version=version, step=step, done=len(results),
                         total=len(names), updates=writes))
-                if result.error and (job_id or before is None or before.error != result.error):
-                    self.hub.publish(job_id, error=pb.ErrorReport(job_id=job_id,
-                                                                  message=result.error))
+        for sw in names:
+            self._set_status(results[sw], job_id)
+            self.known[sw] = synced[sw]
         return results
 
+    def _set_status(self, result: SyncResult, job_id: int = 0) -> None:
+        """Remember a switch's last sync or probe; its error goes on Watch when new (or when
+        a job's install met it)."""
+        before = self.status.get(result.name)
+        self.status[result.name] = result
+        if result.error and (job_id or before is None or before.error != result.error):
+            self.hub.publish(job_id, error=pb.ErrorReport(job_id=job_id, message=result.error))
+
+    def _probe(self, switches: dict[str, SwitchInfo]) -> dict[str, SyncResult]:
+        """Whether each switch answers, in parallel, holding no lock."""
+        def one(info: SwitchInfo) -> SyncResult:
+            result = SyncResult(info.name)
+            try:
+                self.installer.probe(info)
+            except Exception as exc:  # any failure means: does not answer (yet)
+                result.reachable, result.error = False, str(exc)
+            return result
+        if not switches:
+            return {}
+        with ThreadPoolExecutor(min(SYNC_THREADS, len(switches))) as pool:
+            return {r.name: r for r in pool.map(one, switches.values())}
+
     def reconcile(self) -> pb.ReconcileResponse:
-        """Read every switch back and repair it (lost switches are only probed), then re-plan
-        the jobs that wait for a switch (stalled, or their last version failed to install)."""
+        """Read every switch back and repair it, then re-plan the jobs that wait for a switch
+        (stalled, or their last version failed to install).  Lost switches, and those that
+        did not answer last time, are probed first, beside the service's operations: one that
+        still does not answer holds nothing up; the others are read back and repaired."""
         t0 = time.perf_counter()
         with self.lock:
             net = self._net()
-            results = self._sync_all(self._desired(), read=True)
-            for sw in sorted(net.mod.lost):
-                probe = SyncResult(sw)
-                try:
-                    self.installer.read(net.switches[sw])
-                except Exception as exc:  # any failure means: still lost
-                    probe.reachable, probe.error = False, str(exc)
-                results[sw] = self.status[sw] = probe
-        response = pb.ReconcileResponse(seconds=time.perf_counter() - t0)
-        for sw in sorted(results):
-            r = results[sw]
-            response.switches.add(name=sw, reachable=r.reachable,
-                                  pipeline_pushed=r.pipeline_pushed, inserted=r.inserted,
-                                  modified=r.modified, deleted=r.deleted, error=r.error)
-        if any(r.writes or r.pipeline_pushed for r in results.values()):
-            self.hub.publish(reconcile=response)
-        self._retry()
+            suspects = {sw: net.switches[sw] for sw in net.switches
+                        if sw in net.mod.lost or not self.status.get(sw, SyncResult(sw)).reachable}
+        probed = self._probe(suspects)
+        with self.io:
+            with self.lock:
+                net = self._net()
+                silent = {sw for sw, r in probed.items() if not r.reachable}
+                results = self._sync_all({sw: items for sw, items in self._desired().items()
+                                          if sw not in silent}, read=True)
+                for sw, probe in probed.items():
+                    if sw in net.switches and (sw in silent or sw in net.mod.lost):
+                        results[sw] = probe
+                        self._set_status(probe)
+            response = pb.ReconcileResponse(seconds=time.perf_counter() - t0)
+            for sw in sorted(results):
+                r = results[sw]
+                response.switches.add(name=sw, reachable=r.reachable,
+                                      pipeline_pushed=r.pipeline_pushed, inserted=r.inserted,
+                                      modified=r.modified, deleted=r.deleted, error=r.error)
+            if any(r.writes or r.pipeline_pushed for r in results.values()):
+                self.hub.publish(reconcile=response)
+            self._retry()
         return response
 
     # -- topology --------------------------------------------------------------------------------
     def register(self, topology: Topology, switches: dict[str, SwitchInfo]) -> pb.TopologyState:
-        with self.lock:
+        with self.io, self.lock:
             live = [j.id for j in self.jobs.values() if j.live]
             if live:
                 raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
@@ -335,32 +389,35 @@ class Controller:
             self.store.save_network(topology.to_dict(), {k: vars(v) for k, v in switches.items()},
                                     self.network.mod.to_dict(), clear_jobs=True)
             self._sync_all(self._desired(), read=True)
-            return self.topology_state()
+            return self._topology_state()
 
     def topology_state(self) -> pb.TopologyState:
         with self.lock:
-            net = self.network
-            if net is None:
-                return pb.TopologyState()
-            want = self._desired()
-            state = pb.TopologyState(topology_json=json.dumps(net.topology.to_dict()),
-                                     current_json=json.dumps(net.current()),
-                                     events=self.store.event_count())
-            for sw, info in sorted(net.switches.items()):
-                result = self.status.get(sw)
-                state.switches.add(name=sw, address=info.address, device_id=info.device_id,
-                                   lost=sw in net.mod.lost,
-                                   reachable=result is not None and result.reachable,
-                                   entries=len(want.get(sw, {})),
-                                   error=result.error if result else "")
-            for link in sorted(sorted(k) for k in net.mod.down):
-                state.down_links.add(a=link[0], b=link[1])
-            return state
+            return self._topology_state()
+
+    def _topology_state(self) -> pb.TopologyState:
+        net = self.network
+        if net is None:
+            return pb.TopologyState()
+        want = self._desired()
+        state = pb.TopologyState(topology_json=json.dumps(net.topology.to_dict()),
+                                 current_json=json.dumps(net.current()),
+                                 events=self.store.event_count())
+        for sw, info in sorted(net.switches.items()):
+            result = self.status.get(sw)
+            state.switches.add(name=sw, address=info.address, device_id=info.device_id,
+                               lost=sw in net.mod.lost,
+                               reachable=result is not None and result.reachable,
+                               entries=len(want.get(sw, {})),
+                               error=result.error if result else "")
+        for link in sorted(sorted(k) for k in net.mod.down):
+            state.down_links.add(a=link[0], b=link[1])
+        return state
 
     # -- jobs ----------------------------------------------------------------------------------
     def submit(self, name: str, workers: list[str], pss: list[str], model_size: float,
                scheme: str, seed: int) -> pb.Job:
-        with self.lock:
+        with self.io, self.lock:
             net = self._net()
             workers = workers or net.topology.workers
             pss = pss or net.topology.pss
@@ -404,7 +461,7 @@ class Controller:
         return job
 
     def cancel(self, job_id: int) -> pb.Job:
-        with self.lock:
+        with self.io, self.lock:
             job = self._job(job_id)
             job.state, job.message = "cancelled", ""
             for version in job.versions.values():
@@ -495,7 +552,8 @@ class Controller:
                                hold_split=bool(job.progress))
             splits[name] = planned.phase1_split
             return planned.plan
-        joint = plan_jobs({str(i): parts[i][0] for i in free}, solver, fixed)
+        with self._unlocked():  # reads go on meanwhile; ``io`` keeps the jobs as they are
+            joint = plan_jobs({str(i): parts[i][0] for i in free}, solver, fixed)
         seconds = time.perf_counter() - t0
         for job_id, job in free.items():
             plan = joint.plans.get(str(job_id))
@@ -544,6 +602,7 @@ class Controller:
         version.install_seconds = time.perf_counter() - t0
         version.state = "active"
         version.switch_round = max(job.progress.values(), default=-1) + 1
+        version.by_reports = any(w in job.progress for w in job.workers)
         if current is not None:
             current.state = "draining"
             job.draining = current.number
@@ -600,7 +659,7 @@ class Controller:
     def _retry(self) -> None:
         """Re-plan every job: cheap for those whose part of the network did not change, and
         the retry of a job that is stalled or whose last version could not be installed."""
-        with self.lock:
+        with self.io, self.lock:
             self._replan_all("retry")
 
     def _save(self, job: Job, versions: Sequence[Version] = ()) -> None:
@@ -611,7 +670,7 @@ class Controller:
     def event(self, kind: int, link: tuple[str, str] | None, node: str,
               value: float) -> pb.ReportEventResponse:
         t0 = time.perf_counter()
-        with self.lock:
+        with self.io, self.lock:
             net = self._net()
             try:
                 description = self._apply(net, kind, link, node, value)
@@ -630,6 +689,10 @@ class Controller:
             self.hub.publish(event=record)
             if kind in (pb.EVENT_KIND_SWITCH_DOWN, pb.EVENT_KIND_SWITCH_UP):
                 self.known[node] = None  # it may restart meanwhile: read it back when back
+            if kind == pb.EVENT_KIND_SWITCH_UP:  # try it now, even if it was silent lately
+                with self._unlocked():
+                    probed = self._probe({node: net.switches[node]})
+                self._set_status(probed[node])
             response = pb.ReportEventResponse(event_id=record.id)
             reason = f"event {record.id}: {description}"
             replans = self._replan_all(reason)
@@ -665,36 +728,42 @@ class Controller:
             job = self._job(job_id)
             if participant not in job.workers and participant not in job.pss:
                 raise ServiceError(grpc.StatusCode.NOT_FOUND,
-                                   f"participant: {participant!r} is no worker or PS of job "
-                                   f"{job_id}")
+                                   f"participant: {quote(participant)} is no worker or PS of "
+                                   f"job {job_id}")
             if round_ > job.progress.get(participant, -1):
                 job.progress[participant] = round_
                 self.store.save_progress(job_id, participant, round_)
-            self._check_drains()  # this report may be the last one a drain waited for
+            due = self._drained(job)
+        if due:  # this report may be the last one a drain waited for: break now
+            with self.io, self.lock:
+                self._check_drains()
+        with self.lock:
+            job = self._job(job_id)
             live = [v for v in job.versions.values()
                     if v.state in ("active", "draining") and v.switch_round <= round_]
             if not live:
                 raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
                                    f"round: job {job_id} has no installed version for round "
                                    f"{round_} ({job.message or 'its old versions are retired'})")
-            chosen = max(live, key=lambda v: v.switch_round)
+            chosen = max(live, key=lambda v: (v.switch_round, v.number))
             return self.version_msg(job, chosen)
+
+    def _drained(self, job: Job) -> bool:
+        """Whether ``job``'s draining version is no longer used by any host."""
+        if not job.draining:
+            return False
+        old, new = job.versions[job.draining], job.versions[job.active]
+        if not new.by_reports:  # no worker had started a round when ``new`` was made
+            return time.time() - new.created >= self.drain_seconds
+        workers = set(old.plan.topology.workers) & set(new.plan.topology.workers)
+        return all(job.progress.get(w, -1) >= new.switch_round for w in workers)
 
     def _check_drains(self) -> None:
         """Retire draining versions that no host uses any more (break)."""
-        now = time.time()
         for job in list(self.jobs.values()):
-            if not job.draining:
+            if not self._drained(job):
                 continue
-            old, new = job.versions[job.draining], job.versions[job.active]
-            workers = set(old.plan.topology.workers) & set(new.plan.topology.workers)
-            reported = [w for w in job.workers if w in job.progress]
-            if reported:
-                done = all(job.progress.get(w, -1) >= new.switch_round for w in workers)
-            else:
-                done = now - new.created >= self.drain_seconds
-            if not done:
-                continue
+            old = job.versions[job.draining]
             old.state, job.draining = "retired", 0
             self._sync_all(self._desired(), job.id, old.number, "remove")
             self._save(job, [old])
@@ -733,7 +802,7 @@ class Controller:
             msg.plan_json = json.dumps(v.plan.to_dict())
         msg.addresses.update({w: net.addressing.ip[w] for w in topo.workers})
         msg.addresses.update({s: ps_address(net.addressing, s, v.bank) for s in topo.pss})
-        if v.compiled is None and v.state != "retired":
+        if v.compiled is None:  # a version recovered from the store
             self._compile(job, v)
         if v.compiled is not None:
             msg.result_address = v.compiled.result_addr

@@ -19,6 +19,7 @@ import networkx as nx
 
 from control_plane.deploy.addressing import Addressing, assign
 from control_plane.model.topology import Link, Node, Topology, natural_key
+from control_plane.quote import quote
 
 
 class NetworkError(ValueError):
@@ -81,7 +82,7 @@ class Network:
     def link(self, a: str, b: str, where: str) -> frozenset[str]:
         for end, name in ((a, "a"), (b, "b")):
             if end not in self.topology.nodes:
-                raise NetworkError(f"{where}.{name}", f"unknown node {end!r}", not_found=True)
+                raise NetworkError(f"{where}.{name}", f"unknown node {quote(end)}", not_found=True)
         if (a, b) not in self.topology.links:
             raise NetworkError(where, f"no link {a} <-> {b} in the topology", not_found=True)
         return frozenset((a, b))
@@ -89,9 +90,9 @@ class Network:
     def node(self, name: str, kind: str, where: str) -> str:
         node = self.topology.nodes.get(name)
         if node is None:
-            raise NetworkError(where, f"unknown node {name!r}", not_found=True)
+            raise NetworkError(where, f"unknown node {quote(name)}", not_found=True)
         if node.kind != kind:
-            raise NetworkError(where, f"{name!r} is a {node.kind}, expected a {kind}")
+            raise NetworkError(where, f"{quote(name)} is a {node.kind}, expected a {kind}")
         return name
 
     # -- events ------------------------------------------------------------------------------
@@ -176,6 +177,6 @@ class Network:
 
 def _check_load(value: float, capacity: float, where: str, what: str) -> None:
     if not math.isfinite(value) or value < 0:
-        raise NetworkError(where, f"{value!r} is not a finite number >= 0")
+        raise NetworkError(where, f"{quote(value)} is not a finite number >= 0")
     if value > capacity:
         raise NetworkError(where, f"{value} exceeds the capacity {capacity} of {what}")

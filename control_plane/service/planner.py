@@ -1,6 +1,6 @@
 """Re-planning a running job: InArt's two phases, the first only when the split must change.
 
-The seed paper runs phase 1 (L-InArt: the model split x_s) at long intervals and phase 2
+The InArt paper runs phase 1 (L-InArt: the model split x_s) at long intervals and phase 2
 (LP-InArt + rounding: aggregation points and paths) whenever the network changes.  L-InArt's
 split depends only on the PSs' spare capacities (x_s is proportional to B(s) - b(s), see
 control_plane/solver/l_inart.py), so a re-plan re-runs phase 1 exactly when that split moves: a PS
@@ -64,7 +64,7 @@ def plan_job(topo: Topology, scheme: str, seed: int, current: Plan | None = None
                       if _same_split(p.partition, current.partition)]
         plan = _replayed(topo, same_split) or _rerouted(topo, scheme, seed, current, same_split)
         phase = 2
-        if not _same_split(split, current.partition):
+        if moved:  # only hold_split kept it: phase 1 would move it
             plan.meta["split_held"] = split
     plan.meta["phase"] = phase
     return Planned(plan, phase, split, time.perf_counter() - t0)

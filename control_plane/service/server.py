@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 
 from control_plane.deploy.addressing import AddressingError, assign
 from control_plane.model.topology import Topology, TopologyError
+from control_plane.quote import clip, quote
 from control_plane.service.auth import AuthConfigError, TokenInterceptor, split_address
 from control_plane.service.controller import Controller, ServiceError
 from control_plane.service.network import SwitchInfo
@@ -37,8 +38,10 @@ MAX_NODES = 20000
 MAX_LIST = 4096
 MAX_ID = 64
 MAX_NAME = 128
+MAX_ADDRESS = 256
 MAX_MODEL = 1e15
-MAX_ROUND = (1 << 63) - 1  # SQLite integers are signed 64-bit
+MAX_ROUND = (1 << 62) - 1  # a new version starts one round past the highest reported: that
+# round must fit SQLite's signed 64-bit integers with room to spare
 MAX_WATCHERS = 16
 WORKERS = 32  # threads: watchers hold one each
 LINK_EVENTS = (pb.EVENT_KIND_LINK_DOWN, pb.EVENT_KIND_LINK_UP, pb.EVENT_KIND_LINK_LOAD)
@@ -54,10 +57,12 @@ def check_id(value: str, field: str) -> str:
     """A node id as a request gives it: short printable text."""
     if not value:
         raise invalid(field, "missing (expected a node id)")
-    if len(value) > MAX_ID or not value.isprintable() or value != value.strip():
-        raise invalid(field, f"{value[:MAX_ID]!r}...: expected a printable id of at most "
-                             f"{MAX_ID} characters" if len(value) > MAX_ID else
-                      f"{value!r}: expected a printable id without surrounding spaces")
+    if len(value) > MAX_ID:
+        raise invalid(field, f"{quote(value)}: expected a printable id of at most {MAX_ID} "
+                             f"characters")
+    if not value.isprintable() or value != value.strip():
+        raise invalid(field, f"{quote(value)}: expected a printable id without surrounding "
+                             f"spaces")
     return value
 
 
@@ -67,7 +72,7 @@ def check_ids(values: list[str], field: str) -> list[str]:
     out = [check_id(v, f"{field}[{i}]") for i, v in enumerate(values)]
     if len(set(out)) != len(out):
         dup = next(v for v in out if out.count(v) > 1)
-        raise invalid(field, f"{dup!r} is listed twice")
+        raise invalid(field, f"{quote(dup)} is listed twice")
     return out
 
 
@@ -81,7 +86,7 @@ def check_number(value: float, field: str, low: float, high: float,
                  open_low: bool = False) -> float:
     if not math.isfinite(value) or value < low or (open_low and value == low) or value > high:
         bound = f"> {low:g}" if open_low else f">= {low:g}"
-        raise invalid(field, f"{value!r}: expected a finite number {bound} and <= {high:g}")
+        raise invalid(field, f"{quote(value)}: expected a finite number {bound} and <= {high:g}")
     return value
 
 
@@ -104,22 +109,28 @@ class Servicer:
             data = json.loads(req.topology_json)
         except (json.JSONDecodeError, RecursionError) as exc:
             raise invalid("topology_json", f"not valid JSON ({exc})") from None
-        if isinstance(data, dict) and len(data.get("nodes") or ()) > MAX_NODES:
+        nodes = data.get("nodes") if isinstance(data, dict) else None
+        if isinstance(nodes, list) and len(nodes) > MAX_NODES:
             raise invalid("topology_json", f"more than {MAX_NODES} nodes")
         try:
             topology = Topology.from_dict(data)
             addressing = assign(topology)
         except (TopologyError, AddressingError) as exc:
             raise invalid("topology_json", str(exc)) from None
+        for i, node in enumerate(topology.nodes):
+            check_id(node, f"topology_json: nodes[{i}].id")
         switches: dict[str, SwitchInfo] = {}
         for i, sw in enumerate(req.switches):
             where = f"switches[{i}]"
             name = check_id(sw.name, f"{where}.name")
             if name not in topology.nodes or topology.nodes[name].kind != "switch":
                 raise ServiceError(grpc.StatusCode.NOT_FOUND,
-                                   f"{where}.name: {name!r} is no switch of the topology")
+                                   f"{where}.name: {quote(name)} is no switch of the topology")
             if name in switches:
-                raise invalid(f"{where}.name", f"switch {name!r} is given twice")
+                raise invalid(f"{where}.name", f"switch {quote(name)} is given twice")
+            if len(sw.address) > MAX_ADDRESS:
+                raise invalid(f"{where}.address", f"{quote(sw.address)}: expected HOST:PORT of "
+                                                  f"at most {MAX_ADDRESS} characters")
             try:
                 split_address(sw.address)
             except AuthConfigError as exc:
@@ -143,7 +154,7 @@ class Servicer:
         size = check_number(req.model_size, "model_size", 0.0, MAX_MODEL, open_low=True)
         scheme = req.scheme or "inart"
         if scheme not in SCHEMES:
-            raise invalid("scheme", f"{scheme[:MAX_NAME]!r}: expected one of {', '.join(SCHEMES)}")
+            raise invalid("scheme", f"{quote(scheme)}: expected one of {', '.join(SCHEMES)}")
         return self.controller.submit(req.name, workers, pss, size, scheme, req.seed)
 
     def CancelJob(self, req: pb.CancelJobRequest, context: grpc.ServicerContext) -> pb.Job:
@@ -184,7 +195,7 @@ class Servicer:
         check_job_id(req.job_id)
         participant = check_id(req.participant, "participant")
         if req.round > MAX_ROUND:
-            raise invalid("round", f"{req.round}: expected at most {MAX_ROUND}")
+            raise invalid("round", f"{req.round}: expected at most 2^62 - 1 ({MAX_ROUND})")
         return self.controller.progress(req.job_id, participant, req.round)
 
     def Reconcile(self, req: pb.ReconcileRequest,
@@ -199,20 +210,32 @@ class Servicer:
                                    f"{MAX_WATCHERS} Watch streams are open; close one")
             sub = self.controller.subscribe(req.job_id, req.since)
             self.watchers += 1
+        released = threading.Event()
 
         def done() -> None:
-            self.controller.hub.unsubscribe(sub)
+            """Free the stream's slot and subscription, once, whichever way it ends."""
             with self.lock:
+                if released.is_set():
+                    return
+                released.set()
                 self.watchers -= 1
-        context.add_callback(done)
-        return self._stream(sub, context)
+            self.controller.hub.unsubscribe(sub)
+        # a call cancelled before this line never runs its callbacks: add_callback then
+        # says False, and the slot is freed here instead
+        if not context.add_callback(done):
+            done()
+        return self._stream(sub, context, done)
 
     @staticmethod
-    def _stream(sub: Subscription, context: grpc.ServicerContext) -> Iterator[pb.WatchEvent]:
-        while context.is_active() and not sub.closed:
-            event = sub.next(timeout=0.5)
-            if event is not None:
-                yield event
+    def _stream(sub: Subscription, context: grpc.ServicerContext,
+                done: Callable[[], None]) -> Iterator[pb.WatchEvent]:
+        try:
+            while context.is_active() and not sub.closed:
+                event = sub.next(timeout=0.5)
+                if event is not None:
+                    yield event
+        finally:  # also when gRPC drops the generator of a cancelled call unstarted
+            done()
 
 
 def _parse(cls: type[Message], raw: bytes) -> Message:
@@ -226,10 +249,12 @@ def _parse(cls: type[Message], raw: bytes) -> Message:
 
 
 def _abort(context: grpc.ServicerContext, name: str, exc: BaseException) -> None:
+    """End the call with ``exc``'s status (INTERNAL for anything but a ServiceError, logged
+    with its traceback: ``exc_info`` because this runs after the ``except`` block ended)."""
     if isinstance(exc, ServiceError):
-        context.abort(exc.code, str(exc))
-    log.exception("%s failed", name)
-    context.abort(grpc.StatusCode.INTERNAL, f"{name}: {type(exc).__name__}: {exc}")
+        context.abort(exc.code, clip(str(exc)))
+    log.error("%s failed", name, exc_info=exc)
+    context.abort(grpc.StatusCode.INTERNAL, clip(f"{name}: {type(exc).__name__}: {exc}"))
 
 
 def _unary(name: str, cls: type[Message], fn: Callable) -> Callable:
@@ -287,7 +312,7 @@ def build_server(controller: Controller, listen: str, token: str | None = None,
     port = (server.add_secure_port(listen, credentials) if credentials
             else server.add_insecure_port(listen))
     if port == 0:
-        raise AuthConfigError(f"--listen {listen}: cannot bind (in use or not an address of "
+        raise AuthConfigError(f"--listen {quote(listen)}: cannot bind (in use or not an address of "
                               f"this machine)")
     server.start()
     return server, port

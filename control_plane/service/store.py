@@ -1,10 +1,12 @@
 """The service's state on disk (SQLite, stdlib): what a restarted service needs to carry on.
 
 One file, ``DIR/state.sqlite``: the registered network and its modifiers, the jobs, every
-plan version that is still installed (with its plan as ``inart.plan/1``), the hosts' progress
-and an event log.  The switches' entries are *not* stored: they follow from these and are
-recompiled and reconciled against what the switches hold on start.  Every change is one
-transaction, so a crash leaves the last complete state.
+plan version that is still installed (with its plan as ``inart.plan/1``), the hosts' progress,
+an event log and the last Watch messages (so sequence numbers go on across restarts and a
+client that reconnects with ``since`` gets what it missed, the restart included).  The
+switches' entries are *not* stored: they follow from these and are recompiled and
+reconciled against what the switches hold on start.  Every change is one transaction, so a
+crash leaves the last complete state.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ CREATE TABLE IF NOT EXISTS progress (
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     time REAL NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS watch (
+    seq INTEGER PRIMARY KEY, message BLOB NOT NULL);
 """
 
 
@@ -126,6 +130,16 @@ class Store:
 
     def event_count(self) -> int:
         return int(self._all("SELECT COUNT(*) FROM events")[0][0])
+
+    # -- Watch messages ----------------------------------------------------------------------
+    def save_watch(self, seq: int, message: bytes, keep: int) -> None:
+        """Keep Watch message ``seq`` (serialised) and the ``keep`` - 1 before it."""
+        self._tx([("INSERT OR REPLACE INTO watch VALUES (?, ?)", (seq, message)),
+                  ("DELETE FROM watch WHERE seq <= ?", (seq - keep,))])
+
+    def watch_messages(self) -> list[tuple[int, bytes]]:
+        """The kept Watch messages (seq, serialised), oldest first."""
+        return self._all("SELECT seq, message FROM watch ORDER BY seq")
 
     def close(self) -> None:
         with self.lock:

@@ -18,7 +18,10 @@ of this module when it lands: it reads and compares state in the same key/value 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -126,9 +129,9 @@ def group_item(group: Group) -> Item:
 
 class ItemCache:
     """What a switch should hold, as Items, computed from P4Info ids and integer values
-    without building P4Runtime messages (pure-Python protobuf, the project's until issue 14,
-    made those the slowest part of a re-plan), and remembered per entry: successive versions
-    and the network's routes share most entries."""
+    without building P4Runtime messages (pure-Python protobuf, which the project used before
+    protobuf 6, made those the slowest part of a re-plan), and remembered per entry: successive
+    versions and the network's routes share most entries."""
 
     LIMIT = 1 << 20  # items remembered before the cache starts over
 
@@ -224,6 +227,10 @@ class Installer(Protocol):
     def read(self, switch: SwitchInfo) -> dict[Key, Item] | None:
         """Every entry of our tables and every multicast group; None: no program loaded."""
 
+    def probe(self, switch: SwitchInfo) -> None:
+        """Whether the switch answers now (raises SwitchError if not), even one that did not
+        answer a moment ago."""
+
     def push_pipeline(self, switch: SwitchInfo) -> None:
         """Load our program (this empties the switch)."""
 
@@ -253,7 +260,8 @@ def sync(installer: Installer, switch: SwitchInfo, want: dict[Key, Item],
          known: dict[Key, Item] | None) -> tuple[SyncResult, dict[Key, Item] | None]:
     """Make ``switch`` hold exactly ``want``; ``known`` (what it held after the last sync)
     saves the read-back, None forces one (and a write that fails on ``known`` is retried once
-    after a read-back: the switch may have restarted since).  Returns what was done and the
+    after a read-back: the switch may have restarted since; not when it did not answer, which
+    would only wait for its timeout again).  Returns what was done and the
     new known state (None after a failure: the next sync reads the switch back)."""
     result = SyncResult(switch.name)
     todo: list[Change] = []
@@ -270,6 +278,8 @@ def sync(installer: Installer, switch: SwitchInfo, want: dict[Key, Item],
             break
         except SwitchError as exc:
             result.reachable, result.error = exc.reachable, str(exc)
+            if not exc.reachable:
+                break  # a read-back cannot help a switch that does not answer
     if result.error:
         return result, None
     for c in todo:
@@ -288,16 +298,41 @@ def sync(installer: Installer, switch: SwitchInfo, want: dict[Key, Item],
 
 class P4RuntimeInstaller:
     """One primary P4Runtime session per switch, opened on first use and again after a
-    failure."""
+    failure.  A switch that did not answer is not waited for again for ``holdoff`` seconds
+    (calls fail at once, saying so) unless probed: every wait is ``timeout`` seconds of the
+    service's one operation at a time, and the reconcile probes such switches beside it.
+    Calls for one switch are serialised (a probe runs beside the service's operations)."""
 
     def __init__(self, pipeline: Pipeline, election_id: tuple[int, int] = (0, 1),
-                 timeout: float = 5.0) -> None:
+                 timeout: float = 5.0, holdoff: float = 10.0) -> None:
         self.pipeline = pipeline
         self.info = P4Info.load(pipeline.p4info)
         self.owned = {self.info.table(t).preamble.id for t in OWNED_TABLES}
         self.election_id = election_id
-        self.timeout = timeout
+        self.timeout, self.holdoff = timeout, holdoff
         self.clients: dict[str, P4RuntimeClient] = {}
+        self.silent: dict[str, tuple[float, str]] = {}  # switch -> (when, why) it did not answer
+        self.locks: dict[str, threading.Lock] = {}
+        self.guard = threading.Lock()
+
+    @contextmanager
+    def _one(self, switch: SwitchInfo, probe: bool = False) -> Iterator[None]:
+        """Hold the switch's lock, unless it was silent lately and this is no probe: then
+        fail at once (without waiting for a probe that holds the lock)."""
+        if not probe:
+            self._refuse_silent(switch)
+        with self.guard:
+            lock = self.locks.setdefault(switch.name, threading.Lock())
+        with lock:
+            if not probe:
+                self._refuse_silent(switch)
+            yield
+
+    def _refuse_silent(self, switch: SwitchInfo) -> None:
+        silent = self.silent.get(switch.name)
+        if silent is not None and time.monotonic() - silent[0] < self.holdoff:
+            raise SwitchError(f"{silent[1]} (not tried again for {self.holdoff:g} s; the next "
+                              f"reconcile does)", reachable=False)
 
     def _client(self, switch: SwitchInfo) -> P4RuntimeClient:
         client = self.clients.get(switch.name)
@@ -311,11 +346,16 @@ class P4RuntimeInstaller:
             client.connect()
         except P4RuntimeError as exc:
             client.close()
-            raise SwitchError(f"switch '{switch.name}' ({switch.address}): {exc}",
-                              reachable=False) from None
+            raise self._silent(switch, f"switch '{switch.name}' ({switch.address}): "
+                                       f"{exc}") from None
         client.use_p4info(self.info)
         self.clients[switch.name] = client
+        self.silent.pop(switch.name, None)
         return client
+
+    def _silent(self, switch: SwitchInfo, why: str) -> SwitchError:
+        self.silent[switch.name] = time.monotonic(), why
+        return SwitchError(why, reachable=False)
 
     def _drop(self, name: str) -> None:
         client = self.clients.pop(name, None)
@@ -324,11 +364,20 @@ class P4RuntimeInstaller:
 
     def _fail(self, switch: SwitchInfo, what: str, exc: P4RuntimeError) -> SwitchError:
         self._drop(switch.name)
-        gone = exc.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-        return SwitchError(f"switch '{switch.name}' ({switch.address}): {what}: {exc}",
-                           reachable=not gone)
+        why = f"switch '{switch.name}' ({switch.address}): {what}: {exc}"
+        if exc.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            return self._silent(switch, why)
+        return SwitchError(why)
+
+    def probe(self, switch: SwitchInfo) -> None:
+        with self._one(switch, probe=True):
+            self._read(switch)
 
     def read(self, switch: SwitchInfo) -> dict[Key, Item] | None:
+        with self._one(switch):
+            return self._read(switch)
+
+    def _read(self, switch: SwitchInfo) -> dict[Key, Item] | None:
         client = self._client(switch)
         tables, groups = p4runtime_pb2.Entity(), p4runtime_pb2.Entity()
         tables.table_entry.table_id = 0  # wildcard: every table
@@ -357,23 +406,25 @@ class P4RuntimeInstaller:
         return out
 
     def push_pipeline(self, switch: SwitchInfo) -> None:
-        client = self._client(switch)
-        try:
-            client.set_pipeline(self.info, self.pipeline.device_config())
-        except P4RuntimeError as exc:
-            raise self._fail(switch, "pipeline push", exc) from None
+        with self._one(switch):
+            client = self._client(switch)
+            try:
+                client.set_pipeline(self.info, self.pipeline.device_config())
+            except P4RuntimeError as exc:
+                raise self._fail(switch, "pipeline push", exc) from None
 
     def write(self, switch: SwitchInfo, changes: list[Change]) -> None:
         if not changes:
             return
-        client = self._client(switch)
-        for i in range(0, len(changes), BATCH):
-            batch = changes[i:i + BATCH]
-            try:
-                client.write([c.update(self.info) for c in batch],
-                             f"write of {len(batch)} updates")
-            except P4RuntimeError as exc:
-                raise self._fail(switch, "write", exc) from None
+        with self._one(switch):
+            client = self._client(switch)
+            for i in range(0, len(changes), BATCH):
+                batch = changes[i:i + BATCH]
+                try:
+                    client.write([c.update(self.info) for c in batch],
+                                 f"write of {len(batch)} updates")
+                except P4RuntimeError as exc:
+                    raise self._fail(switch, "write", exc) from None
 
     def close(self) -> None:
         for name in list(self.clients):
@@ -402,6 +453,9 @@ class MemoryInstaller:
         self._check(switch)
         held = self.state.get(switch.name)
         return None if held is None else dict(held)
+
+    def probe(self, switch: SwitchInfo) -> None:
+        self._check(switch)
 
     def push_pipeline(self, switch: SwitchInfo) -> None:
         self._check(switch)

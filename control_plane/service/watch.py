@@ -1,5 +1,9 @@
 """The Watch stream's hub: every message gets a sequence number, the last ones are kept so a
-client that reconnects with ``since`` misses nothing, and each subscriber has its own queue."""
+client that reconnects with ``since`` misses nothing, and each subscriber has its own queue.
+
+The kept messages are also written to the service's store: a restarted service numbers on
+from where it stopped and replays what it sent before, so ``since`` means the same across
+restarts."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import time
 from collections import deque
 
 from control_plane.service.proto import inart_controller_pb2 as pb
+from control_plane.service.store import Store
 
 KEEP = 1024  # messages kept for replay
 QUEUE = 4096  # messages a slow subscriber may lag behind before it is dropped
@@ -45,10 +50,13 @@ class Subscription:
 class Hub:
     """Publishes WatchEvents to subscribers."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Store | None = None) -> None:
         self.lock = threading.Lock()
-        self.seq = 0
-        self.kept: deque[pb.WatchEvent] = deque(maxlen=KEEP)
+        self.store = store
+        saved = store.watch_messages() if store is not None else []
+        self.kept: deque[pb.WatchEvent] = deque(
+            (pb.WatchEvent.FromString(raw) for _, raw in saved), maxlen=KEEP)
+        self.seq = saved[-1][0] if saved else 0
         self.subs: list[Subscription] = []
 
     def publish(self, job_id: int = 0, **what: object) -> pb.WatchEvent:
@@ -56,6 +64,8 @@ class Hub:
             self.seq += 1
             event = pb.WatchEvent(seq=self.seq, time=time.time(), job_id=job_id, **what)
             self.kept.append(event)
+            if self.store is not None:
+                self.store.save_watch(self.seq, event.SerializeToString(), KEEP)
             for sub in self.subs:
                 if sub.wants(event):
                     sub.offer(event)

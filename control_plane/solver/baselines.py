@@ -1,4 +1,4 @@
-"""The seed paper's baselines, exactly as it defines them (section 5.1.2 and Fig. 1).
+"""The InArt paper's baselines, exactly as it defines them (section 5.1.2 and Fig. 1).
 
 - ATP: equal split; every worker's gradients are aggregated best-effort at its ToR switch
   (while the switch has capacity left at the target rate; the rest goes to the PS directly;

@@ -1,4 +1,4 @@
-"""Phase 1, L-InArt: the model split x_s from the seed paper's relaxation (Eq. 2) via KKT.
+"""Phase 1, L-InArt: the model split x_s from the InArt paper's relaxation (Eq. 2) via KKT.
 
 Eq. 2 keeps only switch and PS capacities and relaxes y, z to [0, 1].  In rate variables
 (g_s = f x_s, h_s = aggregated part of g_s, spread evenly over workers so z = y) it reads

@@ -1,4 +1,4 @@
-"""LP-InArt (seed paper Eq. 5) in rate variables, with a fixed split or a free one (joint).
+"""LP-InArt (InArt paper Eq. 5) in rate variables, with a fixed split or a free one (joint).
 
 Eq. 5 multiplies f, x_s and the y/q variables; writing every decision as the traffic rate it
 carries (g_s = f x_s, A = g_s y_v^{s,w}, ...) makes every constraint linear:

@@ -1,7 +1,7 @@
 """Several training jobs on one network, planned together: each job gets a share of every
 resource it can use, and its plan is made (and validated) on that share.
 
-InArt (seed 004) plans one job; on several jobs it is silent (it cites ATP only for
+The InArt paper plans one job; on several jobs it is silent (it cites ATP only for
 multi-tenancy, and ATP shares switch memory at run time).  inart's rule, chosen to be
 explainable in the terms of DESIGN.md section 2:
 

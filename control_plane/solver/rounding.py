@@ -1,4 +1,4 @@
-"""Phase 2, step 2 of R-InArt (seed paper Alg. 2): randomized rounding of LP-InArt.
+"""Phase 2, step 2 of R-InArt (InArt paper Alg. 2): randomized rounding of LP-InArt.
 
 For each (PS, worker) one uniform draw picks the aggregation switch or the direct route with
 the LP's probabilities (the paper's example: y = 0.1 direct, (0.4, 0.5) on two switches gives

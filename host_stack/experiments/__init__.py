@@ -1,2 +1,2 @@
-"""Drivers of the seed papers' experiments (`inart experiment NAME`): selective reduce, PS load
+"""Drivers of the papers' experiments (`inart experiment NAME`): selective reduce, PS load
 balancing, and later the head-to-head comparison."""

@@ -1,4 +1,5 @@
-"""`inart experiment NAME [ARGS]`: reproduce a seed paper's evaluation.
+"""`inart experiment NAME [ARGS]`: reproduce a paper's evaluation (InArt,
+selective reduce, PS load balancing) or compare INA with the collectives.
 
 EXPERIMENTS maps a name to (module exposing ``configure(parser)`` that adds the experiment's
 options and sets ``func``, one-line help).  Only the chosen module is imported, so a broken
@@ -16,15 +17,17 @@ from control_plane.repo import out_dir
 
 EXPERIMENTS: dict[str, tuple[str, str]] = {
     "selective": ("host_stack.experiments.selective.experiment",
-                  "selective vs partial reduce vs all-reduce across n (seed 002, Figs. 5-6)"),
+                  "selective vs partial reduce vs all-reduce across n "
+                  "(the selective reduce paper, Figs. 5-6)"),
     "ps-balance": ("host_stack.experiments.psbalance.experiment",
-                   "network-aware PS load balancing vs Average/Elastic on tc links (seed 001)"),
+                   "network-aware PS load balancing vs Average/Elastic on tc links "
+                   "(Cai et al., ZTE Comm. 2023)"),
     "inart-emulation": ("emulation.experiment",
                         "InArt/ATP/LBMM on Mininet + P4 switches: rate, comm time, throughput, "
-                        "PS ingress per model or worker count (seed 004, Figs. 8-13)"),
+                        "PS ingress per model or worker count (InArt, Figs. 8-13)"),
     "inart-testbed": ("emulation.testbed",
                       "InArt's testbed figures (rate, throughput, iteration, comm, training "
-                      "time, time to accuracy) vs the paper's ratios (seed 004, Figs. 2-7)"),
+                      "time, time to accuracy) vs InArt's ratios (Figs. 2-7)"),
     "head-to-head": ("emulation.head_to_head",
                      "INA (InArt, ATP, LBMM) vs ring, RAT tree and RSGCM training on one "
                      "emulated network: time-to-accuracy, per-iteration split, bytes"),
@@ -55,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `experiment` subcommand."""
     lines = "\n".join(f"  {name:12s} {text}" for name, (_, text) in EXPERIMENTS.items())
     parser = subparsers.add_parser(
-        "experiment", help="reproduce a seed paper's experiment",
+        "experiment", help="reproduce a paper's experiment",
         description="Experiments print tables and write CSV/JSON/PNG under --out.\n" + lines,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("experiment", choices=sorted(EXPERIMENTS), metavar="EXPERIMENT")

@@ -82,8 +82,9 @@ class ServiceLink:
     """One host's connection to the service for one job."""
 
     def __init__(self, address: str, job_id: int, participant: str,
-                 token: str | None = None, timeout: float = 30.0) -> None:
-        self.client = Client(address, token, timeout=timeout)
+                 token: str | None = None, tls_ca: str | None = None,
+                 timeout: float = 30.0) -> None:
+        self.client = Client(address, token, tls_ca, timeout=timeout)
         self.job_id, self.participant = job_id, participant
         self._versions: dict[int, HostVersion] = {}
         self._watch: grpc.Future | None = None

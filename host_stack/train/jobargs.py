@@ -108,6 +108,8 @@ def process_parser(module: str, description: str | None, node: str) -> argparse.
                    help="the service's gRPC address (host:port or unix:PATH)")
     s.add_argument("--job-id", type=int, help="the job's id in the service")
     s.add_argument("--token-file", help="bearer token for a service off localhost")
+    s.add_argument("--tls-ca", help="PEM CA certificate of a service that serves TLS (off "
+                                    "localhost)")
     return p
 
 
@@ -126,7 +128,7 @@ def service_link(args: argparse.Namespace, participant: str) -> ServiceLink | No
     from host_stack.ina.follow import ServiceLink
 
     token = read_token(args.token_file) if args.token_file else None
-    return ServiceLink(args.service, args.job_id, participant, token)
+    return ServiceLink(args.service, args.job_id, participant, token, args.tls_ca)
 
 
 def _noting(base: type[argparse.Action]) -> type[argparse.Action]:

@@ -48,6 +48,19 @@ def test_items_compare_by_value_not_by_encoding(info) -> None:
            "dst_mac=02:00:00:00:00:01, src_mac=00:00:00:00:00:02)" in a.what
 
 
+def test_values_read_back_are_written_by_their_type_as_a_plan_writes_them(info) -> None:
+    """An aggregation entry's 32-bit pool_base is a number (it once read 0.0.0.0, beside the
+    plan's 0, in the conflict diff); its 32-bit agg_addr is an address."""
+    te = build_table_entry(info, "InaIngress.ina_aggregate",
+                           {"job": 16, "ps_addr": "10.2.0.1", "worker_addr": "10.1.0.1"},
+                           "InaIngress.aggregate",
+                           {"pool_base": 0, "pool_size": 64, "fan_in": 2, "rank": 1,
+                            "agg_addr": "10.4.0.18"})
+    what = table_item(info, te).what
+    assert "job=16, ps_addr=10.2.0.1, worker_addr=10.1.0.1" in what
+    assert "(pool_base=0, pool_size=64, fan_in=2, rank=1, agg_addr=10.4.0.18)" in what
+
+
 def test_diff_finds_missing_extra_different_and_equal(info) -> None:
     want = {i.key: i for i in (table_item(info, route(info, "10.1.0.2/32", 1)),
                                table_item(info, route(info, "10.1.0.3/32", 1)),

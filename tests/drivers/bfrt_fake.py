@@ -1,18 +1,24 @@
 """Test-only stand-in for the SDE's BF Runtime: the subset of ``bfrt_proto`` messages inart's
-driver uses (declared here from the public interface's field numbers, so the bytes on the wire
-are what bf_switchd would parse) and a fake ``BfRuntime`` gRPC server that records every
-request and keeps table entries.  Nothing of the SDE is copied; the real driver imports the
-SDE's own ``bfrt_grpc`` outside of tests.
+driver uses (declared here from bfruntime.proto's field numbers and oneof names, so the bytes
+on the wire are what bf_switchd would parse) and a fake ``BfRuntime`` gRPC server that records
+every request, keeps table entries and checks each one against the schemas as bf_switchd has
+them: the program's bfrt.json (from the push) and the device's fixed tables, which are the
+SDE's own (tests/drivers/data/bfrt_fixed_tf1.json, from open-p4studio).  Like bf_switchd it
+answers a Write or Read with refused entries UNKNOWN "Write Error Status" with one
+``bfrt_proto.Error`` per update packed in the status details, and counters from its last
+hardware sync unless a Read asks ``from_hw``.  No SDE code is copied; the real driver imports
+the SDE's own ``bfrt_grpc`` outside of tests.
 """
 
 from __future__ import annotations
 
 import json
 import types
+from pathlib import Path
 
 import grpc
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.rpc import status_pb2  # noqa: F401  (registers google.rpc.Status in the pool)
+from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
+from google.rpc import code_pb2, status_pb2
 
 from control_plane.drivers.bfrt.sde import BfrtStubs
 from tests.drivers.fake_server import FakeServer
@@ -23,7 +29,7 @@ OPT, REP = F.LABEL_OPTIONAL, F.LABEL_REPEATED
 T = {"u32": F.TYPE_UINT32, "i32": F.TYPE_INT32, "bytes": F.TYPE_BYTES, "str": F.TYPE_STRING,
      "bool": F.TYPE_BOOL, "float": F.TYPE_FLOAT, "enum": F.TYPE_ENUM, "msg": F.TYPE_MESSAGE}
 
-# message -> [(field, number, type, label, type name or None, oneof index or None)]
+# message -> [(field, number, type, label, type name or None, oneof name or None)]
 MESSAGES: dict[str, list] = {
     "TargetDevice": [("device_id", 1, "u32"), ("pipe_id", 2, "u32"), ("direction", 3, "u32"),
                      ("prsr_id", 4, "u32")],
@@ -35,27 +41,36 @@ MESSAGES: dict[str, list] = {
                     ("entities", 3, "msg", REP, "Entity"), ("p4_name", 4, "str")],
     "ReadResponse": [("entities", 1, "msg", REP, "Entity")],
     "Update": [("type", 1, "enum", OPT, "Update.Type"), ("entity", 2, "msg", OPT, "Entity")],
-    "Entity": [("table_entry", 1, "msg", OPT, "TableEntry", 0)],
-    "TableEntry": [("table_id", 1, "u32"), ("key", 2, "msg", OPT, "TableKey", 0),
-                   ("data", 3, "msg", OPT, "TableData"), ("is_default_entry", 4, "bool")],
+    "Entity": [("table_entry", 1, "msg", OPT, "TableEntry", "entity")],
+    "TableEntry": [("table_id", 1, "u32"), ("key", 2, "msg", OPT, "TableKey", "value"),
+                   ("data", 3, "msg", OPT, "TableData"), ("is_default_entry", 4, "bool"),
+                   ("table_read_flag", 5, "msg", OPT, "TableReadFlag"),
+                   ("table_flags", 9, "msg", OPT, "TableFlags")],
+    "TableReadFlag": [("from_hw", 1, "bool")],
+    "TableFlags": [("from_hw", 1, "bool"), ("key_only", 2, "bool"), ("mod_del", 3, "bool"),
+                   ("reset_ttl", 4, "bool"), ("reset_stats", 5, "bool")],
     "TableData": [("action_id", 1, "u32"), ("fields", 2, "msg", REP, "DataField")],
-    "DataField": [("field_id", 1, "u32"), ("stream", 2, "bytes", OPT, None, 0),
-                  ("float_val", 3, "float", OPT, None, 0), ("str_val", 4, "str", OPT, None, 0),
-                  ("int_arr_val", 5, "msg", OPT, "DataField.IntArray", 0),
-                  ("bool_arr_val", 6, "msg", OPT, "DataField.BoolArray", 0),
-                  ("bool_val", 8, "bool", OPT, None, 0)],
+    "DataField": [("field_id", 1, "u32"), ("stream", 2, "bytes", OPT, None, "value"),
+                  ("float_val", 3, "float", OPT, None, "value"),
+                  ("str_val", 4, "str", OPT, None, "value"),
+                  ("int_arr_val", 5, "msg", OPT, "DataField.IntArray", "value"),
+                  ("bool_arr_val", 6, "msg", OPT, "DataField.BoolArray", "value"),
+                  ("bool_val", 8, "bool", OPT, None, "value"),
+                  ("str_arr_val", 9, "msg", OPT, "DataField.StrArray", "value")],
     "DataField.IntArray": [("val", 1, "u32", REP)],
     "DataField.BoolArray": [("val", 1, "bool", REP)],
+    "DataField.StrArray": [("val", 1, "str", REP)],
     "TableKey": [("fields", 1, "msg", REP, "KeyField")],
-    "KeyField": [("field_id", 1, "u32"), ("exact", 2, "msg", OPT, "KeyField.Exact", 0),
-                 ("ternary", 3, "msg", OPT, "KeyField.Ternary", 0),
-                 ("lpm", 4, "msg", OPT, "KeyField.LPM", 0)],
+    "KeyField": [("field_id", 1, "u32"),
+                 ("exact", 2, "msg", OPT, "KeyField.Exact", "match_type"),
+                 ("ternary", 3, "msg", OPT, "KeyField.Ternary", "match_type"),
+                 ("lpm", 4, "msg", OPT, "KeyField.LPM", "match_type")],
     "KeyField.Exact": [("value", 1, "bytes")],
     "KeyField.Ternary": [("value", 1, "bytes"), ("mask", 2, "bytes")],
     "KeyField.LPM": [("value", 1, "bytes"), ("prefix_len", 2, "i32")],
     "StreamMessageRequest": [("client_id", 1, "u32"),
-                             ("subscribe", 2, "msg", OPT, "Subscribe", 0)],
-    "StreamMessageResponse": [("subscribe", 1, "msg", OPT, "Subscribe", 0)],
+                             ("subscribe", 2, "msg", OPT, "Subscribe", "update")],
+    "StreamMessageResponse": [("subscribe", 1, "msg", OPT, "Subscribe", "update")],
     "Subscribe": [("is_master", 1, "bool"), ("device_id", 2, "u32"),
                   ("notifications", 3, "msg", OPT, "Subscribe.Notifications"),
                   ("status", 4, "msg", OPT, ".google.rpc.Status")],
@@ -77,6 +92,8 @@ MESSAGES: dict[str, list] = {
     "GetForwardingPipelineConfigResponse": [
         ("config", 1, "msg", REP, "ForwardingPipelineConfig"),
         ("non_p4_config", 2, "msg", OPT, "NonP4Config")],
+    "Error": [("canonical_code", 1, "i32"), ("message", 2, "str"), ("space", 3, "str"),
+              ("code", 4, "i32")],
 }
 ENUMS = {"Update.Type": ["UNSPECIFIED", "INSERT", "MODIFY", "MODIFY_INC", "DELETE"],
          "SetForwardingPipelineConfigRequest.Action": [
@@ -100,8 +117,9 @@ def _build_file() -> descriptor_pb2.FileDescriptorProto:
             enum.value.add(name=v, number=i)
     for name, fields in MESSAGES.items():
         msg = protos[name]
-        if any(len(f) > 5 and f[5] is not None for f in fields):
-            msg.oneof_decl.add(name="value")
+        oneofs = list(dict.fromkeys(f[5] for f in fields if len(f) > 5 and f[5]))
+        for oneof in oneofs:
+            msg.oneof_decl.add(name=oneof)
         for spec in fields:
             fname, number, ftype = spec[:3]
             label = spec[3] if len(spec) > 3 else OPT
@@ -109,17 +127,20 @@ def _build_file() -> descriptor_pb2.FileDescriptorProto:
             f = msg.field.add(name=fname, number=number, type=T[ftype], label=label)
             if type_name:
                 f.type_name = type_name if type_name.startswith(".") else f".{PKG}.{type_name}"
-            if len(spec) > 5 and spec[5] is not None:
-                f.oneof_index = spec[5]
+            if len(spec) > 5 and spec[5]:
+                f.oneof_index = oneofs.index(spec[5])
     return fd
 
 
 def _modules() -> tuple[types.ModuleType, types.ModuleType]:
-    pool = descriptor_pool.Default()
-    try:
-        pool.FindFileByName("inart_test_bfruntime_subset.proto")
-    except KeyError:
-        pool.Add(_build_file())
+    # a pool of its own: stubs generated from the SDE's bfruntime.proto (same message names)
+    # can then be loaded beside it, to drive this fake with them
+    pool = descriptor_pool.DescriptorPool()
+    for dep in (any_pb2, status_pb2):
+        fdp = descriptor_pb2.FileDescriptorProto()
+        dep.DESCRIPTOR.CopyToProto(fdp)
+        pool.Add(fdp)
+    pool.Add(_build_file())
     pb2 = types.ModuleType("bfruntime_pb2")
     for name in MESSAGES:
         if "." not in name:
@@ -151,41 +172,126 @@ def _modules() -> tuple[types.ModuleType, types.ModuleType]:
 PB2, GRPC = _modules()
 STUBS = BfrtStubs(PB2, GRPC, origin=__import__("pathlib").Path(__file__))
 
-# the fixed tables bf_switchd describes in its non-P4 bfrt.json (ids are the fake's own)
-NON_P4 = {"tables": [
-    {"name": "$PORT", "id": 7001,
-     "key": [{"id": 1, "name": "$DEV_PORT", "match_type": "Exact", "type": {"type": "uint32"}}],
-     "data": [{"singleton": {"id": 1, "name": "$SPEED", "type": {"type": "string"}}},
-              {"singleton": {"id": 2, "name": "$FEC", "type": {"type": "string"}}},
-              {"singleton": {"id": 3, "name": "$PORT_ENABLE", "type": {"type": "bool"}}},
-              {"singleton": {"id": 4, "name": "$AUTO_NEGOTIATION",
-                             "type": {"type": "string"}}}]},
-    {"name": "$PORT_STR_INFO", "id": 7002,
-     "key": [{"id": 1, "name": "$PORT_NAME", "match_type": "Exact", "type": {"type": "string"}}],
-     "data": [{"singleton": {"id": 1, "name": "$DEV_PORT", "type": {"type": "uint32"}}}]},
-    {"name": "$pre.node", "id": 7003,
-     "key": [{"id": 1, "name": "$MULTICAST_NODE_ID", "match_type": "Exact",
-              "type": {"type": "uint32"}}],
-     "data": [{"singleton": {"id": 1, "name": "$MULTICAST_RID", "type": {"type": "uint16"}}},
-              {"singleton": {"id": 2, "name": "$MULTICAST_LAG_ID", "type": {"type": "int_arr"}}},
-              {"singleton": {"id": 3, "name": "$DEV_PORT", "type": {"type": "int_arr"}}}]},
-    {"name": "$pre.mgid", "id": 7004,
-     "key": [{"id": 1, "name": "$MGID", "match_type": "Exact", "type": {"type": "uint16"}}],
-     "data": [{"singleton": {"id": 1, "name": "$MULTICAST_NODE_ID",
-                             "type": {"type": "int_arr"}}},
-              {"singleton": {"id": 2, "name": "$MULTICAST_NODE_L1_XID_VALID",
-                             "type": {"type": "bool_arr"}}},
-              {"singleton": {"id": 3, "name": "$MULTICAST_NODE_L1_XID",
-                             "type": {"type": "int_arr"}}}]},
-]}
+# the fixed tables bf_switchd describes in its non-P4 bfrt.json: the SDE's own (see data/)
+FIXED_JSON = Path(__file__).parent / "data" / "bfrt_fixed_tf1.json"
+NON_P4 = json.loads(FIXED_JSON.read_text())
+FIXED = {t["name"]: t for t in NON_P4["tables"]}
+PORT_ID, PORT_STR_INFO_ID = FIXED["$PORT"]["id"], FIXED["$PORT_STR_INFO"]["id"]
+NODE_ID, MGID_ID = FIXED["$pre.node"]["id"], FIXED["$pre.mgid"]["id"]
+WIDTHS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+# what bf_switchd requires beyond the schema's 'mandatory' (bf_rt_port_table_impl.cpp: a port
+# add needs both speed and FEC)
+REQUIRED_ON_INSERT = {"$PORT": ("$SPEED", "$FEC")}
+
+
+class Refused(Exception):
+    """One update or read bf_switchd refuses: a gRPC code and its message."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def _fields(raw: list) -> dict[int, dict]:
+    """id -> field of a schema's key or data list (data fields unwrapped from 'singleton')."""
+    return {d.get("singleton", d)["id"]: {**d.get("singleton", d),
+                                          "mandatory": d.get("mandatory", False)} for d in raw}
+
+
+def _nbytes(f: dict) -> int:
+    t = f["type"]
+    return (int(t.get("width", WIDTHS.get(t["type"], 0))) + 7) // 8
+
+
+def check_entry(table: dict, te, insert: bool) -> None:
+    """Refuse ``te`` as bf_switchd would where it does not fit ``table``'s schema."""
+    name = table["name"]
+    keys = _fields(table["key"])
+    got = {kf.field_id: kf for kf in te.key.fields}
+    if set(got) != set(keys):
+        raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                      f"{name}: key fields {sorted(got)}, expected {sorted(keys)} (fake)")
+    for fid, kf in got.items():
+        k = keys[fid]
+        kind = kf.WhichOneof("match_type")
+        if kind != k["match_type"].lower():
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"{name} {k['name']}: {kind} match, expected {k['match_type']} (fake)")
+        if k["type"]["type"] != "string" and len(getattr(kf, kind).value) != _nbytes(k):
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"{name} {k['name']}: {len(getattr(kf, kind).value)} bytes, "
+                          f"expected {_nbytes(k)} (fake)")
+    if not insert:
+        return
+    if "action_specs" in table and table["action_specs"]:
+        action = next((a for a in table["action_specs"] if a["id"] == te.data.action_id), None)
+        if action is None:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"{name}: no action id {te.data.action_id} (fake)")
+        schema = _fields(action["data"])
+    else:
+        schema = _fields(table.get("data", []))
+    seen = set()
+    for df in te.data.fields:
+        f = schema.get(df.field_id)
+        if f is None:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"{name}: no data field id {df.field_id} (fake)")
+        seen.add(df.field_id)
+        _check_value(name, f, df)
+    missing = [f["name"] for fid, f in schema.items() if fid not in seen and (
+        f["mandatory"] or f["name"] in REQUIRED_ON_INSERT.get(name, ()))]
+    if missing:
+        raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                      f"{name}: mandatory field(s) {', '.join(missing)} not set (fake)")
+
+
+def _check_value(table: str, f: dict, df) -> None:
+    """The value case the field's type and 'repeated' call for, and its size or choice."""
+    kind = f["type"]["type"]
+    if f.get("repeated"):
+        want = {"bool": "bool_arr_val", "string": "str_arr_val"}.get(kind, "int_arr_val")
+    else:
+        want = {"bool": "bool_val", "string": "str_val", "float": "float_val"}.get(kind,
+                                                                                   "stream")
+    have = df.WhichOneof("value")
+    if have != want:
+        raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                      f"{table} {f['name']}: {have} for a {'repeated ' * bool(f.get('repeated'))}"
+                      f"{kind} field, expected {want} (fake)")
+    if want == "stream" and len(df.stream) != _nbytes(f):
+        raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                      f"{table} {f['name']}: {len(df.stream)} bytes, expected {_nbytes(f)} "
+                      f"(fake)")
+    if want == "str_val" and f["type"].get("choices") and df.str_val not in f["type"]["choices"]:
+        raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                      f"{table} {f['name']}: {df.str_val!r} is not a choice (fake)")
+
+
+def error_status(message: str, errors: dict[int, Refused]) -> bytes:
+    """A google.rpc.Status as bf_switchd sends it for a batch: UNKNOWN, then one packed
+    ``bfrt_proto.Error`` per update up to the last refused one (OK for the others)."""
+    status = status_pb2.Status(code=code_pb2.UNKNOWN, message=message)
+    for index in range(max(errors) + 1):
+        refused = errors.get(index)
+        err = PB2.Error(canonical_code=refused.code.value[0] if refused else 0,
+                        message=refused.message if refused else "")
+        status.details.append(any_pb2.Any())
+        status.details[-1].Pack(err)
+    return status.SerializeToString()
 
 
 class FakeBfRuntime(FakeServer):
-    """A BfRuntime server: records requests, keeps entries by (table, key), answers
-    ``$PORT_STR_INFO`` reads from ``fronts`` (name -> dev port) and other tables from what it
-    keeps (a key-less read lists a table); ``fail_after`` makes the Write that would exceed
-    that many stored entries fail, ``fail_deletes_after`` the DELETE after that many (for
-    rollback tests).  ``program`` is the loaded program's name (set by a push)."""
+    """A BfRuntime server: records requests, keeps entries by (table, key) and checks each against
+    the schemas, answers ``$PORT_STR_INFO`` reads from ``fronts`` (name -> dev port) and
+    other tables from what it keeps (a key-less read lists a table). ``counters`` is the
+    hardware's counter cells ((table id, index) -> (packets, bytes)); a counter read
+    answers the values of the last read with ``from_hw``, as bf_switchd answers its
+    software state. A push keeps the ports, and adding an added port succeeds without
+    changing it, as bf_switchd's port manager does. ``fail_after`` makes each INSERT past
+    that many stored entries fail, ``fail_deletes_after`` each DELETE after that many (for
+    rollback tests). Writes go on past a refused update, as bf_switchd's default
+    CONTINUE_ON_ERROR batches do. ``program`` is the loaded program's name (set by a push)."""
 
     def __init__(self, fronts: dict[str, int] | None = None, fail_after: int | None = None,
                  fail_deletes_after: int | None = None):
@@ -195,7 +301,10 @@ class FakeBfRuntime(FakeServer):
         self.fail_deletes_after = fail_deletes_after
         self.deletes = 0
         self.program: str | None = None
+        self.schema: dict[int, dict] = {t["id"]: t for t in NON_P4["tables"]}
         self.entries: dict[tuple, object] = {}
+        self.counters: dict[tuple[int, int], tuple[int, int]] = {}
+        self.synced: dict[tuple[int, int], tuple[int, int]] = {}
         handlers = {
             "Write": grpc.unary_unary_rpc_method_handler(
                 self._write, PB2.WriteRequest.FromString, PB2.WriteResponse.SerializeToString),
@@ -219,56 +328,118 @@ class FakeBfRuntime(FakeServer):
     def _key(te) -> tuple:
         return (te.table_id, te.key.SerializeToString(deterministic=True))
 
+    def _program_of(self, req, ctx) -> None:
+        """bf_switchd resolves a request's program by its p4_name (no BIND here)."""
+        if not req.p4_name or req.p4_name != self.program:
+            ctx.abort(grpc.StatusCode.NOT_FOUND,
+                      f"Unable to obtain BF_RT info for ({req.p4_name}) (fake)")
+
+    def _update(self, up) -> None:
+        te = up.entity.table_entry
+        table = self.schema.get(te.table_id)
+        if table is None:
+            raise Refused(grpc.StatusCode.NOT_FOUND, f"no table id {te.table_id} (fake)")
+        check_entry(table, te, up.type == PB2.Update.INSERT)
+        if up.type == PB2.Update.INSERT:
+            if self.fail_after is not None and len(self.entries) >= self.fail_after:
+                raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "table full (fake)")
+            if self._key(te) in self.entries:
+                if te.table_id == PORT_ID:
+                    return  # bf_switchd's port manager takes an added port's add as done
+                raise Refused(grpc.StatusCode.ALREADY_EXISTS, "entry exists (fake)")
+            self.entries[self._key(te)] = te
+        elif up.type == PB2.Update.DELETE:
+            if self.fail_deletes_after is not None and self.deletes >= self.fail_deletes_after:
+                raise Refused(grpc.StatusCode.INTERNAL, "delete failed (fake)")
+            if self.entries.pop(self._key(te), None) is None:
+                raise Refused(grpc.StatusCode.NOT_FOUND, "no such entry (fake)")
+            self.deletes += 1
+
     def _write(self, req, ctx):
         with self.lock:
             self.requests.append(req)
-            for up in req.updates:
-                te = up.entity.table_entry
-                if up.type == PB2.Update.INSERT:
-                    if self.fail_after is not None and len(self.entries) >= self.fail_after:
-                        ctx.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "table full (fake)")
-                    if self._key(te) in self.entries:
-                        ctx.abort(grpc.StatusCode.ALREADY_EXISTS, "entry exists (fake)")
-                    self.entries[self._key(te)] = te
-                elif up.type == PB2.Update.DELETE:
-                    if self.fail_deletes_after is not None and \
-                            self.deletes >= self.fail_deletes_after:
-                        ctx.abort(grpc.StatusCode.INTERNAL, "delete failed (fake)")
-                    if self.entries.pop(self._key(te), None) is None:
-                        ctx.abort(grpc.StatusCode.NOT_FOUND, "no such entry (fake)")
-                    self.deletes += 1
+            self._program_of(req, ctx)
+            errors = {}
+            for index, up in enumerate(req.updates):
+                try:
+                    self._update(up)
+                except Refused as exc:
+                    errors[index] = exc
+        if errors:
+            ctx.set_trailing_metadata(
+                (("grpc-status-details-bin", error_status("Write Error Status", errors)),))
+            ctx.abort(grpc.StatusCode.UNKNOWN, "Write Error Status")
         return PB2.WriteResponse()
+
+    def _read_one(self, te) -> list:
+        if te.table_id == PORT_STR_INFO_ID:
+            name = te.key.fields[0].exact.value.decode()
+            if name not in self.fronts:
+                raise Refused(grpc.StatusCode.NOT_FOUND, f"no port {name} (fake)")
+            out = PB2.TableEntry(table_id=te.table_id)
+            out.key.CopyFrom(te.key)
+            dev_port = FIXED["$PORT_STR_INFO"]["data"][0]["singleton"]["id"]
+            out.data.fields.add(field_id=dev_port, stream=self.fronts[name].to_bytes(4, "big"))
+            return [out]
+        table = self.schema.get(te.table_id)
+        if table is None:
+            raise Refused(grpc.StatusCode.NOT_FOUND, f"no table id {te.table_id} (fake)")
+        if table.get("table_type") == "Counter":
+            return self._read_counter(table, te)
+        with self.lock:
+            return [e for e in self.entries.values() if e.table_id == te.table_id
+                    and (not te.key.fields or self._key(e) == self._key(te))]
+
+    def _read_counter(self, table: dict, te) -> list:
+        if te.table_flags.from_hw or te.table_read_flag.from_hw:
+            self.synced.update(self.counters)
+        index_id = table["key"][0]["id"]
+        data = {d["singleton"]["name"]: d["singleton"]["id"] for d in table["data"]}
+        out = []
+        for index in range(table["size"]):
+            pkts, octets = self.synced.get((table["id"], index), (0, 0))
+            cell = PB2.TableEntry(table_id=table["id"])
+            cell.key.fields.add(field_id=index_id).exact.value = index.to_bytes(4, "big")
+            cell.data.fields.add(field_id=data["$COUNTER_SPEC_PKTS"],
+                                 stream=pkts.to_bytes(8, "big"))
+            cell.data.fields.add(field_id=data["$COUNTER_SPEC_BYTES"],
+                                 stream=octets.to_bytes(8, "big"))
+            out.append(cell)
+        return out
 
     def _read(self, req, ctx):
         self.requests.append(req)
-        for ent in req.entities:
-            te = ent.table_entry
-            if te.table_id == 7002:
-                name = te.key.fields[0].exact.value.decode()
-                if name not in self.fronts:
-                    ctx.abort(grpc.StatusCode.NOT_FOUND, f"no port {name}")
-                out = PB2.TableEntry(table_id=7002)
-                out.key.CopyFrom(te.key)
-                out.data.fields.add(field_id=1, stream=self.fronts[name].to_bytes(4, "big"))
-                yield PB2.ReadResponse(entities=[PB2.Entity(table_entry=out)])
-            elif not te.key.fields:
-                with self.lock:
-                    found = [e for e in self.entries.values() if e.table_id == te.table_id]
-                yield PB2.ReadResponse(entities=[PB2.Entity(table_entry=e) for e in found])
+        self._program_of(req, ctx)
+        found, errors = [], {}
+        for index, ent in enumerate(req.entities):
+            try:
+                found += self._read_one(ent.table_entry)
+            except Refused as exc:
+                errors[index] = exc
+        if errors:
+            ctx.set_trailing_metadata(
+                (("grpc-status-details-bin", error_status("Read Error Status", errors)),))
+            ctx.abort(grpc.StatusCode.UNKNOWN, "Read Error Status")
+        yield PB2.ReadResponse(entities=[PB2.Entity(table_entry=e) for e in found])
 
     def _set(self, req, ctx):
         self.requests.append(req)
-        if req.action == req.VERIFY_AND_WARM_INIT_BEGIN_AND_END:
-            self.entries.clear()
+        if req.action != req.VERIFY_AND_WARM_INIT_BEGIN_AND_END:
+            ctx.abort(grpc.StatusCode.UNIMPLEMENTED, "only pushes are faked")
+        with self.lock:  # a fast-reconfig push keeps the ports (bf_switchd replays them)
+            self.entries = {k: te for k, te in self.entries.items() if k[0] == PORT_ID}
+            self.counters.clear()
+            self.synced.clear()
             self.program = req.config[0].p4_name
-        elif req.action == req.BIND and req.config[0].p4_name != self.program:
-            ctx.abort(grpc.StatusCode.NOT_FOUND, "no such program (fake)")
+            self.schema = {t["id"]: t for t in NON_P4["tables"]}
+            self.schema.update((t["id"], t) for t in
+                               json.loads(req.config[0].bfruntime_info)["tables"])
         return PB2.SetForwardingPipelineConfigResponse()
 
     def _get(self, req, ctx):
         self.requests.append(req)
         resp = PB2.GetForwardingPipelineConfigResponse(
-            non_p4_config=PB2.NonP4Config(bfruntime_info=json.dumps(NON_P4).encode()))
+            non_p4_config=PB2.NonP4Config(bfruntime_info=FIXED_JSON.read_bytes()))
         if self.program:
             resp.config.add(p4_name=self.program)
         return resp

@@ -15,13 +15,30 @@ from control_plane.drivers.p4runtime.values import encode_value
 from control_plane.drivers.tofino.ports import parse_ports
 from control_plane.drivers.tofino.stratum import TofinoFiles
 from control_plane.p4build.sources import BUILD_DIR
-from tests.drivers.bfrt_fake import NON_P4, PB2, STUBS, FakeBfRuntime
+from tests.drivers.bfrt_fake import MGID_ID, NODE_ID, NON_P4, PB2, PORT_ID, STUBS, FakeBfRuntime
 
 TNA = BUILD_DIR / "tna"
 FILES = TofinoFiles.in_build(TNA)
 BFRT = json.loads(FILES.bfrt_json.read_text())
-FIXED = {t["id"]: t for t in NON_P4["tables"]}
+FIXED = {t["id"]: t for t in NON_P4["tables"]}  # the SDE's fixed tables, by id
 FRONT_DEV = 128  # what the fake answers for front-panel port 1/0
+
+
+def fixed_data(te) -> dict:
+    """A fixed-table entry's data by the SDE schema's field names: ints from streams, lists
+    from arrays, as sent."""
+    names = {d["singleton"]["id"]: d["singleton"]["name"] for d in FIXED[te.table_id]["data"]}
+    out = {}
+    for d in te.data.fields:
+        kind = d.WhichOneof("value")
+        value = getattr(d, kind)
+        out[names[d.field_id]] = (int.from_bytes(value, "big") if kind == "stream"
+                                  else list(value.val) if kind.endswith("_arr_val") else value)
+    return out
+
+
+def fixed_key(te) -> int:
+    return int.from_bytes(te.key.fields[0].exact.value, "big")
 
 
 def ports_for(compiled, switch: str) -> dict:
@@ -112,26 +129,25 @@ def test_install_writes_what_bfrt_json_says(fig1_compiled):
             got = sorted(map(repr, (decode(te) for te in _p4_entries(fake))))
             assert got == sorted(map(repr, expected(want)))
             # ports: looked up, then added with speed/FEC/AN as bf_switchd names them
-            port_rows = {int.from_bytes(te.key.fields[0].exact.value, "big"):
-                         {FIXED[7001]["data"][d.field_id - 1]["singleton"]["name"]:
-                          d.WhichOneof("value") and getattr(d, d.WhichOneof("value"))
-                          for d in te.data.fields}
-                         for te in fake.entries.values() if te.table_id == 7001}
+            port_rows = {fixed_key(te): fixed_data(te)
+                         for te in fake.entries.values() if te.table_id == PORT_ID}
             assert set(port_rows) == set(mapping.values())
             assert port_rows[FRONT_DEV] == {"$SPEED": "BF_SPEED_100G",
                                             "$FEC": "BF_FEC_TYP_REED_SOLOMON",
                                             "$AUTO_NEGOTIATION": "PM_AN_DEFAULT",
                                             "$PORT_ENABLE": True}
-            # PRE: one node per replica (its rid and dev port), one mgid listing them
-            nodes = {int.from_bytes(te.key.fields[0].exact.value, "big"):
-                     (int.from_bytes(te.data.fields[0].stream, "big"),
-                      list(te.data.fields[2].int_arr_val.val))
-                     for te in fake.entries.values() if te.table_id == 7003}
-            groups = {int.from_bytes(te.key.fields[0].exact.value, "big"):
-                      list(te.data.fields[0].int_arr_val.val)
-                      for te in fake.entries.values() if te.table_id == 7004}
-            assert groups == {g.group_id: [r for _, r in g.replicas] for g in want.groups}
-            assert nodes == {r: (r, [p]) for g in want.groups for p, r in g.replicas}
+            # PRE: one node per replica (its rid and dev port), one mgid listing them; the
+            # SDE schema's repeated fields as arrays (the fake refuses anything else)
+            nodes = {fixed_key(te): fixed_data(te)
+                     for te in fake.entries.values() if te.table_id == NODE_ID}
+            groups = {fixed_key(te): fixed_data(te)
+                      for te in fake.entries.values() if te.table_id == MGID_ID}
+            assert groups == {g.group_id: {
+                "$MULTICAST_NODE_ID": [r for _, r in g.replicas],
+                "$MULTICAST_NODE_L1_XID_VALID": [False] * len(g.replicas),
+                "$MULTICAST_NODE_L1_XID": [0] * len(g.replicas)} for g in want.groups}
+            assert nodes == {r: {"$MULTICAST_RID": r, "$MULTICAST_LAG_ID": [], "$DEV_PORT": [p]}
+                             for g in want.groups for p, r in g.replicas}
             assert written[name] == len(want.entries) + len(want.groups) + len(nodes)
 
 
@@ -159,3 +175,14 @@ def test_a_wrong_name_is_refused_before_any_write(fig1_compiled):
         with pytest.raises(BfrtInstallError, match="no action 'InaIngress.no_such_action'"):
             _run(compiled, {"v1": f1})
         assert _p4_entries(f1) == []
+
+
+def test_a_second_install_keeps_the_ports(fig1_compiled):
+    """A push is a fast reconfig: bf_switchd keeps the ports it had, and adding an added port
+    succeeds (the port keeps its settings), so installing again works."""
+    with FakeBfRuntime({"1/0": FRONT_DEV}) as f1:
+        first = _run(fig1_compiled, {"v1": f1})
+        ports = {k: te for k, te in f1.entries.items() if te.table_id == PORT_ID}
+        assert _run(fig1_compiled, {"v1": f1}) == first
+        assert {k: te for k, te in f1.entries.items() if te.table_id == PORT_ID} == ports
+        assert len(f1.of(PB2.SetForwardingPipelineConfigRequest)) == 2

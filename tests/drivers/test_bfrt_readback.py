@@ -9,7 +9,7 @@ import pytest
 from control_plane.deploy.portmap import remap_ports
 from control_plane.drivers.bfrt.install import BfrtSwitch
 from control_plane.drivers.bfrt.readback import BfrtReadbackError, uninstall, verify
-from tests.drivers.bfrt_fake import PB2, STUBS, FakeBfRuntime
+from tests.drivers.bfrt_fake import PB2, PORT_ID, STUBS, FakeBfRuntime
 from tests.drivers.test_bfrt_driver import (
     BFRT,
     FILES,
@@ -83,7 +83,7 @@ def test_uninstall_deletes_exactly_the_plan_and_is_idempotent(fig1_compiled):
     with FakeBfRuntime({"1/0": FRONT_DEV}) as f1, FakeBfRuntime({"1/0": FRONT_DEV}) as f2:
         fakes = {"v1": f1, "v2": f2}
         written = _run(fig1_compiled, fakes)
-        ports_before = {n: [te for te in f.entries.values() if te.table_id == 7001]
+        ports_before = {n: [te for te in f.entries.values() if te.table_id == PORT_ID]
                         for n, f in fakes.items()}
         reports = uninstall(fig1_compiled, switches(fig1_compiled, fakes), FILES, stubs=STUBS,
                             timeout=5)
@@ -91,7 +91,7 @@ def test_uninstall_deletes_exactly_the_plan_and_is_idempotent(fig1_compiled):
             fake = fakes[r.switch.name]
             assert r.deleted == written[r.switch.name]
             assert plan_entries(fake) == []
-            assert [te for te in fake.entries.values() if te.table_id == 7001] == \
+            assert [te for te in fake.entries.values() if te.table_id == PORT_ID] == \
                 ports_before[r.switch.name]  # ports are not plan state
             # the DELETEs: P4 entries decode (by bfrt.json) to exactly the plan's, sent
             # before the groups, which go before the nodes they list

@@ -7,7 +7,7 @@ from __future__ import annotations
 from control_plane.drivers.bfrt.install import BfrtSwitch
 from control_plane.drivers.bfrt.tables import open_tables
 from control_plane.drivers.tofino.ports import parse_ports
-from tests.drivers.bfrt_fake import PB2, STUBS, FakeBfRuntime
+from tests.drivers.bfrt_fake import PB2, PORT_ID, STUBS, FakeBfRuntime
 from tests.drivers.test_bfrt_driver import BFRT, FILES, FIXED, FRONT_DEV, decode
 
 PORTS = parse_ports({"schema": "inart.ports/1", "ports": [
@@ -25,7 +25,7 @@ def test_ptf_calls_write_what_bfrt_json_says():
             (push,) = fake.of(PB2.SetForwardingPipelineConfigRequest)
             assert push.config[0].bfruntime_info == FILES.bfrt_json.read_bytes()
             ports_up = {int.from_bytes(te.key.fields[0].exact.value, "big")
-                        for te in fake.entries.values() if te.table_id == 7001}
+                        for te in fake.entries.values() if te.table_id == PORT_ID}
             assert ports_up == set(dev_ports.values())
             tables.insert_table_entry("InaIngress.route_dst", {"dst_addr": "10.0.0.2/32"},
                                       "InaIngress.set_next_hop",
@@ -44,25 +44,25 @@ def test_ptf_calls_write_what_bfrt_json_says():
             tables.close()
 
 
-def test_counters_read_back_by_index():
+def test_counters_are_read_from_the_hardware():
+    """bf_switchd answers a counter read from its software state unless the read asks
+    ``from_hw`` (the fake keeps the hardware's cells apart and syncs only then): the packets
+    a test just sent must show."""
     table = next(t for t in BFRT["tables"] if t["name"] == "pipe.InaIngress.events")
-    key_id = table["key"][0]["id"]
-    data = {d["singleton"]["name"]: d["singleton"]["id"] for d in table["data"]}
     with FakeBfRuntime({"1/0": FRONT_DEV}) as fake:
         tables, _ = open_tables(BfrtSwitch("ptf", fake.address, PORTS), FILES, stubs=STUBS,
                                 timeout=5)
         try:
-            for index, pkts in ((7, 3), (13, 1)):
-                te = PB2.TableEntry(table_id=table["id"])
-                te.key.fields.add(field_id=key_id).exact.value = index.to_bytes(4, "big")
-                te.data.fields.add(field_id=data["$COUNTER_SPEC_PKTS"],
-                                   stream=pkts.to_bytes(8, "big"))
-                te.data.fields.add(field_id=data["$COUNTER_SPEC_BYTES"],
-                                   stream=(100 * pkts).to_bytes(8, "big"))
-                fake.entries[fake._key(te)] = te
+            fake.counters.update({(table["id"], 7): (3, 300), (table["id"], 13): (1, 100)})
             cells = tables.read_counters("InaIngress.events")
-            assert {i: (c.packets, c.bytes) for i, c in cells.items()} == \
+            assert len(cells) == table["size"]
+            assert {i: (c.packets, c.bytes) for i, c in cells.items() if c.packets} == \
                 {7: (3, 300), 13: (1, 100)}
             assert tables.read_counter("InaIngress.events", 5).packets == 0
+            fake.counters[(table["id"], 7)] = (4, 400)
+            assert tables.read_counter("InaIngress.events", 7).packets == 4
+            (read, *_) = [r for r in fake.of(PB2.ReadRequest)
+                          if r.entities[0].table_entry.table_id == table["id"]]
+            assert read.entities[0].table_entry.table_flags.from_hw
         finally:
             tables.close()

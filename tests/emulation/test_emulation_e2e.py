@@ -1,6 +1,6 @@
 """End to end: plans installed over P4Runtime on Mininet, real INA traffic, every sum checked.
 
-What the issue requires of fig1 with every scheme: exact aggregates, a measured sending rate
+What fig1 must show with every scheme: exact aggregates, a measured sending rate
 within 15% of the plan's (scaled) rate, a communication time within 25% of shard / (f x_s),
 and communication times ordered inart < atp < lbmm.  Also: exact sums with 1% loss on every
 link, a fattree:4 run, and the same experiment on bmv2 where it is installed.

@@ -87,7 +87,8 @@ def test_exception_inside_the_run_still_tears_down(tmp_path):
 
 
 HOLDER = """
-import json, sys, time
+import faulthandler, json, signal, sys, time
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # where a stuck teardown waits
 from pathlib import Path
 from control_plane.model.topologies import fig1
 from control_plane.deploy.addressing import assign
@@ -107,7 +108,7 @@ except KeyboardInterrupt:
 def _holder(out: Path) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE,
-                            text=True, env=env, cwd=ROOT)
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
 
 
 def _descendants(pid: int) -> list[int]:
@@ -142,7 +143,14 @@ def test_signal_tears_down(tmp_path, sig):
         pids = json.loads(proc.stdout.readline())
         time.sleep(0.5)
         proc.send_signal(sig)
-        rest = proc.communicate(timeout=120)[0]
+        try:
+            rest = proc.communicate(timeout=120)[0]
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)  # the holder's stacks, for the failure message
+            time.sleep(2)
+            proc.kill()
+            pytest.fail(f"teardown after {sig.name} took > 120 s; holder's stacks:\n"
+                        f"{proc.communicate()[1]}")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -73,6 +73,7 @@ def parse_port_map(text: str) -> dict[int, int]:
 def bfrt_tables(build: Path) -> PortMappedClient:
     """bf_switchd over BF Runtime: the program pushed, the ports file's ports up, the tests'
     port k mapped to its dev port (control_plane/drivers/bfrt/tables.py)."""
+    from control_plane.drivers.bfrt.client import DEFAULT_PUSH_TIMEOUT_S
     from control_plane.drivers.bfrt.install import BfrtSwitch
     from control_plane.drivers.bfrt.tables import open_tables
     from control_plane.drivers.tofino.ports import load_ports
@@ -80,7 +81,8 @@ def bfrt_tables(build: Path) -> PortMappedClient:
 
     switch = BfrtSwitch("ptf", str(_param("grpc_addr")), load_ports(_param("ports_file")),
                         int(_param("device_id", 0)))
-    tables, dev_ports = open_tables(switch, TofinoFiles.in_build(build))
+    tables, dev_ports = open_tables(switch, TofinoFiles.in_build(build), push_timeout=float(
+        _param("push_timeout", DEFAULT_PUSH_TIMEOUT_S)))
     return PortMappedClient(tables, dev_ports)
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # run as a script: the repository's packages
 
+from control_plane.drivers.bfrt.client import DEFAULT_PUSH_TIMEOUT_S  # noqa: E402
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target  # noqa: E402
 from host_stack.netns import Netns, NetnsError  # noqa: E402
 
@@ -116,10 +117,12 @@ def tofino_skip_reason(switch: str | None, ports: Path | None, bfrt: bool = Fals
 
 
 def tofino_ptf_command(switch: str, ports: Path, device_id: int, tests: list[str],
-                       ptf_args: list[str], workdir: Path, bfrt: bool = False) -> list[str]:
+                       ptf_args: list[str], workdir: Path, bfrt: bool = False,
+                       push_timeout: float | None = None) -> list[str]:
     """The ptf command line for a running Tofino: test port k on the ports file's iface.
     Over BF Runtime (``bfrt``) the tests bring the ports up and resolve front-panel names
-    themselves; over P4Runtime every port needs its dev_port."""
+    themselves, and each test's program push may take ``push_timeout`` seconds; over
+    P4Runtime every port needs its dev_port."""
     from control_plane.drivers.tofino.ports import load_ports
 
     spec = load_ports(ports)
@@ -136,6 +139,8 @@ def tofino_ptf_command(switch: str, ports: Path, device_id: int, tests: list[str
     params = f"grpc_addr='{switch}';device_id={device_id};target='tofino';"
     if bfrt:
         params += f"driver='bfrt';ports_file='{ports.resolve()}'"
+        if push_timeout is not None:
+            params += f";push_timeout={push_timeout}"
     else:
         port_map = ",".join(f"{k}:{spec.ports[k].dev_port}" for k in range(1, NUM_PORTS + 1))
         params += f"port_map='{port_map}'"
@@ -145,8 +150,10 @@ def tofino_ptf_command(switch: str, ports: Path, device_id: int, tests: list[str
 
 
 def run_tofino(switch: str, ports: Path, device_id: int, tests: list[str],
-               ptf_args: list[str], workdir: Path, bfrt: bool = False) -> int:
-    cmd = tofino_ptf_command(switch, ports, device_id, tests, ptf_args, workdir, bfrt)
+               ptf_args: list[str], workdir: Path, bfrt: bool = False,
+               push_timeout: float | None = None) -> int:
+    cmd = tofino_ptf_command(switch, ports, device_id, tests, ptf_args, workdir, bfrt,
+                             push_timeout)
     print(f"run_ptf: tofino at {switch}: {' '.join(cmd)}", flush=True)
     return subprocess.run(cmd, cwd=workdir, timeout=1800).returncode
 
@@ -162,6 +169,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bfrt", action="store_true",
                         help="tofino: drive bf_switchd over BF Runtime (the SDE's bfrt_grpc) "
                              "instead of Stratum's P4Runtime")
+    parser.add_argument("--push-timeout", type=float, default=DEFAULT_PUSH_TIMEOUT_S,
+                        help="tofino --bfrt: seconds each test's program push may take; the "
+                             "Tofino model is far slower than a switch (default: %(default)s)")
     parser.add_argument("--ports", type=Path, default=os.environ.get("INART_TOFINO_PORTS"),
                         help="tofino: the ports file (iface and dev_port of ports 1..10)")
     parser.add_argument("--device-id", type=int, default=1,
@@ -210,10 +220,11 @@ def _main_tofino(args: argparse.Namespace) -> int:
         if args.keep_logs:
             args.keep_logs.mkdir(parents=True, exist_ok=True)
             return run_tofino(args.switch, args.ports, args.device_id, args.tests,
-                              args.ptf_arg, args.keep_logs.resolve(), args.bfrt)
+                              args.ptf_arg, args.keep_logs.resolve(), args.bfrt,
+                              args.push_timeout)
         with tempfile.TemporaryDirectory(prefix="inart-ptf-") as tmp:
             return run_tofino(args.switch, args.ports, args.device_id, args.tests,
-                              args.ptf_arg, Path(tmp), args.bfrt)
+                              args.ptf_arg, Path(tmp), args.bfrt, args.push_timeout)
     except (HarnessError, ValueError) as exc:
         print(f"run_ptf: error: {exc}", file=sys.stderr)
         return 2

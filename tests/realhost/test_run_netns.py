@@ -25,9 +25,8 @@ import yaml
 from control_plane.deploy.pipeline import Pipeline
 from control_plane.model.topologies import fig1
 from control_plane.repo import REPO, child_env
-from emulation.targets import get_target
-from host_stack.netns import can_create_veths
-from tests.realhost.lab import build, sshd_unavailable, start_sshd
+from realhosts import lab as lab_module
+from tests.realhost.sshd import sshd_unavailable, start_sshd
 
 pytestmark = pytest.mark.root
 ROUNDS = 3
@@ -36,13 +35,15 @@ TRAIN_ROUNDS = 12  # as tests/emulation/test_service_training.py
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    reason = can_create_veths() or get_target("embedded").unavailable()
+    reason = lab_module.unavailable()
     if reason:
         pytest.skip(reason)
     Pipeline().check()
+    tmp = tmp_path_factory.mktemp("lab")
     with ExitStack() as stack:
-        lab = build(fig1(), stack)
-        lab.tmp = tmp_path_factory.mktemp("lab")
+        stack.callback(lab_module.down, "irn")
+        lab = lab_module.up(fig1(), "fig1", tmp / "logs", "irn")
+        lab.tmp = tmp
         yield lab, stack
 
 

@@ -291,3 +291,68 @@ def test_watch_streams_events_and_versions_and_replays_since(service: Service) -
     replay.cancel()
     assert first.seq == seen[1].seq
     assert code_of(lambda: next(iter(service.client.watch(99)))) == grpc.StatusCode.NOT_FOUND
+
+
+def test_a_retired_version_keeps_its_addresses_after_a_restart(tmp_path) -> None:
+    first = start_service(tmp_path / "s")
+    job = fig1_job(first)
+    first.client.event("link-down", link=("w1", "v1"))
+    wait_for(lambda: first.client.plan(job.id, 1).state == pb.VERSION_STATE_RETIRED)
+    before = first.client.plan(job.id, 1)
+    assert before.result_address and before.pool_size and before.ranks
+    first.stop()
+    second = start_service(tmp_path / "s", installer=first.installer)
+    try:
+        after = second.client.plan(job.id, 1)
+        assert (after.result_address, after.pool_size, dict(after.ranks)) == \
+            (before.result_address, before.pool_size, dict(before.ranks))
+    finally:
+        second.stop()
+
+
+def test_a_version_made_before_any_report_answers_every_round_and_drains_by_time(
+        tmp_path) -> None:
+    svc = start_service(tmp_path / "s", drain_seconds=1.0)
+    try:
+        job = fig1_job(svc)
+        (r,) = svc.client.event("link-down", link=("w1", "v1")).replans
+        assert r.outcome == pb.REPLAN_OUTCOME_NEW_VERSION and "split kept" not in r.message
+        active = svc.client.plan(job.id)
+        assert (active.version, active.switch_round) == (2, 0)
+        # the newest installed version with switch_round <= round, as GetPlan says
+        assert svc.client.progress(job.id, "w2", 5).version == 2
+        # a report after the version was made does not turn its drain into waiting for
+        # every worker: no worker had started a round on version 1
+        wait_for(lambda: svc.client.plan(job.id, 1).state == pb.VERSION_STATE_RETIRED)
+    finally:
+        svc.stop()
+
+
+def watched(svc: Service, since: int) -> list[pb.WatchEvent]:
+    """Every message a Watch from ``since`` gets within a second."""
+    seen: list[pb.WatchEvent] = []
+    with pytest.raises(grpc.RpcError) as info:
+        seen.extend(svc.client.watch(since=since, timeout=1.0))
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    return seen
+
+
+def test_watch_sequence_numbers_go_on_across_a_restart(tmp_path) -> None:
+    first = start_service(tmp_path / "s")
+    fig1_job(first)
+    first.client.event("link-down", link=("w1", "v1"))
+    before = watched(first, 0)
+    last = before[-1].seq
+    assert [e.seq for e in before] == list(range(1, last + 1))
+    first.stop()
+    second = start_service(tmp_path / "s", installer=first.installer)
+    try:
+        second.client.event("link-up", link=("w1", "v1"))
+        after = watched(second, last)  # a client that saw ``last`` reconnects
+        assert after and after[0].seq == last + 1
+        assert any(e.WhichOneof("what") == "event" for e in after)
+        # and one that saw less gets the rest of the first life too
+        again = [e.seq for e in watched(second, 2)]
+        assert again == list(range(3, again[-1] + 1)) and again[-1] >= after[-1].seq
+    finally:
+        second.stop()

@@ -41,14 +41,19 @@ needs_outside = pytest.mark.skipif(OUTSIDE is None, reason="this machine has no 
                                    "IPv4 address to listen on (hostname -I)")
 
 
-def test_listening_off_loopback_needs_a_token(tmp_path) -> None:
+def test_listening_off_loopback_needs_a_token_and_tls(tmp_path) -> None:
     check_listen("127.0.0.1:50070", None)
     check_listen("localhost:1", None)
     check_listen("[::1]:1", None)
     for addr in ("0.0.0.0:50070", "192.0.2.7:1", "[::]:5", "example.org:80"):
         with pytest.raises(AuthConfigError, match="needs --token-file"):
             check_listen(addr, None)
-        check_listen(addr, TOKEN)
+        with pytest.raises(AuthConfigError, match=r"needs TLS \(--tls-cert and --tls-key\)"):
+            check_listen(addr, TOKEN)
+        check_listen(addr, TOKEN, tls=True)
+        check_listen(addr, TOKEN, insecure=True)
+    with pytest.raises(AuthConfigError, match="expected HOST:PORT with a port"):
+        check_listen("127.0.0.1:²", None)
     (tmp_path / "short").write_text("abc\n")
     with pytest.raises(AuthConfigError, match=">= 16 characters"):
         read_token(tmp_path / "short")
@@ -105,3 +110,43 @@ def test_tls_with_a_token(tmp_path) -> None:
         server.stop(0).wait()
         plain.client.close()
         controller.stop()
+
+
+def self_signed(tmp_path) -> tuple[str, str]:
+    """A key and a self-signed certificate for 127.0.0.1 (openssl)."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=inart", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return str(key), str(cert)
+
+
+def inart(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "control_plane.cli", *args],
+                          capture_output=True, text=True, timeout=120, cwd=REPO, env=child_env())
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
+def test_off_loopback_serve_speaks_tls_unless_told_insecure(tmp_path) -> None:
+    from tests.foreground import inart_foreground
+
+    key, cert = self_signed(tmp_path)
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    serve = ("serve", "--listen", "0.0.0.0:0", "--token-file", str(token), "--switches",
+             "memory", "--state", str(tmp_path / "s"))
+    plain = inart(*serve)
+    assert plain.returncode == 2 and "needs TLS (--tls-cert and --tls-key)" in plain.stdout
+    with inart_foreground(*serve, "--insecure") as line:
+        assert "TLS: no" in line, line
+    with inart_foreground(*serve, "--tls-cert", cert, "--tls-key", key) as line:
+        assert "TLS: yes" in line, line
+        server = f"127.0.0.1:{line.split('listening on ')[1].split(' ')[0].rpartition(':')[2]}"
+        ok = inart("ctl", "jobs", "--server", server, "--token-file", str(token),
+                   "--tls-ca", cert)
+        assert ok.returncode == 0 and ok.stdout.strip() == "no jobs", ok.stderr
+        clear = inart("ctl", "jobs", "--server", server, "--token-file", str(token),
+                      "--timeout", "5")
+        assert clear.returncode == 1 and "UNAVAILABLE" in clear.stderr
+        missing = inart("ctl", "jobs", "--server", server, "--tls-ca", str(tmp_path / "no.pem"))
+        assert missing.returncode == 2 and "--tls-ca" in missing.stderr

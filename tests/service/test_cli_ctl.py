@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -72,3 +73,33 @@ def test_replan_bench_prints_one_line_per_figure(tmp_path) -> None:
     assert [s["event"] for s in figure["samples"]] == ["link-down", "link-up"]
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("controller.")]
     assert line.startswith("controller.replan[fig1]") and "goal <= 1 s, ratio" in line
+
+
+def test_watch_timeout_ends_a_quiet_stream(server: str) -> None:
+    t0 = time.monotonic()
+    proc = inart("ctl", "watch", "--server", server, "--timeout", "1", timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    assert time.monotonic() - t0 < 30  # no message came: the timeout still ended it
+    bad = inart("ctl", "watch", "--server", server, "--timeout", "-1")
+    assert bad.returncode == 2 and "expected a number of seconds > 0" in bad.stderr
+    assert "--timeout-s" not in inart("ctl", "jobs", "--help").stdout
+
+
+def test_topology_without_switch_addresses_guesses_none(server: str) -> None:
+    proc = inart("ctl", "topology", "fattree:4", "--server", server)
+    assert proc.returncode == 2 and "no P4Runtime address for switch(es)" in proc.stderr
+    port = server.rpartition(":")[2]
+    own = inart("ctl", "topology", "fig1", "--server", server, "--switch",
+                f"v1=localhost:{port}", "--switch", "v2=127.0.0.1:50902")
+    assert own.returncode == 2 and "is the service's own address" in own.stderr
+    base = int(port) - 1  # v1 would land on the service's port
+    clash = inart("ctl", "topology", "fig1", "--server", server, "--grpc-base", str(base))
+    assert clash.returncode == 2 and "switch v1" in clash.stderr
+    assert ctl(server, "topology")["topology_json"] == ""  # nothing was registered
+
+
+def test_serve_refuses_a_bad_listen_address_without_a_traceback(tmp_path) -> None:
+    proc = inart("serve", "--listen", "127.0.0.1:²", "--state", str(tmp_path),
+                 "--switches", "memory", timeout=60)
+    assert proc.returncode == 2 and "expected HOST:PORT with a port" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr

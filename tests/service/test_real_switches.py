@@ -10,65 +10,20 @@ from pathlib import Path
 import grpc
 import pytest
 
-from control_plane.deploy.pipeline import pipeline_for
-from control_plane.drivers.p4runtime import P4RuntimeClient, P4RuntimeError, decode_value
-from control_plane.localhost import free_port
+from control_plane.drivers.p4runtime import P4RuntimeError
 from control_plane.model.topologies import fig1
 from control_plane.service.proto import inart_controller_pb2 as pb
 from control_plane.service.switches import P4RuntimeInstaller
-from emulation.targets import SwitchProcess, SwitchSpec, get_target
 from tests.service.conftest import Service, start_service
+from tests.service.helpers import PIPELINE, Switch, fig1_switches
 
 WORKERS = [f"w{i}" for i in range(1, 7)]
-PIPELINE = pipeline_for("embedded")
-
-
-class Switch:
-    """One embedded target process that can be restarted on the same address."""
-
-    def __init__(self, device_id: int, log: Path) -> None:
-        self.spec = SwitchSpec(device_id, {}, f"127.0.0.1:{free_port()}")
-        self.log = log
-        self.proc = SwitchProcess(get_target("embedded"), self.spec, log=log).__enter__()
-
-    def restart(self) -> None:
-        self.proc.stop()
-        self.proc = SwitchProcess(get_target("embedded"), self.spec, log=self.log).__enter__()
-
-    def read(self) -> tuple[dict[str, list], dict[int, list]]:
-        """Every entry per table and every multicast group, read by a client of its own."""
-        client = P4RuntimeClient(self.spec.grpc, self.spec.device_id)
-        try:
-            client.use_p4info(PIPELINE.p4info)
-            tables = {t: client.read_table_entries(t) for t in (
-                "InaIngress.route_pair", "InaIngress.route_dst", "InaIngress.ina_aggregate",
-                "InaIngress.result_multicast", "InaEgress.result_rewrite")}
-            return tables, client.read_multicast_groups()
-        finally:
-            client.close()
-
-    def wire_jobs(self) -> set[int]:
-        tables, _ = self.read()
-        return {decode_value(e.match[0].exact.value)
-                for t in ("InaIngress.ina_aggregate", "InaIngress.result_multicast")
-                for e in tables[t]}
-
-    def count(self) -> int:
-        tables, groups = self.read()
-        return sum(len(v) for v in tables.values()) + len(groups)
 
 
 @pytest.fixture(scope="module")
 def switches(tmp_path_factory) -> Iterator[dict[str, Switch]]:
-    logs = tmp_path_factory.mktemp("switches")
-    started: dict[str, Switch] = {}
-    try:
-        for i, name in enumerate(("v1", "v2"), start=1):
-            started[name] = Switch(i, logs / f"{name}.log")
+    with fig1_switches(tmp_path_factory.mktemp("switches")) as started:
         yield started
-    finally:
-        for sw in started.values():
-            sw.proc.stop()
 
 
 def serve(state: Path, switches: dict[str, Switch]) -> Service:

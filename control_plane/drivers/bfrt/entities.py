@@ -1,9 +1,11 @@
 """BF Runtime table entries for what the deploy layer produces (table entries by P4Info names,
 PRE multicast groups) and for bf_switchd's port tables.
 
-Values go as BF Runtime expects them: big-endian byte streams of the field's full width
-(P4Runtime's canonical form drops leading zeros; BF Runtime does not accept that), strings for
-``$SPEED``/``$FEC``/``$AUTO_NEGOTIATION``, booleans and integer arrays for the PRE tables.
+Values go as the schema's field types say and as the SDE's own client sends them: integers
+as big-endian byte streams of the field's full width (P4Runtime's canonical form drops
+leading zeros; BF Runtime does not accept that), strings (one of the field's ``choices``,
+e.g. ``$SPEED``) and booleans as such, and fields marked ``"repeated": true`` (the PRE
+tables' lists of ports, nodes and L1 exclusion ids) as integer or boolean arrays.
 ``pb2`` is the SDE's ``bfruntime_pb2`` (control_plane/drivers/bfrt/sde.py).
 """
 
@@ -12,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import ModuleType
 
-from control_plane.drivers.bfrt.info import BfrtInfo, BfrtInfoError, Field, Table
+from control_plane.drivers.bfrt.info import (
+    SCALAR_WIDTHS,
+    BfrtInfo,
+    BfrtInfoError,
+    Field,
+    Table,
+)
 from control_plane.drivers.p4runtime.values import P4RuntimeError, Value, encode_value
 
 PORT_TABLE = "$PORT"
@@ -52,18 +60,43 @@ def _key(pb2: ModuleType, table: Table, name: str, value: Value):
     return kf
 
 
+def _element(value: object, f: Field, what: str) -> int:
+    """One element of a repeated integer field, in range of its scalar type."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BfrtInfoError(f"{what}: element {value!r}: expected an integer ({f.kind})")
+    if not 0 <= value < 1 << min(f.width or 32, 32):
+        raise BfrtInfoError(f"{what}: element {value}: out of range for {f.kind}")
+    return value
+
+
 def _datum(pb2: ModuleType, f: Field, value: object, what: str):
+    """A DataField as bf_switchd's schema says: repeated fields as lists, scalars by type."""
     df = pb2.DataField(field_id=f.id)
-    if f.kind == "string":
+    if f.repeated:
+        if not isinstance(value, (list, tuple)):
+            raise BfrtInfoError(f"{what}: expected a list ({f.kind}, repeated), got "
+                                f"{type(value).__name__}")
+        if f.kind == "bool":
+            df.bool_arr_val.SetInParent()  # an empty list is a value too
+            df.bool_arr_val.val.extend(bool(v) for v in value)
+        elif f.kind == "string":
+            df.str_arr_val.SetInParent()
+            df.str_arr_val.val.extend(str(v) for v in value)
+        elif f.kind in SCALAR_WIDTHS or f.kind == "bytes":
+            df.int_arr_val.SetInParent()
+            df.int_arr_val.val.extend(_element(v, f, what) for v in value)
+        else:
+            raise BfrtInfoError(f"{what}: repeated {f.kind} fields are not used by inart")
+    elif f.kind == "string":
+        if f.choices and str(value) not in f.choices:
+            raise BfrtInfoError(f"{what}: {value!r} is not one of {', '.join(f.choices)}")
         df.str_val = str(value)
     elif f.kind == "bool":
         df.bool_val = bool(value)
-    elif f.kind == "int_arr":
-        df.int_arr_val.val.extend(int(v) for v in value)  # type: ignore[union-attr]
-    elif f.kind == "bool_arr":
-        df.bool_arr_val.val.extend(bool(v) for v in value)  # type: ignore[union-attr]
-    else:
+    elif f.kind in SCALAR_WIDTHS or f.kind == "bytes":
         df.stream = full_width(value, f, what)  # type: ignore[arg-type]
+    else:
+        raise BfrtInfoError(f"{what}: {f.kind} fields are not used by inart")
     return df
 
 

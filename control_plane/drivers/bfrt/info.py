@@ -17,15 +17,25 @@ class BfrtInfoError(ValueError):
     """A name or value bfrt.json does not have; the message names the table and field."""
 
 
+SCALAR_WIDTHS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
+                 "int8": 8, "int16": 16, "int32": 32, "int64": 64}
+
+
 @dataclass(frozen=True)
 class Field:
-    """A key or data field: its id, match type (keys) and value type."""
+    """A key or data field: its id, match type (keys), value type and whether it is a list.
+
+    bf_switchd's fixed tables mark list fields as ``"repeated": true`` on a scalar type
+    (``$pre.node`` ``$DEV_PORT``: a list of uint32); those travel as ``int_arr_val`` /
+    ``bool_arr_val`` / ``str_arr_val``, scalars as ``stream`` / ``bool_val`` / ``str_val``."""
 
     id: int
     name: str
-    kind: str  # bytes, uint32, uint64, string, bool, int_arr, bool_arr, ...
-    width: int = 0  # bits, for bytes/uint fields
+    kind: str  # bytes, uint8 .. uint64, int8 .. int64, string, bool, float, container
+    width: int = 0  # bits, for bytes/integer fields (of each element when repeated)
     match: str = ""  # Exact, LPM, Ternary, Range (keys only)
+    repeated: bool = False
+    choices: tuple[str, ...] = ()  # the values a string field accepts (empty: any)
 
     @property
     def nbytes(self) -> int:
@@ -66,10 +76,13 @@ def _field(raw: dict, where: str) -> Field:
     try:
         typ = inner.get("type", {"type": "container"})  # container fields: no scalar type
         kind = typ.get("type", "bytes")
-        width = int(typ.get("width", 32 if kind == "uint32" else 64 if kind == "uint64"
-                            else 16 if kind == "uint16" else 8 if kind == "uint8" else 0))
+        width = int(typ.get("width", SCALAR_WIDTHS.get(kind, 0)))
+        repeated = inner.get("repeated", False)
+        if not isinstance(repeated, bool):
+            raise ValueError(f"'repeated' is {repeated!r}, expected true or false")
         return Field(int(inner["id"]), str(inner["name"]), kind, width,
-                     str(raw.get("match_type", "")))
+                     str(raw.get("match_type", "")), repeated,
+                     tuple(str(c) for c in typ.get("choices", ())))
     except (KeyError, TypeError, ValueError) as exc:
         raise BfrtInfoError(f"{where}: malformed field {raw!r}: {exc}") from None
 
@@ -123,3 +136,39 @@ class BfrtInfo:
             return matches[0]
         raise BfrtInfoError(f"no table '{name}' in bfrt.json" + (
             f" (ambiguous: {', '.join(t.name for t in matches)})" if matches else ""))
+
+    def by_id(self, table_id: int) -> Table | None:
+        return next((t for t in self.tables.values() if t.id == table_id), None)
+
+    def describe(self, te) -> str:
+        """``table(key=value, ...)`` of a TableEntry message by this document's names, for
+        error messages and reports (ids it does not know are shown as numbers)."""
+        t = self.by_id(te.table_id)
+        if t is None:
+            return f"table id {te.table_id}"
+        by_id = {f.id: f for f in t.keys.values()}
+        parts = []
+        for kf in te.key.fields:
+            f = by_id.get(kf.field_id)
+            parts.append(f"{f.name if f else kf.field_id}={_key_text(kf, f)}")
+        return f"{t.name}({', '.join(parts)})"
+
+
+def _key_text(kf, f: Field | None) -> str:
+    """One key field's value: text for string keys, hex for P4 fields (byte strings:
+    addresses), decimal for the fixed tables' integers (ports, ids), with ``/prefix`` for
+    LPM and ``&&&mask`` for ternary matches."""
+    kind = kf.WhichOneof("match_type")
+    part = getattr(kf, kind) if kind else None
+    raw = getattr(part, "value", b"") if part is not None else b""
+    if f is not None and f.kind == "string":
+        text = raw.decode(errors="replace")
+    elif f is None or f.kind == "bytes":
+        text = f"0x{raw.hex()}"
+    else:
+        text = str(int.from_bytes(raw, "big"))
+    if kind == "lpm":
+        text += f"/{part.prefix_len}"
+    elif kind == "ternary":
+        text += f"&&&0x{part.mask.hex()}"
+    return text

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 
 from control_plane.deploy.entries import Compiled
 from control_plane.deploy.portmap import remap_ports
-from control_plane.drivers.bfrt.client import ALL_PIPES, BfrtClient, BfrtError, Program
+from control_plane.drivers.bfrt.client import (
+    ALL_PIPES,
+    DEFAULT_PUSH_TIMEOUT_S,
+    BfrtClient,
+    BfrtError,
+    Program,
+)
 from control_plane.drivers.bfrt.entities import (
     multicast_entries,
     port_entry,
@@ -113,18 +119,19 @@ def _rollback(runs: list[_Run]) -> list[str]:
     lines = []
     for run in reversed(runs):
         delete = run.client.pb2.Update.DELETE
+        undone = 0
         for te in reversed(run.maybe):
             try:
                 run.client.write(delete, [te], P4_NAME, "rollback of a failed batch")
+                undone += 1
             except BfrtError:
                 pass  # it was not written
-        if not run.written:
-            continue
         try:
             for start in range(0, len(run.written), BATCH):
                 batch = list(reversed(run.written))[start:start + BATCH]
                 run.client.write(delete, batch, P4_NAME, "rollback")
-            lines.append(f"{run.switch.name}: deleted {len(run.written)} entries")
+            if run.written or undone:
+                lines.append(f"{run.switch.name}: deleted {len(run.written) + undone} entries")
         except BfrtError as exc:
             lines.append(f"{run.switch.name}: could NOT delete all {len(run.written)} "
                          f"entries: {exc}")
@@ -133,9 +140,12 @@ def _rollback(runs: list[_Run]) -> list[str]:
 
 def install(compiled: Compiled, switches: list[BfrtSwitch], files: TofinoFiles, *,
             push: bool = True, stubs: BfrtStubs | None = None, timeout: float = 20.0,
+            push_timeout: float = DEFAULT_PUSH_TIMEOUT_S,
             pipe_scope: tuple[int, ...] = ALL_PIPES,
             progress: Progress | None = None) -> dict[str, int]:
-    """Install ``compiled`` on ``switches``; returns entries written per switch."""
+    """Install ``compiled`` on ``switches`` (with ``push=False`` on the program they already
+    run); returns entries written per switch.  ``timeout`` bounds each call, ``push_timeout``
+    the program push."""
     stubs = stubs or load_stubs()
     for sw in switches:
         if sw.name not in compiled.switches:
@@ -144,15 +154,19 @@ def install(compiled: Compiled, switches: list[BfrtSwitch], files: TofinoFiles, 
     runs: list[_Run] = []
     try:
         for sw in switches:
-            runs.append(_Run(sw, BfrtClient(stubs, sw.address, sw.device_id,
-                                            timeout=timeout).connect()))
+            runs.append(_Run(sw, BfrtClient(stubs, sw.address, sw.device_id, timeout=timeout,
+                                            push_timeout=push_timeout).connect()))
         for run in runs:
             if push:
                 run.client.push(program)
-            else:
-                run.client.bind(program.name)
-            non_p4 = run.client.get_config().non_p4_config.bfruntime_info
-            run.info = BfrtInfo.from_bytes(program.bfrt_json, non_p4)
+            config = run.client.get_config()
+            if program.name not in [c.p4_name for c in config.config]:
+                raise BfrtError(f"{run.switch.address}: bf_switchd runs no program "
+                                f"'{program.name}' (it runs: "
+                                f"{', '.join(c.p4_name for c in config.config) or 'none'}); "
+                                f"push it first")
+            run.info = run.client.info = BfrtInfo.from_bytes(
+                program.bfrt_json, config.non_p4_config.bfruntime_info)
             dev_ports = resolve_dev_ports(run)
             configure_ports(run, dev_ports)
             todo = _plan_entries(run, compiled, dev_ports)

@@ -2,16 +2,17 @@
 P4Runtime: read the switch back and compare with the plan's entries; delete exactly what the
 plan installed.
 
-The plan's entries are built as install builds them (install._plan_entries: the deploy
-layer's entries, ports through the ports file and ``$PORT_STR_INFO``, PRE nodes and groups),
-so verify compares the very messages install wrote.  Every table the plan writes to is read
-whole (a Read with the table id and no key); an entry is *equal* when the switch has its key
-with the same action and the plan's data fields at the same values (fields the switch adds in
-its answer, e.g. defaults, are not compared), *different* when the key is there with other
-contents, *missing* when not; entries of those tables the plan does not have are *extra*.
-Uninstall deletes the equal ones (and with ``force`` the different ones): table entries
-first, then multicast groups, then PRE nodes; all or nothing across the switches (a failed
-delete re-inserts what this run deleted).  Running it again deletes nothing.
+The plan's entries are built as install builds them (install._plan_entries: the deploy layer's
+entries, ports through the ports file and ``$PORT_STR_INFO``, PRE nodes and groups), so verify
+compares the very messages install wrote. No BIND: every Read and Write names the program
+(``p4_name``), so verify works while another client holds the program. Every table the plan
+writes to is read whole (a Read with the table id and no key); an entry is *equal* when the
+switch has its key with the same action and the plan's data fields at the same values (fields
+the switch adds in its answer, e.g. defaults, are not compared), *different* when the key is
+there with other contents, *missing* when not; entries of those tables the plan does not have
+are *extra*. Uninstall deletes the equal ones (and with ``force`` the different ones): table
+entries first, then multicast groups, then PRE nodes; all or nothing across the switches (a
+failed delete re-inserts what this run deleted). Running it again deletes nothing.
 """
 
 from __future__ import annotations
@@ -49,24 +50,15 @@ class BfrtReport:
     missing: list = field(default_factory=list)
     extra: list = field(default_factory=list)
     deleted: int = 0
-    names: dict[int, str] = field(default_factory=dict)  # table id -> name
+    info: BfrtInfo | None = None  # the program's and the device's tables, once read
 
     @property
     def clean(self) -> bool:
         return self.program == "ours" and not (self.different or self.missing or self.extra)
 
     def describe(self, te) -> str:
-        """``table(key=hex, ...)`` of one entry, for reports."""
-        keys = ", ".join(f"{kf.field_id}={_key_bytes(kf).hex()}" for kf in te.key.fields)
-        return f"{self.names.get(te.table_id, te.table_id)}({keys})"
-
-
-def _key_bytes(kf) -> bytes:
-    """The value of a key field, whichever match kind holds it."""
-    for desc, value in kf.ListFields():
-        if desc.name != "field_id":
-            return getattr(value, "value", b"")
-    return b""
+        """``table(key=value, ...)`` of one entry, for reports."""
+        return self.info.describe(te) if self.info is not None else f"table id {te.table_id}"
 
 
 def _key(te) -> tuple:
@@ -84,27 +76,26 @@ def same(plan, there) -> bool:
                for f in plan.data.fields)
 
 
-def _program_state(client: BfrtClient) -> str:
-    names = [c.p4_name for c in client.get_config().config]
+def _program_state(config) -> str:
+    """What a GetForwardingPipelineConfigResponse says runs: our program, another, none."""
+    names = [c.p4_name for c in config.config]
     return "ours" if P4_NAME in names else "other" if names else "none"
 
 
 def _compare(run: _Run, compiled: Compiled, bfrt_json: bytes) -> BfrtReport:
     """Read the switch back (bound to our program) and sort the plan's entries."""
-    state = _program_state(run.client)
-    report = BfrtReport(run.switch, state)
-    if state != "ours":
+    config = run.client.get_config()
+    report = BfrtReport(run.switch, _program_state(config))
+    if report.program != "ours":
         return report
-    run.client.bind(P4_NAME)
-    non_p4 = run.client.get_config().non_p4_config.bfruntime_info
-    run.info = BfrtInfo.from_bytes(bfrt_json, non_p4)
-    report.names = {t.id: t.name for t in run.info.tables.values()}
+    run.info = run.client.info = report.info = BfrtInfo.from_bytes(
+        bfrt_json, config.non_p4_config.bfruntime_info)
     want = _plan_entries(run, compiled, resolve_dev_ports(run))
     pb2 = run.client.pb2
     have = {}
     for table_id in dict.fromkeys(te.table_id for te in want):
         for te in run.client.read([pb2.TableEntry(table_id=table_id)], P4_NAME,
-                                  f"table {report.names.get(table_id, table_id)}"):
+                                  f"table {getattr(run.info.by_id(table_id), 'name', table_id)}"):
             have[_key(te)] = te
     planned = set()
     for te in want:

@@ -6,15 +6,16 @@ that drives bf_switchd directly, with the same P4Info names (bfrt.json has them 
 ``pipe.``) and the same values, translated by the BF Runtime driver's own entity builders.
 ``open_tables`` pushes the TNA program and brings the ports of a ports file up, as
 `inart install --bfrt` does, so every test starts from empty tables and counters.
-Counter reads ask bf_switchd's software state (no ``$COUNTER_SYNC`` / from-hardware flag is
-sent: untested on a real switch, docs/tofino.md).
+Counters are read from the hardware (the ``from_hw`` read flag, as the SDE's own client reads
+by default): without it bf_switchd answers the values of its last sync, which lag the
+packets a test just sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from control_plane.drivers.bfrt.client import BfrtClient
+from control_plane.drivers.bfrt.client import DEFAULT_PUSH_TIMEOUT_S, BfrtClient
 from control_plane.drivers.bfrt.entities import multicast_entries, table_entry
 from control_plane.drivers.bfrt.info import BfrtInfo
 from control_plane.drivers.bfrt.install import (
@@ -57,7 +58,7 @@ class BfrtTables:
         pkts, octets = table.datum(COUNTER_PKTS).id, table.datum(COUNTER_BYTES).id
         out = {}
         for te in self.client.read([self.client.pb2.TableEntry(table_id=table.id)], P4_NAME,
-                                   f"counter {counter}"):
+                                   f"counter {counter}", from_hw=True):
             index = next(int.from_bytes(kf.exact.value, "big") for kf in te.key.fields
                          if kf.field_id == key_id)
             data = {f.field_id: int.from_bytes(f.stream, "big") for f in te.data.fields}
@@ -72,16 +73,18 @@ class BfrtTables:
 
 
 def open_tables(switch: BfrtSwitch, files: TofinoFiles, stubs: BfrtStubs | None = None,
-                timeout: float = 30.0) -> tuple[BfrtTables, dict[int, int]]:
+                timeout: float = 30.0, push_timeout: float = DEFAULT_PUSH_TIMEOUT_S
+                ) -> tuple[BfrtTables, dict[int, int]]:
     """Connect, push the program (empty tables, registers, counters), bring the ports file's
     ports up; the tables and the plan port -> dev port map."""
     client = BfrtClient(stubs or load_stubs(), switch.address, switch.device_id,
-                        timeout=timeout).connect()
+                        timeout=timeout, push_timeout=push_timeout).connect()
     try:
         program = program_of(files)
         client.push(program)
         non_p4 = client.get_config().non_p4_config.bfruntime_info
         run = _Run(switch, client, BfrtInfo.from_bytes(program.bfrt_json, non_p4))
+        client.info = run.info
         dev_ports = resolve_dev_ports(run)
         configure_ports(run, dev_ports)
         assert run.info is not None

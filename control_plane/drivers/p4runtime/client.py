@@ -246,9 +246,9 @@ class P4RuntimeClient:
     def write_encoded(self, updates: Sequence[bytes], what: str = "Write") -> None:
         """Write already serialized Updates (``encode_update``) in one request.
 
-        With pure-python protobuf (what protobuf 3.20, the project's until issue 14, gives
-        Python 3.11) copying Updates into a WriteRequest and serializing it cost more than bmv2
-        needs to apply them; an installer serializes each entity once and the request is a
+        With pure-python protobuf (what protobuf 3.20, which the project used before protobuf 6,
+        gives Python 3.11) copying Updates into a WriteRequest and serializing it cost more than
+        bmv2 needs to apply them; an installer serializes each entity once and the request is a
         concatenation."""
         request = encode_write_request(self.device_id, self.election_id, updates)
         self._call(what, self._write_encoded, request)

@@ -13,7 +13,7 @@ Value = int | str | bytes
 DEFAULT_TIMEOUT_S = 10.0
 
 __all__ = ["DEFAULT_TIMEOUT_S", "P4RuntimeError", "Value", "decode_value", "encode_value",
-           "parse_text_value"]
+           "format_value", "parse_text_value"]
 
 
 class P4RuntimeError(RuntimeError):
@@ -74,3 +74,18 @@ def parse_text_value(text: str, what: str) -> int:
 
 def decode_value(data: bytes) -> int:
     return int.from_bytes(data, "big")
+
+
+def format_value(data: bytes, name: str, bitwidth: int, type_name: str = "") -> str:
+    """A value read from a switch written as a plan writes it: by its P4Info type (a
+    ``type_name`` such as ``ipv4_addr_t`` or ``mac_addr_t``) or, where P4Info has none (p4c
+    names no typedef of a bit<N>), by the field's name and width (``*addr`` of 32 bits is an
+    IPv4 address, ``*mac`` of 48 bits a MAC); everything else is a number, so a 32-bit
+    ``pool_base`` of 0 reads 0, not 0.0.0.0."""
+    number = decode_value(data)
+    kind = (type_name or name).lower()
+    if bitwidth == 32 and ("ipv4" in kind or kind.endswith("addr")):
+        return str(ipaddress.IPv4Address(number & 0xFFFFFFFF))
+    if bitwidth == 48 and "mac" in kind:
+        return ":".join(f"{b:02x}" for b in (number & (1 << 48) - 1).to_bytes(6, "big"))
+    return str(number)

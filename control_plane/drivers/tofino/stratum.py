@@ -1,4 +1,4 @@
-"""The P4Runtime ``p4_device_config`` of a Tofino pipeline for Stratum (stratum_bf/stratum_bfrt).
+"""The P4Runtime ``p4_device_config`` of a Tofino pipeline for Stratum (stratum_bfrt).
 
 Stratum's Tofino targets take a ``stratum.hal.barefoot.BfPipelineConfig`` protobuf:
 ``p4_name`` (1), ``bfruntime_info`` (2, bfrt.json) and ``profiles`` (3), each profile with

@@ -1,4 +1,4 @@
-"""Network-aware parameter-server load balancing (seed paper 001, Cai et al., ZTE Comm. 2023).
+"""Network-aware parameter-server load balancing (Cai et al., ZTE Comm. 2023).
 
 One worker and one PS per node.  loads (Alg. 1, closed form, Average, Elastic), slices
 (Alg. 2), probe (forecast/probe throughput measurement), partition (the host stack's x_s

@@ -1,4 +1,4 @@
-"""How much of the model each node's PS aggregates (seed 001, Section 3.3).
+"""How much of the model each node's PS aggregates (Cai et al., Section 3.3).
 
 Node i (worker + PS) holds the model of M bytes and aggregates a share m_i (sum m_i = M).  As a
 worker it pushes and pulls M - m_i (its own share stays local); as a PS it receives m_i from

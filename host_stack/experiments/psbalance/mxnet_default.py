@@ -1,6 +1,7 @@
 """MXNet's own key-to-server assignment: what an unmodified MXNet "Average" PS load looks like.
 
-Seed 001 implements Aware inside MXNet and compares it with "Average" (equal distribution).
+Cai et al. (ZTE Comm. 2023) implement Aware inside MXNet and compare it with "Average"
+(equal distribution).
 Stock MXNet does not split the model equally: ``KVStoreDist::EncodeKey`` (src/kvstore/
 kvstore_dist.h) sends a tensor of fewer than ``MXNET_KVSTORE_BIGARRAY_BOUND`` (1e6) elements
 whole to server ``(key * 9973) % num_servers`` and splits only larger ones evenly.  Keys are

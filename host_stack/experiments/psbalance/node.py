@@ -1,4 +1,4 @@
-"""One node of the real PS-balancing run: a worker and a PS in one process (seed 001, 3.3).
+"""One node of the real PS-balancing run: a worker and a PS in one process (Cai et al., 3.3).
 
 Run inside the node's network namespace by the launcher (cluster.py).  Every iteration the
 scheduler sends the slice plan; the worker pushes each slice to its PS (a probe slice is

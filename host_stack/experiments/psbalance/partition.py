@@ -1,6 +1,6 @@
 """The host stack's multi-PS seam: a partition x_s (PS id -> share, summing to 1).
 
-Next to InArt's L-InArt, this derives x_s from measured per-node throughputs with seed 001's
+Next to InArt's L-InArt, this derives x_s from measured per-node throughputs with Cai et al.'s
 min-max load distribution (or its baselines).  Throughputs in any consistent unit.
 """
 

@@ -1,4 +1,4 @@
-"""Throughput by forecast/probe (seed 001, Section 3.2), timed only at the receiver.
+"""Throughput by forecast/probe (Cai et al., Section 3.2), timed only at the receiver.
 
 The sender sends a tiny forecast message, then a probe slice.  The receiver takes the forecast's
 arrival as the probe's start and the probe's arrival as its end: s_ij = size / (t_end - t_start).

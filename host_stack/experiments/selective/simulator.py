@@ -1,4 +1,4 @@
-"""Flow-level discrete-event simulator of partial synchronisation (seed 002, Section IV-A).
+"""Flow-level discrete-event simulator of partial synchronisation (selective reduce paper, IV-A).
 
 Workers sit behind a non-blocking switch; contention happens only at their edge links (one
 uplink and one downlink per worker, both b_i).  A ring all-reduce of group g is |g| flows

@@ -89,12 +89,12 @@ def bpawr(in_training: set[Worker], group: Sequence[Worker], p: int, eta: float,
           ready_prob: Callable[[Worker], float]) -> Decision:
     """Alg. 2: is waiting dt for faster workers worth more than theta * dt of ring time?
 
-    Removes the candidates it considered from `in_training` (line 7) so later groups of the
-    same decision round do not count on them too.  Choices (see README notes on seed 002):
-    the returned flag means "wait" (the paper's Alg. 3 reads it as "launch"); a group below p
-    always waits; when no worker is expected (k = 0) waiting cannot pay, so the group
-    launches as is (otherwise a group that BAG would split again could be held forever).
-    Saving t_X uses the printed approximation 2v/min b(g) - 2v/min b(g*).
+    Removes the candidates it considered from `in_training` (line 7) so later groups of the same
+    decision round do not count on them too.  Choices (the selective reduce paper leaves them open):
+    the returned flag means "wait" (the paper's Alg. 3 reads it as "launch"); a group below p always
+    waits; when no worker is expected (k = 0) waiting cannot pay, so the group launches as is
+    (otherwise a group that BAG would split again could be held forever). Saving t_X uses the
+    printed approximation 2v/min b(g) - 2v/min b(g*).
     """
     if len(group) < p:
         return Decision(wait=True)
