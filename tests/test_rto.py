@@ -244,3 +244,28 @@ def test_a_stalled_tail_is_probed_a_few_chunks_per_stall_not_whole():
     _, c = exchange(script, 10, SLOW_TIMERS)
     assert seen == set(range(2, 2 + PROBES)), (seen, dict(c))
     assert c["retx_probe"] == PROBES
+
+
+def test_resends_wait_an_srtt_four_times_then_back_off_never_below_the_paced_floor():
+    from host_stack.ina.transport import RETX_MIN_TIMEOUT, STEADY_RESENDS
+
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0, [], TransportConfig(n=N))
+    for _ in range(10):
+        tr.rtt.sample(0.01)
+
+    class St:
+        rto_floor, first_result = 0.0, True
+
+    got = tr._retx_timeout(St, np.arange(1, STEADY_RESENDS + 4))
+    srtt = tr.rtt.srtt
+    assert got[:STEADY_RESENDS].tolist() == pytest.approx([srtt] * STEADY_RESENDS)
+    assert got[STEADY_RESENDS:].tolist() == pytest.approx([2 * srtt, 4 * srtt, 8 * srtt])
+    assert tr._retx_timeout(St, np.array([40]))[0] == tr.cfg.max_timeout_s  # capped
+    St.rto_floor = 0.3  # a slowly paced PS: its window takes 0.3 s
+    assert tr._retx_timeout(St, np.array([1]))[0] == pytest.approx(0.3)
+    assert tr._retx_timeout(St, np.array([40]))[0] == pytest.approx(max(1.0, 0.6))
+    St.rto_floor = 0.0
+    for _ in range(50):
+        tr.rtt.sample(0.0)
+    assert tr._retx_timeout(St, np.array([1]))[0] >= RETX_MIN_TIMEOUT
+    tr.close()

@@ -15,7 +15,7 @@ the RETX flag, once a reordering window has passed since (host_stack/ina/reorder
 learned from the resends that turned out spurious, not a count of later chunks, which took
 every packet held back 2 ms for a loss).  The tail, which no higher chunk can pass, is probed
 when the stream stalls (``_stall``).  A resend is timed by the SRTT, not the RTO (its answer
-waits for no slower worker), doubling from the third; nothing else slows down, there is no
+waits for no slower worker), doubling after the fourth; nothing else slows down, there is no
 window to collapse.  A chunk nothing passed is resent with RETX when its RTO expires
 (capped at ``max_timeout_s``, or at twice ``rto_floor`` towards a PS paced so slowly that its
 window takes longer); after ``max_retries`` resends the round fails with PsUnreachable naming
@@ -75,6 +75,7 @@ __all__ = ["PsLink", "PsUnreachable", "TransportConfig", "TransportError", "Work
 PROBES = 4  # oldest outstanding chunks per PS that may be resent while no later one completed
 RETX_MIN_TIMEOUT = 2 * CLOCK_GRANULARITY  # least timeout of a resend (its answer needs no
 # slower worker: every worker had passed the chunk when it was found lost)
+STEADY_RESENDS = 4  # resends of a chunk an SRTT apart before the timeout doubles
 PS_QUEUE = 16384  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
 
 
@@ -240,8 +241,10 @@ class WorkerTransport:
         """Timeouts of chunks resent now, ``resends`` times so far (this one included).
 
         A resend waits for no slower worker (all had passed the chunk when it was found
-        lost), so its answer comes about an SRTT later, not an RTO: SRTT,
-        at least ``RETX_MIN_TIMEOUT`` and the paced floor.  Doubled from the third resend on,
+        lost), so its answer comes about an SRTT later, not an RTO: SRTT, at least
+        ``RETX_MIN_TIMEOUT`` and the paced floor, for ``STEADY_RESENDS`` resends (at 5% loss
+        each way about one recovery in a thousand needs a fourth, a few per round on fig1,
+        and doubling from the third made those the round's tail), then doubled per resend,
         capped at ``max_timeout_s`` (or twice the floor towards a slowly paced PS).  Not an
         estimator of the resends' own answers: those wait for the other workers' resends of a
         chunk that needed theirs, and feeding that back raised the timeout to its cap at 5%
@@ -250,7 +253,7 @@ class WorkerTransport:
         srtt = self.rtt.srtt or self.start_rtt.srtt or self._timeout(st)
         base = max(RETX_MIN_TIMEOUT, srtt, st.rto_floor)
         cap = max(self.cfg.max_timeout_s, 2 * st.rto_floor)
-        return np.minimum(cap, base * 2.0 ** np.maximum(0, resends - 2))
+        return np.minimum(cap, base * 2.0 ** np.maximum(0, resends - STEADY_RESENDS))
 
     # -- I/O helpers -------------------------------------------------------------------------
     def _wait(self, timeout: float) -> bool:
