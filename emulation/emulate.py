@@ -71,7 +71,8 @@ class Emulation:
 
     def __init__(self, topology: Topology, out_dir: Path, target: str = "embedded",
                  scale: float = 0.5, loss: float = 0.0, quiet: bool = False,
-                 program: Pipeline | None = None, window: int = TrafficConfig.window) -> None:
+                 program: Pipeline | None = None, window: int = TrafficConfig.window,
+                 loss_links: list[tuple[str, str]] | None = None) -> None:
         self.topo = topology
         self.out_dir = out_dir.resolve()  # hosts' processes and switches get absolute paths
         self.addr: Addressing = assign(topology)
@@ -80,7 +81,8 @@ class Emulation:
         self.scale = scale
         self.window = window  # the most any run's TrafficConfig may keep in flight per stream
         self.net = Network(topology, self.addr, self.out_dir / "logs", target, scale, loss, quiet,
-                           queue_for(len(topology.workers), len(topology.pss), window))
+                           queue_for(len(topology.workers), len(topology.pss), window),
+                           loss_links)
         self.installed: str | None = None
         self.monitor = Monitor(lambda: {"switches": self.net.switch_pids(),
                                         "hosts": self.net.host_pids()})

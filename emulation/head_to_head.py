@@ -65,7 +65,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     add_training_args(parser, "head-to-head", SCHEMES,
                       "fig1, 6 rounds, every scheme (what the tests run)")
+    parser.add_argument("--loss", type=loss_percent, default=0.0, metavar="PCT",
+                        help="random packet loss %% each way on the --loss-links (nftables)")
+    parser.add_argument("--loss-links", type=link_list, default=None, metavar="A-B,...",
+                        help="the links --loss applies to, by their end nodes (default: all)")
     parser.set_defaults(func=run)
+
+
+def loss_percent(text: str) -> float:
+    """--loss: a percentage 0 <= PCT < 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"--loss {text!r}: expected a percentage 0 <= PCT < 100")
+    return value
+
+
+def link_list(text: str) -> list[tuple[str, str]]:
+    """--loss-links: 'A-B,C-D' -> [(A, B), (C, D)] (node ids may not contain '-')."""
+    links = []
+    for item in filter(None, text.split(",")):
+        a, sep, b = item.partition("-")
+        if not sep or not a or not b or "-" in b:
+            raise argparse.ArgumentTypeError(f"--loss-links {item!r}: expected NODE-NODE")
+        links.append((a, b))
+    if not links:
+        raise argparse.ArgumentTypeError("--loss-links: expected at least one NODE-NODE")
+    return links
 
 
 def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple[str, ...],
@@ -212,6 +240,11 @@ def summarize(scheme: str, seed: int, job: JobResult, worker_up: int, expected: 
         "worker_bytes": worker_up, "expected_bytes": expected,
         "bytes_ratio": worker_up / expected if expected else float("nan"),
         "ps_ingress_bytes": ps_in, "link_bytes": links,
+        # INA's resends (UDP; the collectives' TCP ones are counted from the kernel)
+        "ina_retx": sum(d.get("counters", {}).get("retx_sent", 0) for d in done),
+        "ina_retx_spurious": sum(d.get("counters", {}).get("retx_spurious", 0) for d in done),
+        "ina_retx_by": {k: sum(d.get("counters", {}).get(f"retx_{k}", 0) for d in done)
+                        for k in ("fast", "probe", "timeout")},
         "curve": points, "per_round": rounds,
     }
 
@@ -287,7 +320,9 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    with Emulation(topo, out / "emulation", "embedded", args.scale, quiet=True) as emu, \
+    loss, links = getattr(args, "loss", 0.0), getattr(args, "loss_links", None)
+    with Emulation(topo, out / "emulation", "embedded", args.scale, loss, quiet=True,
+                   loss_links=links) as emu, \
             tqdm(total=len(schemes) * args.seeds, desc=desc, unit="run") as bar:
         for seed in range(args.seeds):
             cfg = TrafficConfig(mode="train", model=args.model, rounds=args.rounds,
@@ -326,7 +361,8 @@ def spread_table(rows: list[dict], keys: tuple[str, ...]) -> str:
 
 COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "rate_mbps", "images_per_s",
            "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
-           "expected_bytes", "bytes_ratio", "tcp_retx", "ps_ingress_bytes", "link_bytes")
+           "expected_bytes", "bytes_ratio", "tcp_retx", "ina_retx", "ps_ingress_bytes",
+           "link_bytes")
 
 
 def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
@@ -338,7 +374,10 @@ def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
                               "final_loss")))
     setup = {"topology": args.topology, "model": args.model, "rounds": args.rounds,
              "batch": args.batch, "seeds": args.seeds, "scale_mbps_per_unit": args.scale,
-             "target_accuracy": args.target_accuracy, "pace": args.pace}
+             "target_accuracy": args.target_accuracy, "pace": args.pace,
+             "loss_pct": getattr(args, "loss", 0.0),
+             "loss_links": ["-".join(ab) for ab in getattr(args, "loss_links", None) or []]
+             or "all"}
     (out / "head_to_head.json").write_text(json.dumps({"setup": setup, "runs": rows},
                                                        indent=1) + "\n")
     (out / "head_to_head.csv").write_text(to_csv(flat))

@@ -121,18 +121,35 @@ def _switch_class():
     return P4Switch
 
 
+def lossy_links(topology: Topology, links: list[tuple[str, str]] | None
+                ) -> set[frozenset[str]]:
+    """The links ``--loss`` applies to: the named ones (either direction), or every link."""
+    every = {frozenset(ab) for ab in topology.links}
+    if links is None:
+        return every
+    chosen = {frozenset(ab) for ab in links}
+    unknown = sorted("-".join(sorted(ab)) for ab in chosen - every)
+    if unknown:
+        raise NetworkError(f"loss links {', '.join(unknown)}: not links of {topology.name} "
+                           f"(expected node pairs joined by a link, e.g. "
+                           f"{'-'.join(sorted(next(iter(every))))})")
+    return chosen
+
+
 class Network:
     """The emulated network of one topology; use as a context manager."""
 
     def __init__(self, topology: Topology, addressing: Addressing, out_dir: Path,
                  target: str = "embedded", scale: float = 0.5, loss: float = 0.0,
-                 quiet: bool = False, queue_packets: int = QUEUE_PACKETS) -> None:
+                 quiet: bool = False, queue_packets: int = QUEUE_PACKETS,
+                 loss_links: list[tuple[str, str]] | None = None) -> None:
         if target not in TARGETS:
             raise NetworkError(f"target '{target}': expected one of {', '.join(TARGETS)}")
         if not scale > 0:
             raise NetworkError(f"scale {scale}: expected Mbit/s per topology unit > 0")
         if not 0 <= loss < 100:
             raise NetworkError(f"loss {loss}: expected a percentage 0 <= loss < 100")
+        self.lossy = lossy_links(topology, loss_links)
         reason = mininet_available()
         if reason:
             raise NetworkError(reason)
@@ -212,18 +229,19 @@ class Network:
             for intf in (link.intf1, link.intf2):
                 if intf.node.name in self.topo.switches:
                     self.interfaces.append(intf.name)
-                self._shaped.append(intf)
+                self._shaped.append((intf, key in self.lossy))
         net.build()
         net.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         for sw in self.topo.switches:
             net.get(sw).wait_ready(deadline)
         self._configure_hosts()
-        for intf in self._shaped:
-            self._queue_and_loss(intf)
+        for intf, lossy in self._shaped:
+            self._queue_and_loss(intf, lossy)
 
-    def _queue_and_loss(self, intf) -> None:
-        """A short FIFO under the htb class, and random loss on the interface's egress.
+    def _queue_and_loss(self, intf, lossy: bool) -> None:
+        """A short FIFO under the htb class, and random loss on the interface's egress (both
+        ends of a lossy link: ``loss`` percent each way).
 
         Loss uses an nftables netdev egress rule, not tc netem: netem (and tc classifiers) are
         missing from some kernels (this machine's among them), nftables egress hooks are not,
@@ -233,7 +251,7 @@ class Network:
                        f"limit {self.queue_packets} && echo Q-OK")
         if "Q-OK" not in out:
             raise NetworkError(f"interface {intf.name}: queue setup failed: {out.strip()}")
-        if not self.loss:
+        if not self.loss or not lossy:
             return
         table = loss_table(intf.name)
         per = round(self.loss * 1000)  # loss percent -> parts per 100000

@@ -2,6 +2,7 @@
 PS's aggregator: edge cases a per-packet loop would not have."""
 
 import socket
+import time
 
 import numpy as np
 import pytest
@@ -97,6 +98,40 @@ def test_impaired_socket_sends_each_row_through_its_impairment():
             np.array([port], np.uint16))
     got, _, _ = drain(rx, 200 - imp.counts["dropped"])
     assert 0 < imp.counts["dropped"] < 200 and len(got) == 200 - imp.counts["dropped"]
+
+
+
+def test_impaired_batch_leaves_as_batches_with_duplicates_and_held_rows_released_late():
+    """Fates are drawn per batch: what goes now is one sendmmsg (not one sendto per row), a
+    duplicate follows its original, a held row is released by the batch socket when due."""
+    rx, _, (host, port) = pair()
+    imp = ImpairedSocket(make_socket(("127.0.0.1", 0)),
+                         Impairment(dup=0.3, reorder=0.3, delay_s=0.05, seed=3))
+    tx = BatchSocket(imp, L)
+    calls = []
+    real = imp.sendto
+    imp.sendto = lambda *a: calls.append(a) or real(*a)
+    res = tx.send(numbered(300), np.arange(300), np.array([ipv4(host)], np.uint32),
+                  np.array([port], np.uint16))
+    assert res.done == 300 and not calls  # no per-row Python sends
+    c = imp.counts
+    assert c["dropped"] == 0 and c["duplicated"] > 0 and c["reordered"] > 0
+    first, _, _ = drain(rx, 300 + c["duplicated"] - c["reordered"])
+    assert len(first) == 300 + c["duplicated"] - c["reordered"]
+    assert 0 < tx.wait_limit(1.0) <= 0.05  # a select() wakes when the held rows are due
+    tx.release_due()
+    assert imp.held  # not yet due
+    time.sleep(0.06)
+    tx.release_due()
+    assert not imp.held and not calls
+    late, _, _ = drain(rx, c["reordered"])
+    ids = np.concatenate([first, late])[:, :4].copy().view(">u4").ravel()
+    assert len(ids) == 300 + c["duplicated"] and set(ids.tolist()) == set(range(300))
+
+
+def test_impairment_rejects_a_negative_delay():
+    with pytest.raises(ValueError, match="delay"):
+        Impairment.parse("reorder=0.1,delay=-1")
 
 
 def grads(chunks, bits, rnd=0, n=4):

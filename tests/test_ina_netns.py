@@ -78,11 +78,21 @@ def check_exactly_once(records, ps_stats):
     return retx, dups
 
 
-def test_processes_exactly_once_on_loopback_with_injected_impairment(tmp_path):
+# the cases of `inart bench train --impair`
+LOOPBACK_IMPAIRMENTS = ["loss=0.001", "loss=0.01", "reorder=0.05", IMPAIR]
+
+
+@pytest.mark.parametrize("impair", LOOPBACK_IMPAIRMENTS)
+def test_processes_exactly_once_on_loopback_with_injected_impairment(tmp_path, impair):
     addresses = loopback(["s1", "s2"] + [f"w{i + 1}" for i in range(WORKERS)])
-    records, ps_stats = run_sum_job(tmp_path, addresses, extra=["--impair", IMPAIR])
+    records, ps_stats = run_sum_job(tmp_path, addresses, extra=["--impair", impair])
     retx, dups = check_exactly_once(records, ps_stats)
-    assert retx > 0 and dups > 0
+    injected = {k: sum(s.get(f"impair_{k}", 0) for s in ps_stats)
+                for k in ("dropped", "duplicated", "reordered")}
+    assert (injected["dropped"] > 0) == ("loss" in impair)
+    assert (injected["reordered"] > 0) == ("reorder" in impair)
+    if impair == IMPAIR:
+        assert retx > 0 and dups > 0
 
 
 class VethPair:

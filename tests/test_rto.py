@@ -3,11 +3,13 @@ from real losses, against a scripted PS."""
 
 import socket
 import threading
+import time
 
 import numpy as np
 import pytest
 
 from host_stack.ina import wire
+from host_stack.ina.reorder import MARGIN
 from host_stack.ina.rto import CLOCK_GRANULARITY, RtoEstimator
 from host_stack.ina.transport import PsLink, TransportConfig, WorkerTransport, make_socket
 
@@ -80,9 +82,9 @@ class ScriptedPs:
         self.sock.sendto(wire.pack(hdr, np.full(N, value, np.int32)), self.worker)
 
 
-def exchange(script, chunks):
+def exchange(script, chunks, cfg=None, transport=False):
     ps = ScriptedPs()
-    cfg = TransportConfig(n=N, timeout_s=0.05, min_timeout_s=0.05, max_timeout_s=0.4)
+    cfg = cfg or TransportConfig(n=N, timeout_s=0.05, min_timeout_s=0.05, max_timeout_s=0.4)
     tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0,
                          [PsLink("s1", ps.sock.getsockname(), None)], cfg)
     thread = threading.Thread(target=script, args=(ps,))
@@ -91,7 +93,66 @@ def exchange(script, chunks):
     thread.join(timeout=10)
     tr.close()
     ps.sock.close()
-    return out, tr.counters
+    return (out, tr.counters, tr) if transport else (out, tr.counters)
+
+
+# timers far longer than the test may take: what recovers within it is not an RTO
+SLOW_TIMERS = TransportConfig(n=N, timeout_s=3.0, min_timeout_s=3.0, max_timeout_s=6.0)
+
+
+def answer_all_but(ps, chunks, lost):
+    """Read the worker's originals of ``chunks`` chunks, answer all but ``lost``; then the
+    next packet the worker sends (its resend)."""
+    for _ in range(chunks):
+        assert ps.next().flags == 0
+    for c in range(chunks):
+        if c != lost:
+            ps.result(c)
+    return ps.next()
+
+
+def test_a_lost_chunk_is_resent_alone_once_a_higher_one_completed():
+    resent = []
+
+    def script(ps):
+        resent.append(answer_all_but(ps, 10, lost=3))
+        ps.result(3, flags=wire.FLAG_RETX)
+
+    t0 = time.monotonic()
+    out, c = exchange(script, 10, SLOW_TIMERS)
+    assert time.monotonic() - t0 < 1.5  # a reordering window, not the 3 s RTO
+    assert [(h.chunk, h.flags) for h in resent] == [(3, wire.FLAG_RETX)]
+    assert (c["retx_sent"], c["retx_fast"], c["retx_spurious"]) == (1, 1, 0)
+    assert out[0].tolist() == [[7] * N] * 10
+
+
+def test_a_lost_last_chunk_is_probed_when_the_stream_stalls():
+    """The tail: no higher chunk can pass the last one; a stall of about an SRTT is enough."""
+    resent = []
+
+    def script(ps):
+        resent.append(answer_all_but(ps, 10, lost=9))
+        ps.result(9, flags=wire.FLAG_RETX)
+
+    t0 = time.monotonic()
+    _, c = exchange(script, 10, SLOW_TIMERS)
+    assert time.monotonic() - t0 < 1.5
+    assert [(h.chunk, h.flags) for h in resent] == [(9, wire.FLAG_RETX)]
+    assert c["retx_probe"] >= 1 and c["retx_sent"] == 1
+
+
+def test_a_reordered_original_makes_the_resend_spurious_and_widens_the_window():
+    late = 0.03
+
+    def script(ps):
+        answer_all_but(ps, 10, lost=3)  # the worker resends 3 after a short window ...
+        time.sleep(late)
+        ps.result(3)  # ... but the original only came late: RESULT without RETX
+
+    _, c, tr = exchange(script, 10, SLOW_TIMERS, transport=True)
+    assert c["retx_fast"] == 1 and c["retx_spurious"] == c["retx_sent"] >= 1
+    assert tr.reorder.learned >= MARGIN * late  # the next such delay is waited out
+    assert tr.start_rtt.srtt < late  # a reordering, not a slow network: no Eifel response
 
 
 def test_a_late_result_made_of_the_originals_makes_the_resend_spurious():
@@ -155,3 +216,56 @@ def test_auto_window_fits_every_workers_window_in_the_ps_queue():
     assert auto_window(6) == TransportConfig.window
     assert auto_window(64) * 64 <= PS_QUEUE
     assert auto_window(10_000) == 32  # never below a useful window
+
+
+def test_a_stalled_tail_is_probed_a_few_chunks_per_stall_not_whole():
+    """Chunks 2-9 wait (for a slow worker, say): one stall probes the PROBES lowest; the
+    others wait for the next stall, so a slow worker's tail is not resent whole."""
+    from host_stack.ina.transport import PROBES
+
+    seen = set()
+
+    def script(ps):
+        for _ in range(10):
+            ps.next()
+        time.sleep(0.05)  # RTT 50 ms: the stall is two of those
+        ps.result(0)
+        ps.result(1)
+        t_end = time.monotonic() + 0.18  # before a second stall could end (at 0.2 s)
+        ps.sock.settimeout(0.01)
+        while time.monotonic() < t_end:
+            try:
+                seen.add(ps.next().chunk)
+            except TimeoutError:
+                pass
+        for c in range(2, 10):
+            ps.result(c, flags=wire.FLAG_RETX)
+
+    _, c = exchange(script, 10, SLOW_TIMERS)
+    assert seen == set(range(2, 2 + PROBES)), (seen, dict(c))
+    assert c["retx_probe"] == PROBES
+
+
+def test_resends_wait_an_srtt_four_times_then_back_off_never_below_the_paced_floor():
+    from host_stack.ina.transport import RETX_MIN_TIMEOUT, STEADY_RESENDS
+
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0, [], TransportConfig(n=N))
+    for _ in range(10):
+        tr.rtt.sample(0.01)
+
+    class St:
+        rto_floor, first_result = 0.0, True
+
+    got = tr._retx_timeout(St, np.arange(1, STEADY_RESENDS + 4))
+    srtt = tr.rtt.srtt
+    assert got[:STEADY_RESENDS].tolist() == pytest.approx([srtt] * STEADY_RESENDS)
+    assert got[STEADY_RESENDS:].tolist() == pytest.approx([2 * srtt, 4 * srtt, 8 * srtt])
+    assert tr._retx_timeout(St, np.array([40]))[0] == tr.cfg.max_timeout_s  # capped
+    St.rto_floor = 0.3  # a slowly paced PS: its window takes 0.3 s
+    assert tr._retx_timeout(St, np.array([1]))[0] == pytest.approx(0.3)
+    assert tr._retx_timeout(St, np.array([40]))[0] == pytest.approx(max(1.0, 0.6))
+    St.rto_floor = 0.0
+    for _ in range(50):
+        tr.rtt.sample(0.0)
+    assert tr._retx_timeout(St, np.array([1]))[0] >= RETX_MIN_TIMEOUT
+    tr.close()

@@ -14,6 +14,7 @@ so whole batches go in and out without building a Python object per packet.
 from __future__ import annotations
 
 import socket
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,10 +81,10 @@ class BatchSocket:
 
     ``recv`` fills ``data`` (rows of ``row_len`` bytes), ``lens``, ``ips`` and ``ports``;
     a datagram longer than ``row_len`` reports ``row_len + 1`` so callers can reject it.
-    Through an ImpairedSocket (tests, ``--impair``) sends go one by one through its
-    loss/duplication/reordering; receiving is batched either way.  ``gso`` says where UDP GSO
-    is used: ``loopback`` (towards 127.0.0.0/8 only), ``all`` (every destination: only where
-    no software switch reads the frames off a veth) or ``off``.
+    Through an ImpairedSocket (tests, ``--impair``) each batch's fates are drawn at once and
+    what goes now still goes as one batch; held-back packets leave as a batch when due.
+    ``gso`` says where UDP GSO is used: ``loopback`` (towards 127.0.0.0/8 only), ``all``
+    (every destination: only where no software switch reads the frames off a veth) or ``off``.
     """
 
     def __init__(self, sock: socket.socket | ImpairedSocket, row_len: int,
@@ -114,9 +115,16 @@ class BatchSocket:
         return self.fd
 
     def release_due(self) -> None:
-        """Let an ImpairedSocket send the packets it held back (reordering)."""
+        """Send what an ImpairedSocket held back (reordering) and is now due."""
         if self.impaired:
-            self.sock.release_due()
+            for h in self.sock.take_due():
+                self._send(h.rows, np.arange(h.rows.shape[0]), h.ips, h.ports)
+
+    def wait_limit(self, timeout: float) -> float:
+        """``timeout``, shortened to when an ImpairedSocket's earliest held packet is due, so
+        a select() of that long wakes in time to release it."""
+        due = self.sock.next_due() if self.impaired else None
+        return timeout if due is None else max(0.0, min(timeout, due - time.monotonic()))
 
     def send(self, rows: np.ndarray, idx: np.ndarray, ips: np.ndarray, ports: np.ndarray
              ) -> SendResult:
@@ -127,11 +135,22 @@ class BatchSocket:
         ips = np.ascontiguousarray(ips, dtype=np.uint32)
         ports = np.ascontiguousarray(ports, dtype=np.uint16)
         rows = np.ascontiguousarray(rows, dtype=np.uint8)
-        if self.impaired:
-            for i, row in enumerate(idx):
-                d = 0 if ips.size == 1 else i
-                self.sock.sendto(rows[row].tobytes(), (dotted(ips[d]), int(ports[d])))
-            return SendResult(idx.size, 0, 0)
+        if not self.impaired:
+            return self._send(rows, idx, ips, ports)
+        if ips.size == 1:
+            ips, ports = np.repeat(ips, idx.size), np.repeat(ports, idx.size)
+        now, late = self.sock.fates(idx.size)
+        res = self._send(rows, idx[now], ips[now], ports[now])
+        # a send-buffer stop: the caller retries from the first row that did not go
+        done = idx.size if res.done == now.size else int(now[res.done])
+        late = late[late < done]
+        self.sock.hold(rows[idx[late]], ips[late], ports[late])
+        return SendResult(done, res.errors, res.last_errno)
+
+    def _send(self, rows: np.ndarray, idx: np.ndarray, ips: np.ndarray, ports: np.ndarray
+              ) -> SendResult:
+        if not idx.size:
+            return SendResult(0, 0, 0)
         segs = self.gso_segs if self.gso_everywhere or ((ips >> 24) == 127).all() else 1
         done, errors, last_errno, kept = _batchio.send(self.fd, rows, rows.shape[1], idx, ips,
                                                        ports, segs)

@@ -5,9 +5,10 @@ runs one face per plan version over a shared aggregator.
 Behaviour (DESIGN.md section 4, rules in host_stack/ina/aggregator.py): when a chunk completes the
 PS sends the RESULT to every worker (unicast copies; ``result_targets`` can name a switch's
 multicast address instead); a GRAD/RETX for a completed chunk gets a unicast RESULT back to its
-sender; a switch aggregate flagged OVERFLOW is dropped and the workers in its bitmap get a
-CTRL_OVERFLOW_NACK so they resend it as RETX (summed here in int64).  Malformed packets, other
-jobs and unexpected types are counted and dropped; nothing a packet carries stops the PS.
+sender (RETX set as the request had it); a switch aggregate flagged OVERFLOW is dropped and
+the workers in its bitmap get a CTRL_OVERFLOW_NACK so they resend it as RETX (summed here in
+int64).  Malformed packets, other jobs and unexpected types are counted and dropped; nothing a
+packet carries stops the PS.
 
 Packets are handled a batch at a time (host_stack/ina/batchio.py): one recvmmsg, the accept
 rules in C over the batch, one optimizer step over every chunk it completed, one sendmmsg of
@@ -128,7 +129,7 @@ class PsServer:
         hdr = recs["hdr"]
         done = verdicts == COMPLETED
         if done.any():
-            # RETX on a RESULT: a retransmission went into it (or, below, it is a re-send),
+            # RETX on a RESULT: a retransmission went into it (or, below, it answers one),
             # so its timing says nothing about the network; workers take no RTT sample.
             chunks = hdr["chunk"][done].astype(np.int64)
             flags = np.where(self.agg.result_retx[chunks], wire.FLAG_RETX, 0)
@@ -145,9 +146,11 @@ class PsServer:
             switch = late & ((hdr["flags"] & wire.FLAG_AGGREGATED) != 0)
             self.counters["late_aggregate_ignored"] += int(switch.sum())
             late &= ~switch
+            # RETX as the request had it: an answer to a late original tells its worker that
+            # the original was not lost (its resend, if any, was spurious: reordering)
             chunks = hdr["chunk"][late].astype(np.int64)
             packets = self._results(chunks, hdr["round"][late], hdr["slot"][late],
-                                    wire.FLAG_RETX)
+                                    hdr["flags"][late] & wire.FLAG_RETX)
             self._send(packets, np.arange(len(chunks)), self.io.ips[rows[late]],
                        self.io.ports[rows[late]])
             self.counters["result_unicast"] += len(chunks)
@@ -160,10 +163,8 @@ class PsServer:
 
     def poll(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for packets and handle all that are queued; True if any."""
-        if self.io.impaired:
-            self.io.release_due()
-            timeout = min(timeout, 0.002)
-        ready, _, _ = select.select([self.io], [], [], timeout)
+        self.io.release_due()
+        ready, _, _ = select.select([self.io], [], [], self.io.wait_limit(timeout))
         if not ready:
             return False
         got = False

@@ -84,6 +84,9 @@ class VersionedPs:
     def poll(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for packets on any face and handle them; True if any."""
         socks = {face.sock: face for face in self.faces.values()}
+        for face in socks.values():  # what impairment held back and is due leaves now
+            face.io.release_due()
+            timeout = face.io.wait_limit(timeout)
         ready, _, _ = select.select(list(socks), [], [], timeout)
         for sock in ready:
             socks[sock].poll(0.0)

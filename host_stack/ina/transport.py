@@ -7,14 +7,21 @@ every chunk.  Everything moves in batches: new chunks, resends and RESULTs are n
 handed to one sendmmsg/recvmmsg (host_stack/ina/batchio.py), and per-chunk state (send time,
 deadline, resends) is arrays, so no Python runs per packet.
 
-Loss recovery.  Workers send each PS's chunks in order and the PS completes them in order, so
-a chunk without RESULT ``DUPTHRESH`` chunks below the highest completed one was lost (or its
-RESULT was): it is resent at once (fast retransmit).  Otherwise a chunk is resent with the
-RETX flag when its timeout expires, doubling each time (capped at ``max_timeout_s``, or at
-twice ``rto_floor`` towards a PS paced so slowly that its window takes longer); after
-``max_retries`` resends the round fails with PsUnreachable naming the PS: never a hang.  A
-timed-out chunk above the PROBES oldest outstanding ones, with no later chunk completed, is
-most likely waiting for a slower worker, not lost: its timer is rearmed instead.
+Loss recovery costs what is lost, not the round (SwitchML's and ATP's per-slot recovery;
+RACK-TLP, RFC 8985, for telling loss from reordering).  Workers send each PS's chunks in order
+and the PS completes them in order, so a chunk still without RESULT when a higher one
+completed was lost (a GRAD, anybody's, or its RESULT) or reordered: it is resent alone, with
+the RETX flag, once a reordering window has passed since (host_stack/ina/reorder.py: a time,
+learned from the resends that turned out spurious, not a count of later chunks, which took
+every packet held back 2 ms for a loss).  The tail, which no higher chunk can pass, is probed
+when the stream stalls (``_stall``).  A resend is timed by the SRTT, not the RTO (its answer
+waits for no slower worker), doubling after the fourth; nothing else slows down, there is no
+window to collapse.  A chunk nothing passed is resent with RETX when its RTO expires
+(capped at ``max_timeout_s``, or at twice ``rto_floor`` towards a PS paced so slowly that its
+window takes longer); after ``max_retries`` resends the round fails with PsUnreachable naming
+the PS: never a hang.  A timed-out chunk above the PROBES oldest outstanding ones, with no
+later chunk completed, is most likely waiting for a slower worker, not lost: its timer is
+rearmed instead.
 
 Timeouts (host_stack/ina/rto.py): RFC 6298 over measured RTTs, with Karn's rule made exact
 by the PS: a RESULT without RETX says no retransmission went into the sum, so its timing
@@ -29,7 +36,10 @@ a paced PS the timeout is never below the time the window takes at the paced rat
 Spurious retransmissions: a RETX of chunk c by this worker is *spurious* when the PS shows
 that the original contribution it repeats had arrived: (a) the chunk's first RESULT comes
 without RETX, i.e. no retransmission went into the sum, or (b) a second RESULT for c arrives
-while the round is on, i.e. the PS answered our RETX after c had completed without it.  Per
+while the round is on, i.e. the PS answered our RETX after c had completed without it, or
+answered our original after our resend had completed it (that answer comes without RETX: the
+original was reordered, not lost).  (a), and (b) without RETX, widen the reordering window
+when the reordering rule sent the resend; the Eifel response (above) when a timer did.  Per
 round ``retx_sent - retx_spurious`` are the real losses (of a GRAD or of its RESULT) or
 resends the PS could not tell apart: a RESULT with RETX where another worker's resend was
 needed and ours was not, or, through a switch, a resend that reached the PS while the
@@ -56,13 +66,16 @@ from host_stack.ina.addresses import Address
 from host_stack.ina.batchio import BatchSocket, ipv4, make_socket
 from host_stack.ina.impair import ImpairedSocket
 from host_stack.ina.pacing import FRAME_OVERHEAD, Pacer
-from host_stack.ina.rto import RtoEstimator
+from host_stack.ina.reorder import ReorderWindow
+from host_stack.ina.rto import CLOCK_GRANULARITY, RtoEstimator
 
 __all__ = ["PsLink", "PsUnreachable", "TransportConfig", "TransportError", "WorkerTransport",
            "auto_window", "make_socket"]
 
 PROBES = 4  # oldest outstanding chunks per PS that may be resent while no later one completed
-DUPTHRESH = 3  # a chunk this far below the highest completed one is lost: resend it now
+RETX_MIN_TIMEOUT = 2 * CLOCK_GRANULARITY  # least timeout of a resend (its answer needs no
+# slower worker: every worker had passed the chunk when it was found lost)
+STEADY_RESENDS = 4  # resends of a chunk an SRTT apart before the timeout doubles
 PS_QUEUE = 16384  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
 
 
@@ -135,10 +148,16 @@ class _PsRound:
         self.max_done = -1  # highest chunk with a RESULT
         self.started: float | None = None  # first send of the round
         self.first_result = False  # a RESULT of this round came back
+        self.last_done: float | None = None  # when a RESULT last completed a chunk
+        self.max_gap = 0.0  # longest wait between two RESULTs that completed chunks
+        self.probed = -np.inf  # when the tail was last probed
         self.done = np.zeros(self.n_chunks, dtype=bool)
         self.sent_at = np.zeros(self.n_chunks, dtype=np.float64)  # first send
+        self.last_tx = np.zeros(self.n_chunks, dtype=np.float64)  # latest send, resends too
         self.deadline = np.full(self.n_chunks, np.inf)
+        self.passed_at = np.full(self.n_chunks, np.inf)  # a higher chunk completed first
         self.resends = np.zeros(self.n_chunks, dtype=np.int32)
+        self.fast = np.zeros(self.n_chunks, dtype=bool)  # first resend by the reordering rule
         self.spurious = np.zeros(self.n_chunks, dtype=np.int32)
         self.at_start = np.zeros(self.n_chunks, dtype=bool)  # sent before the first RESULT
         self.results = np.zeros((self.n_chunks, n), dtype=np.int32)
@@ -171,6 +190,7 @@ class WorkerTransport:
         cfg = self.cfg
         self.rtt = RtoEstimator(cfg.timeout_s, cfg.min_timeout_s, cfg.max_timeout_s)
         self.start_rtt = RtoEstimator(cfg.timeout_s, cfg.min_timeout_s, cfg.max_timeout_s)
+        self.reorder = ReorderWindow()
 
     @property
     def sock(self) -> socket.socket | ImpairedSocket:
@@ -205,12 +225,40 @@ class WorkerTransport:
         rto = self.rtt.rto if st.first_result else max(self.rtt.rto, self.start_rtt.rto)
         return max(rto, st.rto_floor)
 
+    def _stall(self, st: _PsRound) -> float:
+        """How long a stream that sent everything may go without completing a chunk before
+        its lowest unanswered chunks above the highest completed one are taken for lost (the
+        tail, which no higher chunk can pass): twice the reordering window, and twice the
+        longest wait between completions this round (a paced stream's RESULTs come that far
+        apart), at least two SRTTs (RACK-TLP's probe timeout: with one, a PS descheduled
+        that long on a loaded host was probed every few rounds) and, towards a paced PS, the
+        floor of every timeout there (``rto_floor``)."""
+        srtt = self.rtt.srtt or self.start_rtt.srtt or 0.0
+        return max(RETX_MIN_TIMEOUT, 2 * srtt, 2 * self.reorder.value(self.rtt.srtt),
+                   2 * st.max_gap, st.rto_floor)
+
+    def _retx_timeout(self, st: _PsRound, resends: np.ndarray) -> np.ndarray:
+        """Timeouts of chunks resent now, ``resends`` times so far (this one included).
+
+        A resend waits for no slower worker (all had passed the chunk when it was found
+        lost), so its answer comes about an SRTT later, not an RTO: SRTT, at least
+        ``RETX_MIN_TIMEOUT`` and the paced floor, for ``STEADY_RESENDS`` resends (at 5% loss
+        each way about one recovery in a thousand needs a fourth, a few per round on fig1,
+        and doubling from the third made those the round's tail), then doubled per resend,
+        capped at ``max_timeout_s`` (or twice the floor towards a slowly paced PS).  Not an
+        estimator of the resends' own answers: those wait for the other workers' resends of a
+        chunk that needed theirs, and feeding that back raised the timeout to its cap at 5%
+        loss.
+        """
+        srtt = self.rtt.srtt or self.start_rtt.srtt or self._timeout(st)
+        base = max(RETX_MIN_TIMEOUT, srtt, st.rto_floor)
+        cap = max(self.cfg.max_timeout_s, 2 * st.rto_floor)
+        return np.minimum(cap, base * 2.0 ** np.maximum(0, resends - STEADY_RESENDS))
+
     # -- I/O helpers -------------------------------------------------------------------------
     def _wait(self, timeout: float) -> bool:
-        if self.io.impaired:
-            self.io.release_due()
-            timeout = min(timeout, 0.002)
-        ready, _, _ = select.select([self.io], [], [], max(0.0, timeout))
+        self.io.release_due()
+        ready, _, _ = select.select([self.io], [], [], self.io.wait_limit(max(0.0, timeout)))
         return bool(ready)
 
     def _send(self, st: _PsRound, rows: np.ndarray, idx: np.ndarray) -> int:
@@ -316,6 +364,7 @@ class WorkerTransport:
                 wake = min(wake, self._resend(st, round_, now), self._send_new(st, now))
             self._wait(wake)
         self.counters["rounds"] += 1
+        self.reorder.end_round()
         return [st.results for st in states]
 
     def _send_new(self, st: _PsRound, now: float) -> float:
@@ -335,6 +384,7 @@ class WorkerTransport:
             st.started = now
         new = slice(first, first + sent)
         st.sent_at[new] = now
+        st.last_tx[new] = now
         st.deadline[new] = now + self._timeout(st)
         st.at_start[new] = not st.first_result
         st.next_new += sent
@@ -349,7 +399,21 @@ class WorkerTransport:
             return self.cfg.max_timeout_s
         chunks = np.arange(lo, hi)
         waiting = ~st.done[lo:hi]
-        lost = waiting & (chunks <= st.max_done - DUPTHRESH) & (st.resends[lo:hi] == 0)
+        tail = np.flatnonzero(waiting & (chunks > st.max_done) & (st.resends[lo:hi] == 0))
+        stall_end = np.inf
+        if hi == st.n_chunks and st.last_done is not None and tail.size:
+            # one probe of the PROBES lowest per stall: a tail that waits for a slow worker
+            # is not resent whole
+            stall_end = max(st.last_done, st.probed) + self._stall(st)
+            if now >= stall_end:  # a tail loss probe: passed over when the stream stalled
+                probe = tail[:PROBES] + lo
+                st.passed_at[probe] = np.minimum(st.passed_at[probe], st.last_done)
+                self.counters["retx_probe"] += probe.size
+                st.probed = now
+                stall_end = np.inf
+        # RACK: passed over by a higher chunk a reordering window ago, never resent yet
+        passed = np.where(waiting & (st.resends[lo:hi] == 0), st.passed_at[lo:hi], np.inf)
+        lost = passed + self.reorder.value(self.rtt.srtt) <= now
         due = waiting & (st.deadline[lo:hi] <= now)
         c = self.counters
         if due.any() or lost.any():
@@ -370,15 +434,21 @@ class WorkerTransport:
             if go.size and not sent.size:
                 return 0.001  # send buffer full: try again shortly, do not spin
             if sent.size:
-                c["retx_fast"] += int(lost[sent - lo].sum())
+                fast = lost[sent - lo]
+                c["retx_fast"] += int(fast.sum())
+                c["retx_timeout"] += int(sent.size - fast.sum())
                 c["retx_sent"] += sent.size
+                st.fast[sent[fast]] = True
                 st.resends[sent] += 1
-                base = self._timeout(st)
-                cap = max(self.cfg.max_timeout_s, 2 * st.rto_floor)
-                st.deadline[sent] = now + np.minimum(cap, base * 2.0 ** st.resends[sent])
+                st.last_tx[sent] = now
+                st.deadline[sent] = now + self._retx_timeout(st, st.resends[sent])
                 st.pacer.take(self.frame * sent.size, now)
-        pending = st.deadline[lo:hi][~st.done[lo:hi]]
-        return float(pending.min()) - now if pending.size else self.cfg.max_timeout_s
+            passed[sent - lo] = np.inf
+        waiting = ~st.done[lo:hi]
+        pending = st.deadline[lo:hi][waiting]
+        wake = float(pending.min()) if pending.size else np.inf
+        wake = min(wake, float(passed.min()) + self.reorder.value(self.rtt.srtt), stall_end)
+        return min(wake - now, self.cfg.max_timeout_s)
 
     def _receive(self, states: list[_PsRound], round_: int) -> int:
         """Handle every packet waiting; return how many chunks got their RESULT."""
@@ -416,17 +486,28 @@ class WorkerTransport:
         dup = np.ones(len(chunks), dtype=bool)
         dup[np.flatnonzero(fresh)[first]] = False
         c["result_duplicate"] += int(dup.sum())
-        for chunk in chunks[dup]:
+        original = (hdr["flags"][keep] & wire.FLAG_RETX) == 0  # the PS answered an original
+        for chunk, late in zip(chunks[dup], original[dup], strict=True):
             if st.spurious[chunk] < st.resends[chunk]:
                 st.spurious[chunk] += 1
                 c["retx_spurious"] += 1
+                if late and st.fast[chunk]:  # reordered: the original came this late
+                    self.reorder.spurious(now - float(st.passed_at[chunk]))
         if not new.size:
             return 0
         st.results[new] = recs["payload"][rows]
         st.done[new] = True
         st.deadline[new] = np.inf
         st.n_done += new.size
-        st.max_done = max(st.max_done, int(new[-1]))
+        if st.last_done is not None:
+            st.max_gap = max(st.max_gap, now - st.last_done)
+        st.last_done = now
+        # what is left below the highest completed chunk was passed over now (RACK)
+        low, top = st.oldest_outstanding(), int(new[-1])
+        if top > low:
+            below = st.passed_at[low:top]
+            below[~st.done[low:top] & (below == np.inf)] = now
+        st.max_done = max(st.max_done, top)
         c["result_received"] += new.size
         # Karn: only RESULTs made of original sends (RETX clear) time them
         timed = new[(hdr["flags"][rows] & wire.FLAG_RETX) == 0]
@@ -434,10 +515,15 @@ class WorkerTransport:
         wasted = timed[st.resends[timed] > st.spurious[timed]]
         c["retx_spurious"] += int((st.resends[wasted] - st.spurious[wasted]).sum())
         st.spurious[wasted] = st.resends[wasted]
+        reordered = wasted[st.fast[wasted]]
+        if reordered.size:  # the reordering rule was fooled: widen its window
+            self.reorder.spurious(now - float(st.passed_at[reordered].min()))
         for est, phase in ((self.start_rtt, st.at_start), (self.rtt, ~st.at_start)):
-            mine, fooled = timed[phase[timed]], wasted[phase[wasted]]
+            mine = timed[phase[timed]]
+            fooled = wasted[phase[wasted] & ~st.fast[wasted]]
             if mine.size:
                 est.observe(now - float(st.sent_at[mine].min()), now)
+                self.reorder.observe_rtt(now - float(st.sent_at[mine].max()))
             if fooled.size:  # RFC 4015: the next timeout covers what fooled this one
                 est.spurious(now - float(st.sent_at[fooled].min()))
         st.first_result = True

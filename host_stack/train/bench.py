@@ -6,12 +6,21 @@ and the three modes in turn for each size.  Round time is the mean over the roun
 first (the first also pays for connection set-up and first touches of memory).  Figures, one
 line each: round time per mode, the INA/ring ratio (goal <= 1.0) and INA's spurious
 retransmissions per round (goal ~ 0, here: at most 1 per round, with no impairment).
+
+``--impair``: INA alone, unimpaired and under each impairment of ``IMPAIRMENTS`` (injected
+at every PS's and worker's socket, host_stack/ina/impair.py), in turn, ``--repeat`` times.
+Per impairment: the round time divided by the unimpaired one of the same repetition (the
+median over repetitions; the machine's load changes between runs, not within one), its goal,
+retransmissions and spurious ones per round, and spurious ones as a share of the GRAD packets
+of a round.  With reordering alone nothing is lost, so there every retransmission counts as
+spurious, whatever the worker could tell.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,16 +30,26 @@ from control_plane.repo import child_env
 from host_stack.train.launcher import train
 
 MODES = ("ina", "ring", "torch")
+# name, --impair, goal: round time at most this many times the unimpaired round's
+IMPAIRMENTS = (("loss_0.1%", "loss=0.001", 1.5), ("loss_1%", "loss=0.01", 2.5),
+               ("reorder_5%", "reorder=0.05", 1.2),
+               ("loss_dup_reorder_5%", "loss=0.05,dup=0.05,reorder=0.05", 5.0))
+GOAL_REORDER_SPURIOUS = 1.0  # percent of a round's GRAD packets, reordering alone
 GOAL_RATIO = 1.0
 GOAL_SPURIOUS = 1.0  # per round, all workers together
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000],
-                        help="gradient values (--values of --model synthetic)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None,
+                        help="gradient values (--values of --model synthetic; default "
+                             "100000 1000000, with --impair 100000)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per run (>= 2)")
     parser.add_argument("--plan", default=None, help="plan file (default: fig1, inart)")
     parser.add_argument("--json", default=None, help="write the figures as JSON here")
+    parser.add_argument("--impair", action="store_true",
+                        help="INA under loss, reordering and duplication vs unimpaired")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="--impair: runs of every case, interleaved (ratios: median)")
     parser.set_defaults(func=run)
 
 
@@ -43,17 +62,22 @@ def fig1_plan(workdir: Path) -> str:
     return str(path)
 
 
-def one_run(plan: str, mode: str, values: int, rounds: int) -> dict:
+def one_run(plan: str, mode: str, values: int, rounds: int, impair: str = "") -> dict:
     """Mean round time (rounds after the first) and retransmissions of one `inart train`."""
     from control_plane.cli.main import build_parser
 
     argv = ["train", "--plan", plan, "--sync", mode, "--model", "synthetic", "--values",
             str(values), "--rounds", str(rounds), "--quiet"]
-    rows = train(build_parser(argv).parse_args(argv)).rounds[1:]
-    return {"mode": mode, "values": values, "rounds": len(rows),
+    if impair:
+        argv += ["--impair", impair]
+    result = train(build_parser(argv).parse_args(argv))
+    rows = result.rounds[1:]
+    grads = sum(w.get("counters", {}).get("grad_sent", 0) for w in result.workers)
+    return {"mode": mode, "values": values, "rounds": len(rows), "impair": impair,
             "round_s": sum(r["round_s"] for r in rows) / len(rows),
             "retx_per_round": sum(r["retx"] for r in rows) / len(rows),
-            "spurious_per_round": sum(r["spurious"] for r in rows) / len(rows)}
+            "spurious_per_round": sum(r["spurious"] for r in rows) / len(rows),
+            "packets_per_round": grads / len(result.rounds)}
 
 
 def figures(runs: list[dict]) -> list[dict]:
@@ -78,24 +102,71 @@ def figures(runs: list[dict]) -> list[dict]:
     return out
 
 
+def impair_figures(runs: list[dict]) -> list[dict]:
+    """The labelled lines of ``--impair``: per impairment its round-time ratio to the
+    unimpaired round of the same repetition, retransmissions and spurious share."""
+    by_rep: dict[int, dict[str, dict]] = {}
+    for r in runs:
+        by_rep.setdefault(r["repeat"], {})[r["impair"]] = r
+    base = [reps[""] for reps in by_rep.values()]
+    out = [{"name": "train/impair/none/round_time", "value": _mean(base, "round_s"),
+            "unit": "s", "ratio": None, "goal": None,
+            "retx_per_round": _mean(base, "retx_per_round"),
+            "spurious_per_round": _mean(base, "spurious_per_round")}]
+    for name, impair, goal in IMPAIRMENTS:
+        mine = [reps[impair] for reps in by_rep.values()]
+        ratios = [reps[impair]["round_s"] / reps[""]["round_s"] for reps in by_rep.values()]
+        ratio = statistics.median(ratios)
+        out.append({"name": f"train/impair/{name}/round_time",
+                    "value": _mean(mine, "round_s"), "unit": "s", "ratio": ratio,
+                    "goal": f"<= {goal}", "met": ratio <= goal,
+                    "ratios": [round(x, 3) for x in ratios]})
+        reorder_only = "loss" not in impair and "dup" not in impair
+        spurious = _mean(mine, "retx_per_round" if reorder_only else "spurious_per_round")
+        share = 100 * spurious / _mean(mine, "packets_per_round")
+        out.append({"name": f"train/impair/{name}/retx", "value":
+                    _mean(mine, "retx_per_round"), "unit": "/round", "ratio": None,
+                    "goal": None, "spurious_per_round": spurious})
+        spur = {"name": f"train/impair/{name}/spurious", "value": share, "unit": "% pkts",
+                "ratio": None, "goal": None}
+        if reorder_only:
+            spur.update(goal=f"< {GOAL_REORDER_SPURIOUS}", met=share < GOAL_REORDER_SPURIOUS)
+        out.append(spur)
+    return out
+
+
+def _mean(runs: list[dict], key: str) -> float:
+    return sum(r[key] for r in runs) / len(runs)
+
+
 def line(f: dict) -> str:
     ratio = "" if f["ratio"] is None else f"ratio {f['ratio']:.2f}"
     goal = "" if f["goal"] is None else (
         f"goal {f['goal']}: {'met' if f['met'] else 'NOT met'}")
-    return f"{f['name']:<34} {f['value']:>10.4g} {f['unit']:<7} {ratio:<12} {goal}"
+    return f"{f['name']:<44} {f['value']:>10.4g} {f['unit']:<7} {ratio:<12} {goal}"
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.rounds < 2 or any(v < 1 for v in args.sizes):
-        print("bench train: --rounds >= 2, --sizes >= 1", file=sys.stderr)
+    sizes = args.sizes or ([100_000] if args.impair else [100_000, 1_000_000])
+    if args.rounds < 2 or any(v < 1 for v in sizes) or args.repeat < 1:
+        print("bench train: --rounds >= 2, --sizes >= 1, --repeat >= 1", file=sys.stderr)
+        return 2
+    if args.impair and len(sizes) != 1:
+        print("bench train: --impair takes one --sizes value", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="inart-bench-train-") as tmp:
         plan = args.plan or fig1_plan(Path(tmp))
         print(f"plan {plan if args.plan else 'fig1 (inart)'}, --model synthetic, "
-              f"{args.rounds} rounds (mean over rounds 1..{args.rounds - 1})")
-        runs = [one_run(plan, mode, values, args.rounds)
-                for values in args.sizes for mode in MODES]
-    out = figures(runs)
+              f"{args.rounds} rounds (mean over rounds 1..{args.rounds - 1})"
+              + (f", {sizes[0]} values, {args.repeat} repetition(s)" if args.impair else ""))
+        if args.impair:
+            runs = [one_run(plan, "ina", sizes[0], args.rounds, impair) | {"repeat": k}
+                    for k in range(args.repeat)
+                    for impair in ["", *(i for _, i, _ in IMPAIRMENTS)]]
+        else:
+            runs = [one_run(plan, mode, values, args.rounds)
+                    for values in sizes for mode in MODES]
+    out = impair_figures(runs) if args.impair else figures(runs)
     for f in out:
         print(line(f))
     if args.json:

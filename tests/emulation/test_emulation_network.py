@@ -21,6 +21,7 @@ from control_plane.deploy.addressing import assign
 from control_plane.deploy.transaction import DEFAULT_ELECTION_ID, addressed_switches, open_client
 from control_plane.model.topologies import fig1
 from emulation.network import Network, NetworkError, leftovers, queue_for
+from emulation.switch_claims import loss_table
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet")]
@@ -58,6 +59,19 @@ def test_network_comes_up_shaped_and_goes_away(tmp_path):
                                                    capture_output=True, text=True).stdout
         assert "v1_eth1" in _nft_tables()
     assert leftovers(topo.switches, pids) == []
+    assert _nft_tables() == ""
+
+
+def test_loss_only_on_the_chosen_links(tmp_path):
+    topo = fig1()
+    addr = assign(topo)
+    with Network(topo, addr, tmp_path, loss=1.0, loss_links=[("s1", "v2")]) as net:
+        tables = _nft_tables()
+        assert loss_table(f"v2-eth{addr.port[('v2', 's1')]}") in tables  # switch end of v2-s1
+        assert tables.count("table netdev") == 1, tables  # no other switch interface
+        for host, lossy in (("s1", True), ("w1", False)):  # hosts' ends, in their namespaces
+            out = net.popen(host, ["nft", "list", "tables"]).communicate(timeout=10)[0]
+            assert (loss_table(f"{host}-eth0") in out.decode()) == lossy, (host, out)
     assert _nft_tables() == ""
 
 

@@ -1,0 +1,45 @@
+"""`inart bench train --impair`: its figures from runs (no training here; the bench itself
+runs `inart train`, which tests/test_ina_training.py covers)."""
+
+import argparse
+
+import pytest
+
+from host_stack.train import bench
+
+
+def runs(base_s, factor, reps=3):
+    out = []
+    for k in range(reps):
+        out.append({"repeat": k, "impair": "", "round_s": base_s[k], "retx_per_round": 0,
+                    "spurious_per_round": 0, "packets_per_round": 1000})
+        for _, impair, _ in bench.IMPAIRMENTS:
+            out.append({"repeat": k, "impair": impair, "round_s": base_s[k] * factor[impair],
+                        "retx_per_round": 20, "spurious_per_round": 5,
+                        "packets_per_round": 1000})
+    return out
+
+
+def test_each_impairment_is_judged_against_the_unimpaired_round_of_its_repetition():
+    factor = {i: g for _, i, g in bench.IMPAIRMENTS} | {"loss=0.01": 3.0}  # one misses
+    figs = {f["name"]: f for f in bench.impair_figures(runs([0.02, 0.05, 0.03], factor))}
+    ok = figs["train/impair/loss_0.1%/round_time"]
+    assert ok["ratio"] == pytest.approx(1.5) and ok["met"] and ok["goal"] == "<= 1.5"
+    assert ok["ratios"] == [1.5, 1.5, 1.5]  # the load changed between repetitions, not ratios
+    assert not figs["train/impair/loss_1%/round_time"]["met"]
+    # reordering alone loses nothing: every retransmission is spurious, 20 of 1000 packets
+    spur = figs["train/impair/reorder_5%/spurious"]
+    assert spur["value"] == pytest.approx(2.0) and spur["goal"] == "< 1.0" and not spur["met"]
+    assert figs["train/impair/loss_1%/spurious"]["value"] == pytest.approx(0.5)
+    assert "goal" not in figs["train/impair/loss_1%/spurious"] or \
+        figs["train/impair/loss_1%/spurious"]["goal"] is None
+    for f in figs.values():
+        assert bench.line(f).startswith(f["name"])
+
+
+def test_bad_options_are_refused(capsys):
+    parser = argparse.ArgumentParser()
+    bench.configure(parser)
+    assert bench.run(parser.parse_args(["--impair", "--repeat", "0"])) == 2
+    assert bench.run(parser.parse_args(["--impair", "--sizes", "10", "20"])) == 2
+    assert "--impair takes one --sizes value" in capsys.readouterr().err
