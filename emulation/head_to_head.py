@@ -347,31 +347,46 @@ def spread(rows: list[dict], key: str) -> dict[str, list[float]]:
 
 
 def spread_table(rows: list[dict], keys: tuple[str, ...]) -> str:
-    """One line per scheme: every key as median [min-max] over the seeds."""
+    """One line per scheme: every key as median [min-max] over its runs (just the value where
+    they agree, e.g. with one seed)."""
     spreads = {k: spread(rows, k) for k in keys}
     lines = []
     for scheme in spreads[keys[0]]:
         line = {"scheme": scheme, "runs": sum(r["scheme"] == scheme for r in rows)}
         for k in keys:
             v = spreads[k][scheme]
-            line[k] = f"{v[0]:.4g} [{v[1]:.4g}-{v[2]:.4g}]" if v else "-"
+            if not v:
+                line[k] = "-"
+            else:
+                line[k] = f"{v[0]:.4g}" if v[1] == v[2] else f"{v[0]:.4g} [{v[1]:.4g}-{v[2]:.4g}]"
         lines.append(line)
     return format_table(lines)
 
 
+# every measured column, in the JSON and CSV
 COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "rate_mbps", "images_per_s",
            "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
            "expected_bytes", "bytes_ratio", "tcp_retx", "ina_retx", "ps_ingress_bytes",
            "link_bytes")
+# the ones printed, so that a row fits a terminal; the CSV has the rest
+SHOWN = ("scheme", "seed", "iter_s", "comm_s", "rate_mbps", "final_loss", "accuracy",
+         "time_to_target_s", "bytes_ratio", "tcp_retx", "ina_retx")
+SPREAD_KEYS = ("iter_s", "comm_s", "rate_mbps", "time_to_target_s", "final_loss")
+
+
+def summary(rows: list[dict], seeds: int) -> str:
+    """What a run prints: one line per run, and per scheme the spread over the seeds when
+    there are several (with one seed it would repeat the rows)."""
+    text = format_table([{k: r[k] for k in SHOWN} for r in rows])
+    if seeds > 1:
+        text += f"\n\nover {seeds} seeds: median [min-max]\n{spread_table(rows, SPREAD_KEYS)}"
+    return text
 
 
 def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
     """Table on stdout; JSON (with curves), CSV and PNGs under ``out``."""
     flat = [{k: r[k] for k in COLUMNS} for r in rows]
-    print(format_table(flat))
-    print(f"\nover {args.seeds} seed(s): median [min-max]")
-    print(spread_table(rows, ("iter_s", "comm_s", "rate_mbps", "time_to_target_s",
-                              "final_loss")))
+    print(summary(rows, args.seeds))
     setup = {"topology": args.topology, "model": args.model, "rounds": args.rounds,
              "batch": args.batch, "seeds": args.seeds, "scale_mbps_per_unit": args.scale,
              "target_accuracy": args.target_accuracy, "pace": args.pace,
@@ -382,7 +397,8 @@ def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
                                                        indent=1) + "\n")
     (out / "head_to_head.csv").write_text(to_csv(flat))
     plot(rows, out)
-    print(f"written: {out / 'head_to_head.json'}, .csv, accuracy_vs_time.png, iteration.png")
+    print(f"written: {out / 'head_to_head.json'}, .csv (every column), accuracy_vs_time.png, "
+          f"iteration.png")
 
 
 def plot(rows: list[dict], out: Path) -> None:
