@@ -43,3 +43,14 @@ def test_bad_options_are_refused(capsys):
     assert bench.run(parser.parse_args(["--impair", "--repeat", "0"])) == 2
     assert bench.run(parser.parse_args(["--impair", "--sizes", "10", "20"])) == 2
     assert "--impair takes one --sizes value" in capsys.readouterr().err
+
+
+def test_reordering_shows_the_floor_its_own_delay_sets():
+    """Held packets arrive ``delay`` late whatever the transport does: with the default 2 ms
+    on the last GRAD and the last RESULT, a 20 ms round cannot end before 24 ms (1.2x)."""
+    factor = {i: g for _, i, g in bench.IMPAIRMENTS}
+    figs = {f["name"]: f for f in bench.impair_figures(runs([0.02, 0.02, 0.04], factor))}
+    floor = figs["train/impair/reorder_5%/delay_floor"]
+    assert floor["value"] == pytest.approx(0.004) and floor["goal"] is None
+    assert floor["ratio"] == pytest.approx(1.2)  # median of 1.2, 1.2, 1.1
+    assert "train/impair/loss_1%/delay_floor" not in figs  # no reordering: no floor

@@ -13,7 +13,9 @@ Per impairment: the round time divided by the unimpaired one of the same repetit
 median over repetitions; the machine's load changes between runs, not within one), its goal,
 retransmissions and spurious ones per round, and spurious ones as a share of the GRAD packets
 of a round.  With reordering alone nothing is lost, so there every retransmission counts as
-spurious, whatever the worker could tell.
+spurious, whatever the worker could tell.  Reordering holds a packet back ``delay`` seconds,
+so a round whose last GRAD and last RESULT are held ends two delays later whatever the
+transport does: the ``delay_floor`` line is that ratio, the least any INA transport could show.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from control_plane.repo import child_env
+from host_stack.ina.impair import Impairment
 from host_stack.train.launcher import train
 
 MODES = ("ina", "ring", "torch")
@@ -132,6 +135,12 @@ def impair_figures(runs: list[dict]) -> list[dict]:
         if reorder_only:
             spur.update(goal=f"< {GOAL_REORDER_SPURIOUS}", met=share < GOAL_REORDER_SPURIOUS)
         out.append(spur)
+        if reorder_only:
+            held = 2 * Impairment.parse(impair).delay_s  # the last GRAD's and RESULT's
+            floors = [(reps[""]["round_s"] + held) / reps[""]["round_s"]
+                      for reps in by_rep.values()]
+            out.append({"name": f"train/impair/{name}/delay_floor", "value": held, "unit": "s",
+                        "ratio": statistics.median(floors), "goal": None})
     return out
 
 
