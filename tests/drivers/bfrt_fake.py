@@ -170,6 +170,17 @@ def _modules() -> tuple[types.ModuleType, types.ModuleType]:
 
 
 PB2, GRPC = _modules()
+
+
+def write_stub_package(pkg: Path) -> None:
+    """A ``bfrt_grpc`` package at ``pkg`` that re-exports this fake's messages and stub, where
+    an SDE has protoc's output: for tests of how the driver finds and loads the SDE's stubs."""
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "bfruntime_pb2.py").write_text("from tests.drivers.bfrt_fake import PB2\n"
+                                          "globals().update(vars(PB2))\n")
+    (pkg / "bfruntime_pb2_grpc.py").write_text("from tests.drivers.bfrt_fake import GRPC\n"
+                                               "BfRuntimeStub = GRPC.BfRuntimeStub\n")
 STUBS = BfrtStubs(PB2, GRPC, origin=__import__("pathlib").Path(__file__))
 
 # the fixed tables bf_switchd describes in its non-P4 bfrt.json: the SDE's own (see data/)

@@ -15,7 +15,7 @@ from control_plane.drivers.bfrt.client import BfrtClient, BfrtError
 from control_plane.drivers.bfrt.entities import multicast_entries
 from control_plane.drivers.bfrt.info import BfrtInfo
 from control_plane.drivers.bfrt.install import BfrtInstallError, BfrtSwitch, install, program_of
-from tests.drivers.bfrt_fake import PB2, PORT_ID, STUBS, FakeBfRuntime
+from tests.drivers.bfrt_fake import PB2, PORT_ID, STUBS, FakeBfRuntime, write_stub_package
 from tests.drivers.test_bfrt_driver import FILES, FRONT_DEV, ports_for
 
 PROGRAM = program_of(FILES)
@@ -132,12 +132,7 @@ def test_inart_install_bfrt_takes_a_push_timeout(fig1_plan, tmp_path, monkeypatc
     from control_plane.cli.main import main
 
     pkg = tmp_path / "stubs" / "bfrt_grpc"  # the SDE's package, standing in
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "bfruntime_pb2.py").write_text("from tests.drivers.bfrt_fake import PB2\n"
-                                          "globals().update(vars(PB2))\n")
-    (pkg / "bfruntime_pb2_grpc.py").write_text("from tests.drivers.bfrt_fake import GRPC\n"
-                                               "BfRuntimeStub = GRPC.BfRuntimeStub\n")
+    write_stub_package(pkg)
     monkeypatch.setenv("INART_BFRT_GRPC", str(pkg.parent))
     plan = tmp_path / "plan.json"
     fig1_plan.save(plan)

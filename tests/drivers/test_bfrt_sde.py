@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from control_plane.drivers.bfrt.sde import SdeError, load_stubs, sde_missing
+from tests.drivers.bfrt_fake import write_stub_package
 
 
 @pytest.fixture(autouse=True)
@@ -27,13 +28,7 @@ def test_sde_without_bfrt_grpc(tmp_path):
 
 def test_the_sde_package_is_imported(tmp_path):
     pkg = tmp_path / "lib/python3.10/site-packages/tofino/bfrt_grpc"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    # stand-ins that re-export the test subset (a real SDE has protoc's output here)
-    (pkg / "bfruntime_pb2.py").write_text("from tests.drivers.bfrt_fake import PB2\n"
-                                          "globals().update(vars(PB2))\n")
-    (pkg / "bfruntime_pb2_grpc.py").write_text("from tests.drivers.bfrt_fake import GRPC\n"
-                                               "BfRuntimeStub = GRPC.BfRuntimeStub\n")
+    write_stub_package(pkg)  # stand-ins where a real SDE has protoc's output
     stubs = load_stubs({"SDE_INSTALL": str(tmp_path)})
     assert stubs.origin == pkg.parent
     assert stubs.pb2.WriteRequest().DESCRIPTOR.full_name == "bfrt_proto.WriteRequest"
