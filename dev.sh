@@ -14,8 +14,10 @@ cd "$(dirname "$0")"
 # iperf3: the reference sender of `inart bench transport`.
 # openssh-server (and its client): `inart run --inventory` reaches hosts over SSH; its test
 # starts an sshd inside a namespace host (tests/realhost).
+# python3-simgrid: the flow-level simulator behind `inart simulate` (SimGrid 3.32, prebuilt;
+# linked into the venv below like Mininet).
 APT_PACKAGES=(python3 python3-venv python3-dev gcc iproute2 iputils-ping ethtool procps mininet nftables
-              iperf3 openssh-server)
+              iperf3 openssh-server python3-simgrid)
 VENV=.venv
 # p4runtime-shell (`inart shell`) pins protobuf<3.21 and p4runtime==1.4.1 in its metadata only;
 # it runs on protobuf 6 with the project's own P4Runtime stubs (the `p4` package), so it is
@@ -59,14 +61,16 @@ venv_setup() {
     echo "$want" >"$stamp"
 }
 
-# Debian installs Mininet's (pure Python) module for the system python3 only; link it into the
-# venv, whatever Python the venv runs (Debian's python3 or another 3.11), instead of exposing
-# all of dist-packages to the venv.
-mininet_setup() {
-    local src=/usr/lib/python3/dist-packages/mininet site
-    [[ -d "$src" ]] || return 0
+# Debian installs Mininet's (pure Python) module and SimGrid's binding (a CPython 3.11
+# extension) for the system python3 only; link them into the venv, whatever 3.11 the venv runs
+# (Debian's python3 or another), instead of exposing all of dist-packages to the venv.
+system_modules_setup() {
+    local dist=/usr/lib/python3/dist-packages site name
     site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-    [[ -e "$site/mininet" ]] || ln -sfn "$src" "$site/mininet"
+    for name in mininet simgrid.cpython-311-x86_64-linux-gnu.so; do
+        [[ -e "$dist/$name" && ! -e "$site/$name" ]] && ln -sfn "$dist/$name" "$site/$name"
+    done
+    return 0
 }
 
 # The C extension: `pip install -e` builds it once; this rebuilds it (in place, next to its
@@ -75,7 +79,7 @@ native_setup() {
     "$VENV/bin/python" setup.py -q build_ext --inplace
 }
 
-setup() { apt_setup; venv_setup; mininet_setup; native_setup; }
+setup() { apt_setup; venv_setup; system_modules_setup; native_setup; }
 
 case "${1:-}" in
     setup) setup ;;
