@@ -32,6 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ctl": ("control_plane.cli.ctl", "talk to a running `inart serve`"),
     "run": ("realhosts.cli_run", "run a job on real hosts and switches (inventory file)"),
     "lab": ("realhosts.cli_lab", "namespace hosts and standalone switches here, for `inart run`"),
+    "sweep": ("control_plane.cli.sweep",
+              "run a grid of plans, simulations or emulations in parallel (Ray)"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)

@@ -1,0 +1,104 @@
+"""`inart sweep`'s grid: axes from flags or YAML, checked with errors that name the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from control_plane.cli.main import main
+from control_plane.sweep.grid import (
+    GridError,
+    build_grid,
+    load_grid_file,
+    model_bytes,
+    parse_link_gbps,
+    parse_seeds,
+)
+from control_plane.sweep.kinds import KINDS
+from control_plane.sweep.results import FAILED, OK, ResultLog, row_for, table
+
+
+def test_seeds_ranges_and_lists() -> None:
+    assert parse_seeds("0-2") == [0, 1, 2]
+    assert parse_seeds("0,3,5") == [0, 3, 5]
+    assert parse_seeds([1, "4-5"]) == [1, 4, 5]
+    for bad in ("2-1", "x", "-1", "0,0", ""):
+        with pytest.raises(GridError, match="seeds"):
+            parse_seeds(bad)
+
+
+def test_link_speeds() -> None:
+    assert parse_link_gbps("10,100,topology") == [10.0, 100.0, None]
+    for bad in ("0", "-5", "fast", "inf"):
+        with pytest.raises(GridError, match="link_gbps.*Gbit/s > 0"):
+            parse_link_gbps(bad)
+
+
+def test_models() -> None:
+    assert model_bytes("resnet50") == 97 * 1024
+    assert model_bytes("synthetic:4096") == 4096
+    for bad in ("alexnet", "synthetic:0", "synthetic:x"):
+        with pytest.raises(GridError, match="models"):
+            model_bytes(bad)
+
+
+def test_grid_points_and_keys() -> None:
+    grid = build_grid({"kind": "plan", "topologies": "fig1,fattree:4", "schemes": "inart,atp",
+                       "link_gbps": "10,100", "models": "resnet50", "seeds": "0-2"}, KINDS)
+    points = grid.points()
+    assert len(points) == 2 * 2 * 2 * 1 * 3
+    assert len({p.key for p in points}) == len(points)
+    assert points[0].key == "plan/fig1/inart/10G/resnet50/seed0"
+    assert build_grid({"kind": "plan", "topologies": "fig1", "schemes": "all"},
+                      KINDS).schemes == list(KINDS["plan"].schemes)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"kind": "bake", "topologies": "fig1", "schemes": "inart"}, "kind: 'bake'"),
+    ({"kind": "plan", "schemes": "inart"}, "topologies and schemes"),
+    ({"kind": "plan", "topologies": "fig1", "schemes": "inart,ringo"}, "schemes: ringo"),
+    ({"kind": "plan", "topologies": "fig1,fig1", "schemes": "inart"}, "topologies.*twice"),
+    ({"kind": "emulate", "topologies": "fig1", "schemes": "inart", "link_gbps": "10"},
+     "link_gbps: not for kind emulate"),
+])
+def test_bad_grids_name_the_field(fields, message) -> None:
+    with pytest.raises(GridError, match=message):
+        build_grid(fields, KINDS)
+
+
+def test_grid_file(tmp_path) -> None:
+    path = tmp_path / "grid.yaml"
+    path.write_text("kind: plan\ntopologies: [fig1]\nschemes: inart,lbmm\nseeds: 0-1\n"
+                    "settings: {trials: 4}\n")
+    grid = build_grid(load_grid_file(path), KINDS)
+    assert (grid.schemes, grid.seeds, grid.settings) == (["inart", "lbmm"], [0, 1],
+                                                         {"trials": 4})
+    path.write_text("kind: plan\ntopology: fig1\n")
+    with pytest.raises(GridError, match="unknown field.*topology"):
+        load_grid_file(path)
+
+
+def test_results_log_keeps_lines_before_a_cut_one(tmp_path) -> None:
+    """A crash mid-write leaves a partial last line: every whole line before it counts, and
+    a point's last line (a rerun after a failure) is the one that counts."""
+    grid = build_grid({"kind": "plan", "topologies": "fig1", "schemes": "inart,atp"}, KINDS)
+    a, b = grid.points()
+    log = ResultLog(tmp_path)
+    log.append(row_for(a, FAILED, error="worker died"))
+    log.append(row_for(b, OK, {"rate_units": 2.0}))
+    log.append(row_for(a, OK, {"rate_units": 2.5}))
+    with log.path.open("a") as f:
+        f.write('{"key": "plan/fig1/lbmm')
+    assert log.done() == {a.key, b.key}
+    assert log.latest()[a.key]["rate_units"] == 2.5
+    assert "failed: worker died" in table([row_for(a, FAILED, error="worker died")])
+
+
+def test_cli_errors_name_the_flag(tmp_path, capsys) -> None:
+    assert main(["sweep", "-t", "fig1", "-s", "inart", "--seeds", "3-1",
+                 "--out", str(tmp_path)]) == 2
+    assert "seeds: '3-1'" in capsys.readouterr().err
+    assert main(["sweep", "--resume", str(tmp_path / "none")]) == 2
+    assert "no grid.json" in capsys.readouterr().err
+    assert main(["sweep", "-t", "fig1", "-s", "inart", "--set", "k_paths",
+                 "--out", str(tmp_path)]) == 2
+    assert "--set 'k_paths': expected KEY=VALUE" in capsys.readouterr().err
