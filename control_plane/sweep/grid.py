@@ -167,8 +167,13 @@ def build_grid(fields: dict[str, Any], kinds: dict[str, Any]) -> Grid:
         if bad:
             raise GridError(f"schemes: {', '.join(bad)}: expected for kind {kind} one of "
                             f"{', '.join(allowed)} (or all)")
+    settings = fields.get("settings") or {}
+    unknown = sorted(set(settings) - set(kinds[kind].settings))
+    if unknown:
+        raise GridError(f"settings: {', '.join(unknown)}: not for kind {kind} (expected "
+                        f"{', '.join(kinds[kind].settings) or 'none'})")
     grid = Grid(kind=kind, topologies=parse_list("topologies", fields["topologies"]),
-                schemes=schemes, settings=dict(fields.get("settings") or {}))
+                schemes=schemes, settings=dict(settings))
     if fields.get("link_gbps") not in (None, [None]):  # [None]: a saved grid's default
         if not kinds[kind].link_gbps:
             raise GridError(f"link_gbps: not for kind {kind} (its link speed is a setting)")

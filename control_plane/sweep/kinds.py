@@ -22,6 +22,7 @@ from typing import Any
 
 from control_plane.solver.solve import SCHEMES as SOLVER_SCHEMES
 
+INA_SCHEMES = ("inart", "r-inart", "atp", "lbmm")  # the plans an emulation runs
 EMULATION_RESOURCE = "emulation"  # one per node that may run an emulation (root, Mininet)
 
 
@@ -35,15 +36,18 @@ class Kind:
     schemes: tuple[str, ...] | None = None
     resources: dict[str, float] = field(default_factory=dict)
     link_gbps: bool = True  # whether the link-speed axis means anything to it
+    settings: tuple[str, ...] = ()  # the settings its runner reads
     doc: str = ""
 
 
 KINDS: dict[str, Kind] = {
     "plan": Kind("plan", "control_plane.sweep.plan_kind:run", SOLVER_SCHEMES,
+                 settings=("k_paths", "trials", "rounding"),
                  doc="solve the topology with the scheme: rate, bound, solve time and the "
                      "communication time the plan gives the model"),
-    "emulate": Kind("emulate", "emulation.sweep_kind:run", ("inart", "r-inart", "atp", "lbmm"),
+    "emulate": Kind("emulate", "emulation.sweep_kind:run", INA_SCHEMES,
                     {EMULATION_RESOURCE: 1.0}, link_gbps=False,
+                    settings=("scale", "rounds", "values", "deadline_s"),
                     doc="the plan on a Mininet network of embedded P4 switches, one emulation "
                         "per machine (its links at --scale Mbit/s per unit)"),
 }

@@ -59,6 +59,8 @@ def test_grid_points_and_keys() -> None:
     ({"kind": "plan", "topologies": "fig1,fig1", "schemes": "inart"}, "topologies.*twice"),
     ({"kind": "emulate", "topologies": "fig1", "schemes": "inart", "link_gbps": "10"},
      "link_gbps: not for kind emulate"),
+    ({"kind": "plan", "topologies": "fig1", "schemes": "inart", "settings": {"scale": 1}},
+     "settings: scale: not for kind plan"),
 ])
 def test_bad_grids_name_the_field(fields, message) -> None:
     with pytest.raises(GridError, match=message):

@@ -21,7 +21,8 @@ from control_plane.sweep.results import FAILED, OK, ResultLog
 
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).resolve().parent
-TEST_KINDS = {**KINDS, "test": Kind("test", "sweep_test_kinds:run")}
+TEST_KINDS = {**KINDS, "test": Kind("test", "sweep_test_kinds:run",
+                                               settings=("die_seeds",))}
 
 
 @pytest.fixture(scope="module")
