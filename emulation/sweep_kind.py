@@ -14,12 +14,10 @@ from typing import Any
 
 from control_plane.model.topologies import build_topology
 from control_plane.solver.solve import plan_for
-from control_plane.sweep.grid import model_bytes
 from emulation.emulate import Emulation
 from host_stack.train.hostrun import TrafficConfig
 
 NET_LOCK = Path("/tmp/inart-net.lock")
-VALUE_BYTES = 4  # the synthetic gradient's int32 values
 DEFAULTS = {"scale": 0.25, "rounds": 3, "values": 32 * 1500, "deadline_s": 600.0}
 
 
@@ -35,23 +33,23 @@ def net_lock(path: Path = NET_LOCK) -> Iterator[None]:
 
 
 def run(point: dict[str, Any], settings: dict[str, Any], out: str) -> dict[str, Any]:
-    """Emulate the point; settings: scale (Mbit/s per unit), rounds, values (without a
-    model), deadline_s.  Wrong aggregates fail the point (its numbers would mean nothing)."""
+    """Emulate the point; settings: scale (Mbit/s per unit), rounds, values (the synthetic
+    gradient's int32 values: an emulation runs at Mbit/s, no real model's size), deadline_s.
+    Wrong aggregates fail the point (its numbers would mean nothing)."""
     s = {**DEFAULTS, **settings}
     seed = point["seed"]
-    topo = build_topology(point["topology"], seed=seed + 1)  # as `inart emulate` builds it
+    topo = build_topology(point["topology"])  # PS placement fixed; the seed drives the solver
     plan = plan_for(topo, point["scheme"], seed)
-    values = (model_bytes(point["model"]) // VALUE_BYTES if point["model"] is not None
-              else int(s["values"]))
     with net_lock(), Emulation(topo, Path(out), "embedded", float(s["scale"]),
                                quiet=True) as emu:
-        cfg = TrafficConfig(mode="synthetic", rounds=int(s["rounds"]), values=values,
+        cfg = TrafficConfig(mode="synthetic", rounds=int(s["rounds"]), values=int(s["values"]),
                             unit_bps=emu.unit_bps, seed=seed,
                             deadline_s=float(s["deadline_s"]))
         result = emu.run(plan, emu.install(plan), cfg, plan.scheme)
     row = dict(result.row)
     if row.get("exact") is False:
         raise RuntimeError(f"{plan.scheme}: wrong aggregates at the PSs")
+    row.pop("scheme")  # the point's own
     row["run_wall_s"] = row.pop("wall_s", None)
     return {**row, "rate_units": plan.rate, "rate_per_worker_bps": row["rate_mbps"] * 1e6,
             "comm_time_s": row["comm_s"], "plan_comm_time_s": row["plan_comm_s"]}

@@ -15,8 +15,9 @@ The exit status is 1 when a point failed.
 
 A grid file (YAML) has the same fields: kind, topologies, schemes, link_gbps, models, seeds
 (lists or comma strings) and settings (a mapping); flags given beside it replace its fields.
---set KEY=VALUE (repeatable) adds a setting every point gets, e.g. plan: k_paths, trials,
-rounding; emulate: scale (Mbit/s per unit), rounds, deadline_s.
+--set KEY=VALUE (repeatable) adds a setting every point gets: plan: k_paths, trials,
+rounding; simulate: iterations, latency_us, compute_s, pace; emulate: scale (Mbit/s per
+unit), rounds, values, deadline_s.
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scheme", "-s", help="comma-separated schemes of the kind, or all")
     p.add_argument("--link-gbps", dest="link_gbps",
                    help="comma-separated link speeds in Gbit/s (the fastest link's; the others "
-                        "keep their ratios), or 'topology' for its own capacities")
-    p.add_argument("--model", help="comma-separated: resnet50, vgg19, lstm, synthetic:BYTES")
+                        "keep their ratios), or 'topology': its capacities, one unit 1 Gbit/s "
+                        "(plan, simulate)")
+    p.add_argument("--model", help="comma-separated: resnet50, vgg19, lstm, synthetic:BYTES, "
+                                   "PROFILE.json (plan, simulate; `inart simulate`'s models)")
     p.add_argument("--seeds", help="seeds: N, N-M or a comma list (default 0)")
     p.add_argument("--grid", type=Path, help="YAML grid file (flags replace its fields)")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",

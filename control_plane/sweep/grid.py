@@ -12,10 +12,7 @@ from typing import Any
 
 import yaml
 
-from control_plane.report import MODELS_KB
-
 AXES = ("topologies", "schemes", "link_gbps", "models", "seeds")
-SYNTHETIC = "synthetic:"  # synthetic:BYTES, a gradient of that many bytes
 
 
 class GridError(ValueError):
@@ -104,28 +101,17 @@ def parse_link_gbps(value: Any) -> list[float | None]:
     return out
 
 
-def model_bytes(model: str) -> int:
-    """Gradient bytes per iteration of a model name: one of the InArt paper's models
-    (control_plane.report.MODELS_KB) or ``synthetic:BYTES``."""
-    if model.startswith(SYNTHETIC):
-        text = model[len(SYNTHETIC):]
-        if not text.isdigit() or int(text) < 1:
-            raise GridError(f"models: {model!r}: expected synthetic:BYTES with BYTES >= 1")
-        return int(text)
-    if model not in MODELS_KB:
-        raise GridError(f"models: {model!r}: expected one of {', '.join(MODELS_KB)}, "
-                        f"synthetic:BYTES or a model profile file")
-    return MODELS_KB[model] * 1024
+def parse_models(value: Any, check: str) -> list[str | None]:
+    """Model names, each checked by the kind's ``check`` ("module:function" raising
+    ValueError for a name it does not know)."""
+    from control_plane.sweep.kinds import load_runner
 
-
-def parse_models(value: Any) -> list[str | None]:
-    """Model names (checked: a paper model, synthetic:BYTES, or an existing profile file)."""
     models = parse_list("models", value)
     for m in models:
-        if not Path(m).suffix == ".json":
-            model_bytes(m)
-        elif not Path(m).is_file():
-            raise GridError(f"models: {m!r}: no such profile file")
+        try:
+            load_runner(check)(m)
+        except ValueError as exc:
+            raise GridError(f"models: {exc}") from exc
     return list(models)
 
 
@@ -179,7 +165,9 @@ def build_grid(fields: dict[str, Any], kinds: dict[str, Any]) -> Grid:
             raise GridError(f"link_gbps: not for kind {kind} (its link speed is a setting)")
         grid.link_gbps = parse_link_gbps(fields["link_gbps"])
     if fields.get("models") not in (None, [None]):
-        grid.models = parse_models(fields["models"])
+        if kinds[kind].models is None:
+            raise GridError(f"models: not for kind {kind} (its gradient size is a setting)")
+        grid.models = parse_models(fields["models"], kinds[kind].models)
     if fields.get("seeds") is not None:
         grid.seeds = parse_seeds(fields["seeds"])
     for name in AXES:

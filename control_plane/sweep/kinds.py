@@ -20,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from control_plane.solver.solve import SCHEMES as SOLVER_SCHEMES
+from control_plane.solver.solve import SCHEMES as PLAN_SCHEMES
 
 INA_SCHEMES = ("inart", "r-inart", "atp", "lbmm")  # the plans an emulation runs
+SIM_SCHEMES = (*INA_SCHEMES, "ring", "tree", "rsgcm")  # simulation.run.SCHEMES
+MODELS = "simulation.sweep_kinds:check_model"  # the simulation's model names, for both kinds
 EMULATION_RESOURCE = "emulation"  # one per node that may run an emulation (root, Mininet)
 
 
@@ -36,20 +38,24 @@ class Kind:
     schemes: tuple[str, ...] | None = None
     resources: dict[str, float] = field(default_factory=dict)
     link_gbps: bool = True  # whether the link-speed axis means anything to it
+    models: str | None = None  # "module:function" checking a model name (None: no model axis)
     settings: tuple[str, ...] = ()  # the settings its runner reads
     doc: str = ""
 
 
 KINDS: dict[str, Kind] = {
-    "plan": Kind("plan", "control_plane.sweep.plan_kind:run", SOLVER_SCHEMES,
-                 settings=("k_paths", "trials", "rounding"),
+    "plan": Kind("plan", "simulation.sweep_kinds:plan", PLAN_SCHEMES,
+                 models=MODELS, settings=("k_paths", "trials", "rounding"),
                  doc="solve the topology with the scheme: rate, bound, solve time and the "
-                     "communication time the plan gives the model"),
+                     "communication time the plan promises the model"),
+    "simulate": Kind("simulate", "simulation.sweep_kinds:simulate", SIM_SCHEMES,
+                     models=MODELS, settings=("iterations", "latency_us", "compute_s", "pace"),
+                     doc="one iteration simulated on SimGrid (`inart simulate`)"),
     "emulate": Kind("emulate", "emulation.sweep_kind:run", INA_SCHEMES,
                     {EMULATION_RESOURCE: 1.0}, link_gbps=False,
                     settings=("scale", "rounds", "values", "deadline_s"),
                     doc="the plan on a Mininet network of embedded P4 switches, one emulation "
-                        "per machine (its links at --scale Mbit/s per unit)"),
+                        "per machine (links at the scale setting, Mbit/s per unit)"),
 }
 
 

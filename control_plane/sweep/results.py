@@ -57,11 +57,12 @@ class ResultLog:
 
 def row_for(point: Point, status: str, measured: dict[str, Any] | None = None,
             error: str | None = None) -> dict[str, Any]:
-    """One results line: the point's key and axes, its status, its measurements."""
+    """One results line: the point's key and axes, its status, its measurements (a runner's
+    value never replaces the point's own fields)."""
     row: dict[str, Any] = {"key": point.key, **point.to_dict(), "status": status}
     if error is not None:
         row["error"] = error
-    row.update(measured or {})
+    row.update({k: v for k, v in (measured or {}).items() if k not in row})
     return row
 
 

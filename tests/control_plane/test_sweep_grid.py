@@ -9,7 +9,6 @@ from control_plane.sweep.grid import (
     GridError,
     build_grid,
     load_grid_file,
-    model_bytes,
     parse_link_gbps,
     parse_seeds,
 )
@@ -33,12 +32,16 @@ def test_link_speeds() -> None:
             parse_link_gbps(bad)
 
 
-def test_models() -> None:
-    assert model_bytes("resnet50") == 97 * 1024
-    assert model_bytes("synthetic:4096") == 4096
-    for bad in ("alexnet", "synthetic:0", "synthetic:x"):
-        with pytest.raises(GridError, match="models"):
-            model_bytes(bad)
+def test_models_are_the_kinds_own() -> None:
+    """plan and simulate take the simulation's model names; emulate has no model axis."""
+    fields = {"kind": "plan", "topologies": "fig1", "schemes": "inart"}
+    grid = build_grid({**fields, "models": "resnet50,synthetic:4096"}, KINDS)
+    assert grid.models == ["resnet50", "synthetic:4096"]
+    for bad in ("alexnet", "synthetic:0", "missing.json"):
+        with pytest.raises(GridError, match=f"models: --model '{bad}'"):
+            build_grid({**fields, "models": bad}, KINDS)
+    with pytest.raises(GridError, match="models: not for kind emulate"):
+        build_grid({**fields, "kind": "emulate", "models": "resnet50"}, KINDS)
 
 
 def test_grid_points_and_keys() -> None:

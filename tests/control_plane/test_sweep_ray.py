@@ -11,13 +11,15 @@ import pytest
 
 from control_plane.cli.main import main
 from control_plane.model.topologies import build_topology
-from control_plane.report import MODELS_KB
 from control_plane.solver.solve import solve
 from control_plane.sweep.cluster import LocalHead
 from control_plane.sweep.engine import run_sweep
 from control_plane.sweep.grid import build_grid
 from control_plane.sweep.kinds import KINDS, Kind
 from control_plane.sweep.results import FAILED, OK, ResultLog
+from simulation.ina import plan_comm_time
+from simulation.profiles import BUILTIN
+from simulation.run import simulate
 
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).resolve().parent
@@ -41,13 +43,28 @@ def test_plan_points_match_direct_solver_calls(head, tmp_path) -> None:
     outcome = run_sweep(grid, tmp_path, address=head, progress=False)
     assert [r["status"] for r in outcome.rows] == [OK] * 6
     for row in outcome.rows:
-        topo = build_topology("fig1", seed=row["seed"])
-        plan = solve(topo, row["scheme"], seed=row["seed"])
-        assert row["rate_units"] == pytest.approx(plan.rate, rel=1e-6)
-        rate_bps = plan.rate * 10e9 / 6  # fig1: every link 6 units, the fastest at 10 Gbit/s
-        assert row["rate_per_worker_bps"] == pytest.approx(rate_bps)
-        assert row["comm_time_s"] == pytest.approx(MODELS_KB["resnet50"] * 1024 * 8 / rate_bps)
+        plan = solve(build_topology("fig1"), row["scheme"], seed=row["seed"])
+        assert row["rate_units"] == pytest.approx(plan.rate, rel=1e-9)
+        unit = 10e9 / 6  # fig1: every link 6 units, the fastest at 10 Gbit/s
+        assert row["rate_per_worker_bps"] == pytest.approx(plan.rate * unit)
+        assert row["comm_time_s"] == pytest.approx(
+            plan_comm_time(plan, BUILTIN["resnet50"].model_bytes, unit))
     assert len(ResultLog(tmp_path).rows()) == 6
+
+
+def test_simulate_points_match_direct_calls(head, tmp_path) -> None:
+    grid = build_grid({"kind": "simulate", "topologies": "fig1", "schemes": "inart,ring",
+                       "link_gbps": "10,100", "models": "synthetic:1000000",
+                       "settings": {"iterations": 2}}, KINDS)
+    outcome = run_sweep(grid, tmp_path, address=head, progress=False)
+    assert [r["status"] for r in outcome.rows] == [OK] * 4
+    for row in outcome.rows:
+        direct = simulate(build_topology("fig1"), row["scheme"], model_bytes=1_000_000,
+                          link_gbps=row["link_gbps"], iterations=2, seed=0)
+        for name in ("comm_time_s", "total_time_s", "rate_per_worker_bps", "ps_ingress_bytes",
+                     "link_bytes", "plan_comm_time_s"):
+            assert row[name] == pytest.approx(getattr(direct, name)), name
+    assert outcome.rows[0]["comm_time_s"] > outcome.rows[1]["comm_time_s"]  # 10 vs 100 Gbit/s
 
 
 def test_a_dying_worker_fails_its_point_only(head, tmp_path) -> None:
@@ -95,7 +112,8 @@ def test_cli_table_files_and_resume(head, tmp_path, capsys) -> None:
     text = capsys.readouterr().out
     assert "rate_units" in text and "comm_time_s" in text and "2 points (2 run, 0 failed)" in text
     rows = json.loads((out / "results.json").read_text())
-    assert [(r["scheme"], r["rate_units"]) for r in rows] == [("inart", 2.5), ("lbmm", 1.333333)]
+    assert [(r["scheme"], round(r["rate_units"], 4)) for r in rows] == [("inart", 2.5),
+                                                                         ("lbmm", 1.3333)]
     assert (out / "results.csv").read_text().splitlines()[0].startswith("key,kind,topology")
     assert main(["sweep", "--resume", str(out), "--ray-address", head, "--quiet"]) == 0
     assert "2 points (0 run, 2 already done, 0 failed)" in capsys.readouterr().out
