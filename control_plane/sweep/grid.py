@@ -148,7 +148,7 @@ def build_grid(fields: dict[str, Any], kinds: dict[str, Any]) -> Grid:
     allowed = kinds[kind].schemes
     if allowed is not None:
         if schemes == ["all"]:
-            schemes = list(allowed)
+            schemes = list(kinds[kind].every or allowed)
         bad = [s for s in schemes if s not in allowed]
         if bad:
             raise GridError(f"schemes: {', '.join(bad)}: expected for kind {kind} one of "

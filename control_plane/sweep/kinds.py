@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from control_plane.solver.solve import PAPER_SCHEMES
 from control_plane.solver.solve import SCHEMES as PLAN_SCHEMES
 
 INA_SCHEMES = ("inart", "r-inart", "atp", "lbmm")  # the plans an emulation runs
@@ -36,6 +37,7 @@ class Kind:
     name: str
     runner: str
     schemes: tuple[str, ...] | None = None
+    every: tuple[str, ...] | None = None  # what "all" means (default: every scheme)
     resources: dict[str, float] = field(default_factory=dict)
     link_gbps: bool = True  # whether the link-speed axis means anything to it
     models: str | None = None  # "module:function" checking a model name (None: no model axis)
@@ -45,6 +47,7 @@ class Kind:
 
 KINDS: dict[str, Kind] = {
     "plan": Kind("plan", "simulation.sweep_kinds:plan", PLAN_SCHEMES,
+                 every=(*PAPER_SCHEMES, "joint"),  # the exact MILP only when named
                  models=MODELS, settings=("k_paths", "trials", "rounding"),
                  doc="solve the topology with the scheme: rate, bound, solve time and the "
                      "communication time the plan promises the model"),

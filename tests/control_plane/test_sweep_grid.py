@@ -52,7 +52,9 @@ def test_grid_points_and_keys() -> None:
     assert len({p.key for p in points}) == len(points)
     assert points[0].key == "plan/fig1/inart/10G/resnet50/seed0"
     assert build_grid({"kind": "plan", "topologies": "fig1", "schemes": "all"},
-                      KINDS).schemes == list(KINDS["plan"].schemes)
+                      KINDS).schemes == ["inart", "r-inart", "atp", "lbmm", "joint"]
+    assert build_grid({"kind": "simulate", "topologies": "fig1", "schemes": "all"},
+                      KINDS).schemes == list(KINDS["simulate"].schemes)
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -107,3 +109,19 @@ def test_cli_errors_name_the_flag(tmp_path, capsys) -> None:
     assert main(["sweep", "-t", "fig1", "-s", "inart", "--set", "k_paths",
                  "--out", str(tmp_path)]) == 2
     assert "--set 'k_paths': expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_the_example_grid_file_and_flags_beside_it(tmp_path) -> None:
+    from control_plane.cli.main import build_parser
+    from control_plane.cli.sweep import grid_from_args
+    from control_plane.repo import REPO
+
+    example = REPO / "examples" / "sweep-grid.yaml"
+    grid = build_grid(load_grid_file(example), KINDS)
+    assert (grid.kind, len(grid.points()), grid.settings) == ("simulate", 32, {"iterations": 10})
+    argv = ["sweep", "--grid", str(example), "-s", "inart,ring", "--seeds", "0-4",
+            "--set", "latency_us=2", "--out", str(tmp_path)]
+    grid, out = grid_from_args(build_parser(argv).parse_args(argv))
+    assert (grid.schemes, grid.seeds, out) == (["inart", "ring"], [0, 1, 2, 3, 4], tmp_path)
+    assert grid.topologies == ["fig1", "fattree:4"]
+    assert grid.settings == {"iterations": 10, "latency_us": 2}
