@@ -33,6 +33,7 @@ import yaml
 
 from control_plane.cli.args import command
 from control_plane.repo import out_dir
+from control_plane.sweep.cluster import ClusterError
 from control_plane.sweep.engine import run_sweep
 from control_plane.sweep.grid import Grid, GridError, build_grid, load_grid_file
 from control_plane.sweep.kinds import KINDS
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         outcome = run_sweep(grid, out, address=args.ray_address, cpus=args.cpus,
                             progress=not args.quiet)
-    except GridError as exc:
+    except (GridError, ClusterError) as exc:
         print(f"inart sweep: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,27 @@ READY = "This command will now block forever"  # what `ray start --block` prints
 START_TIMEOUT_S = 180.0
 OBJECT_STORE_BYTES = 200 * 2**20  # results are small rows; Ray's default is 30% of memory
 PR_SET_PDEATHSIG = 1
+
+
+CONNECT_TIMEOUT_S = 5.0
+
+
+class ClusterError(RuntimeError):
+    """A Ray head that cannot be reached or started; the message says what to check."""
+
+
+def check_address(address: str) -> None:
+    """Refuse an address that is not HOST:PORT or where nothing listens, at once: Ray's own
+    client retries such an address for minutes before it gives up."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ClusterError(f"--ray-address {address!r}: expected HOST:PORT, the head's GCS "
+                           f"address (what `ray start --head --port PORT` printed)")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ClusterError(f"--ray-address {address}: no Ray head answers there ({exc}); is "
+                           f"`ray start --head --port {port}` running on {host}?") from exc
 
 
 def _die_with_parent() -> None:
@@ -81,7 +103,7 @@ class LocalHead:
         while not ready.wait(0.2):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.__exit__()
-                raise RuntimeError("local Ray head did not start:\n" +
+                raise ClusterError("local Ray head did not start:\n" +
                                    "\n".join(self.output[-20:]))
         return self.address
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from control_plane.sweep.cluster import LocalHead, worker_pythonpath
+from control_plane.sweep.cluster import LocalHead, check_address, worker_pythonpath
 from control_plane.sweep.grid import Grid, GridError, Point
 from control_plane.sweep.kinds import KINDS, Kind, run_point
 from control_plane.sweep.results import FAILED, OK, ResultLog, ordered, row_for
@@ -46,6 +46,8 @@ def connected(address: str | None, cpus: int | None) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         if address is None:
             address = stack.enter_context(LocalHead(cpus))
+        else:
+            check_address(address)
         ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": worker_pythonpath()}},
                  log_to_driver=False, logging_level=logging.WARNING)
         stack.callback(ray.shutdown)

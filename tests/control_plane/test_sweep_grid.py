@@ -111,6 +111,19 @@ def test_cli_errors_name_the_flag(tmp_path, capsys) -> None:
     assert "--set 'k_paths': expected KEY=VALUE" in capsys.readouterr().err
 
 
+def test_an_address_without_a_head_fails_at_once(tmp_path, capsys) -> None:
+    """Ray's client would retry it for minutes."""
+    from control_plane.localhost import free_port
+
+    port = free_port()
+    argv = ["sweep", "-t", "fig1", "-s", "atp", "--quiet", "--out", str(tmp_path)]
+    assert main([*argv, "--ray-address", f"127.0.0.1:{port}"]) == 2
+    assert f"--ray-address 127.0.0.1:{port}: no Ray head answers there" in \
+        capsys.readouterr().err
+    assert main([*argv, "--ray-address", "headnode"]) == 2
+    assert "expected HOST:PORT" in capsys.readouterr().err
+
+
 def test_the_example_grid_file_and_flags_beside_it(tmp_path) -> None:
     from control_plane.cli.main import build_parser
     from control_plane.cli.sweep import grid_from_args
