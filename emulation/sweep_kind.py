@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,14 +20,47 @@ from emulation.emulate import Emulation
 from host_stack.train.hostrun import TrafficConfig
 
 NET_LOCK = Path("/tmp/inart-net.lock")
-DEFAULTS = {"scale": 0.25, "rounds": 3, "values": 32 * 1500, "deadline_s": 600.0}
+DEFAULTS = {"scale": 0.25, "rounds": 3, "values": 32 * 1500, "deadline_s": 600.0,
+            "lock_wait_s": 3600.0}
+
+
+LOCK_POLL_S = 0.5
+
+
+def lock_holders(path: Path) -> str:
+    """Who holds a flock on ``path``: "pid N (command line)" from /proc/locks, so a point that
+    waited too long names what it waited for."""
+    inode = f":{os.stat(path).st_ino}"
+    pids = []
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" not in fields and len(fields) > 5 and fields[5].endswith(inode):
+            pids.append(fields[4])
+    out = []
+    for pid in pids:
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            cmd = "?"
+        out.append(f"pid {pid} ({cmd.strip()[:160]})")
+    return ", ".join(out) or "no holder listed in /proc/locks"
 
 
 @contextlib.contextmanager
-def net_lock(path: Path = NET_LOCK) -> Iterator[None]:
-    """Hold the machine's network lock (flock semantics: released when the process dies)."""
+def net_lock(timeout_s: float, path: Path = NET_LOCK) -> Iterator[None]:
+    """Hold the machine's network lock (flock semantics: released when the process dies),
+    waiting at most ``timeout_s`` for it."""
+    deadline = time.monotonic() + timeout_s
     with path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"network lock {path}: still held after {timeout_s:g} s "
+                                       f"by {lock_holders(path)}") from None
+                time.sleep(LOCK_POLL_S)
         try:
             yield
         finally:
@@ -34,14 +69,15 @@ def net_lock(path: Path = NET_LOCK) -> Iterator[None]:
 
 def run(point: dict[str, Any], settings: dict[str, Any], out: str) -> dict[str, Any]:
     """Emulate the point; settings: scale (Mbit/s per unit), rounds, values (the synthetic
-    gradient's int32 values: an emulation runs at Mbit/s, no real model's size), deadline_s.
+    gradient's int32 values: an emulation runs at Mbit/s, no real model's size), deadline_s,
+    lock_wait_s (how long to wait for the network lock).
     Wrong aggregates fail the point (its numbers would mean nothing)."""
     s = {**DEFAULTS, **settings}
     seed = point["seed"]
     topo = build_topology(point["topology"])  # PS placement fixed; the seed drives the solver
     plan = plan_for(topo, point["scheme"], seed)
-    with net_lock(), Emulation(topo, Path(out), "embedded", float(s["scale"]),
-                               quiet=True) as emu:
+    with net_lock(float(s["lock_wait_s"])), \
+            Emulation(topo, Path(out), "embedded", float(s["scale"]), quiet=True) as emu:
         cfg = TrafficConfig(mode="synthetic", rounds=int(s["rounds"]), values=int(s["values"]),
                             unit_bps=emu.unit_bps, seed=seed,
                             deadline_s=float(s["deadline_s"]))

@@ -56,7 +56,7 @@ KINDS: dict[str, Kind] = {
                      doc="one iteration simulated on SimGrid (`inart simulate`)"),
     "emulate": Kind("emulate", "emulation.sweep_kind:run", INA_SCHEMES,
                     {EMULATION_RESOURCE: 1.0}, link_gbps=False,
-                    settings=("scale", "rounds", "values", "deadline_s"),
+                    settings=("scale", "rounds", "values", "deadline_s", "lock_wait_s"),
                     doc="the plan on a Mininet network of embedded P4 switches, one emulation "
                         "per machine (links at the scale setting, Mbit/s per unit)"),
 }
