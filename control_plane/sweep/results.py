@@ -18,8 +18,8 @@ GRID = "grid.json"  # the grid a sweep directory was made for (what --resume run
 OK, FAILED = "ok", "failed"
 POINT_COLUMNS = ("kind", "topology", "scheme", "link_gbps", "model", "seed")
 # the table's measurement columns, those present in any row, in this order
-TABLE_COLUMNS = ("rate_units", "rate_per_worker_bps", "comm_time_s", "iteration_time_s",
-                 "plan_comm_time_s", "solve_s", "wall_s")
+TABLE_COLUMNS = ("rate_units", "upper_bound_units", "rate_per_worker_bps", "comm_time_s",
+                 "iteration_time_s", "plan_comm_time_s", "solve_s", "wall_s")
 
 
 class ResultLog:
