@@ -16,7 +16,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from control_plane.sweep.cluster import LocalHead, check_address, worker_pythonpath
+from control_plane.sweep.cluster import (
+    ClusterError,
+    LocalHead,
+    check_address,
+    worker_pythonpath,
+)
 from control_plane.sweep.grid import Grid, GridError, Point
 from control_plane.sweep.kinds import KINDS, Kind, run_point
 from control_plane.sweep.results import FAILED, OK, ResultLog, ordered, row_for
@@ -39,9 +44,14 @@ class Outcome:
 
 
 @contextlib.contextmanager
-def connected(address: str | None, cpus: int | None) -> Iterator[None]:
-    """Ray initialised against ``address``, or against a head started here for the sweep."""
-    import ray
+def connected(address: str | None, cpus: int | None) -> Iterator[Any]:
+    """Ray (the module) initialised against ``address``, or against a head started here for
+    the sweep."""
+    try:
+        import ray
+    except ImportError as exc:  # Ray is the optional `sweep` extra
+        raise ClusterError(f"inart sweep runs on Ray, which is not installed here ({exc}): "
+                           f"pip install 'inart[sweep]'") from exc
 
     with contextlib.ExitStack() as stack:
         if address is None:
@@ -51,7 +61,7 @@ def connected(address: str | None, cpus: int | None) -> Iterator[None]:
         ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": worker_pythonpath()}},
                  log_to_driver=False, logging_level=logging.WARNING)
         stack.callback(ray.shutdown)
-        yield
+        yield ray
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -106,9 +116,7 @@ def run_sweep(grid: Grid, out: Path, *, address: str | None = None, cpus: int | 
 
 def _run(todo: list[Point], grid: Grid, kind: Kind, out: Path, log: ResultLog,
          address: str | None, cpus: int | None, progress: bool, skipped: int) -> None:
-    import ray
-
-    with connected(address, cpus):
+    with connected(address, cpus) as ray:
         check_resources([kind])
         task = ray.remote(run_point).options(num_cpus=1, resources=kind.resources,
                                              max_retries=MAX_RETRIES, retry_exceptions=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from control_plane.cli.main import main
@@ -138,3 +140,9 @@ def test_the_example_grid_file_and_flags_beside_it(tmp_path) -> None:
     assert (grid.schemes, grid.seeds, out) == (["inart", "ring"], [0, 1, 2, 3, 4], tmp_path)
     assert grid.topologies == ["fig1", "fattree:4"]
     assert grid.settings == {"iterations": 10, "latency_us": 2}
+
+
+def test_without_ray_the_error_says_how_to_install_it(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # what a missing package raises on import
+    assert main(["sweep", "-t", "fig1", "-s", "atp", "--quiet", "--out", str(tmp_path)]) == 2
+    assert "pip install 'inart[sweep]'" in capsys.readouterr().err
