@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import time
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,6 @@ from host_stack.train.hostrun import TrafficConfig
 NET_LOCK = Path("/tmp/inart-net.lock")
 DEFAULTS = {"scale": 0.25, "rounds": 3, "values": 32 * 1500, "deadline_s": 600.0,
             "lock_wait_s": 3600.0}
-
-
-LOCK_POLL_S = 0.5
 
 
 def lock_holders(path: Path) -> str:
@@ -46,21 +43,31 @@ def lock_holders(path: Path) -> str:
     return ", ".join(out) or "no holder listed in /proc/locks"
 
 
+class _LockWait(Exception):
+    """SIGALRM while waiting for the lock."""
+
+
+def _give_up(signum: int, frame: object) -> None:
+    raise _LockWait
+
+
 @contextlib.contextmanager
 def net_lock(timeout_s: float, path: Path = NET_LOCK) -> Iterator[None]:
     """Hold the machine's network lock (flock semantics: released when the process dies),
-    waiting at most ``timeout_s`` for it."""
-    deadline = time.monotonic() + timeout_s
+    waiting at most ``timeout_s`` for it.  The wait is flock's own blocking one, so the point
+    queues with `flock` commands instead of losing every release to them (a polling waiter
+    would); a timer interrupts it, hence the main thread only (where Ray runs a task)."""
     with path.open("a") as f:
-        while True:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"network lock {path}: still held after {timeout_s:g} s "
-                                       f"by {lock_holders(path)}") from None
-                time.sleep(LOCK_POLL_S)
+        old = signal.signal(signal.SIGALRM, _give_up)
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        except _LockWait:
+            raise TimeoutError(f"network lock {path}: still held after {timeout_s:g} s by "
+                               f"{lock_holders(path)}") from None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
         try:
             yield
         finally:
