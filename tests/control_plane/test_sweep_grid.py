@@ -146,3 +146,12 @@ def test_without_ray_the_error_says_how_to_install_it(tmp_path, capsys, monkeypa
     monkeypatch.setitem(sys.modules, "ray", None)  # what a missing package raises on import
     assert main(["sweep", "-t", "fig1", "-s", "atp", "--quiet", "--out", str(tmp_path)]) == 2
     assert "pip install 'inart[sweep]'" in capsys.readouterr().err
+
+
+def test_kinds_take_the_schemes_their_runners_know() -> None:
+    from control_plane.solver.solve import SCHEMES
+    from simulation import run
+
+    assert KINDS["plan"].schemes == SCHEMES
+    assert KINDS["simulate"].schemes == run.SCHEMES
+    assert KINDS["emulate"].schemes == run.INA_SCHEMES
