@@ -14,7 +14,7 @@ from control_plane.model.topologies import build_topology
 from control_plane.solver.solve import solve
 from control_plane.sweep.cluster import LocalHead
 from control_plane.sweep.engine import run_sweep
-from control_plane.sweep.grid import build_grid
+from control_plane.sweep.grid import GridError, build_grid
 from control_plane.sweep.kinds import KINDS, Kind
 from control_plane.sweep.results import FAILED, OK, ResultLog
 from simulation.ina import plan_comm_time
@@ -128,3 +128,13 @@ def test_cli_starts_and_stops_its_own_head(tmp_path, capsys) -> None:
                  "--out", str(tmp_path)]) == 0
     assert "1 points (1 run, 0 failed)" in capsys.readouterr().out
     assert set(Path("/tmp").glob("inart-ray-*")) <= heads
+
+
+def test_a_resource_no_node_offers_is_refused_at_once(head, tmp_path) -> None:
+    """Ray would keep such tasks pending forever."""
+    kinds = {"tofino": Kind("tofino", "sweep_test_kinds:run", resources={"tofino": 1.0})}
+    grid = build_grid({"kind": "tofino", "topologies": "fig1", "schemes": "ok"}, kinds)
+    with pytest.raises(GridError, match="no node of the cluster offers the Ray resource "
+                                        "'tofino'"):
+        run_sweep(grid, tmp_path, address=head, kinds=kinds, progress=False)
+    assert ResultLog(tmp_path).rows() == []
