@@ -106,6 +106,9 @@ def grid_from_args(args: argparse.Namespace) -> tuple[Grid, Path]:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.cpus is not None and (args.ray_address or args.cpus < 1):
+            raise GridError("--cpus: a number >= 1, for the head started here (a cluster's "
+                            "nodes give their own with `ray start --num-cpus`)")
         grid, out = grid_from_args(args)
     except GridError as exc:
         print(f"inart sweep: error: {exc}", file=sys.stderr)

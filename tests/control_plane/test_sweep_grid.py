@@ -111,6 +111,9 @@ def test_cli_errors_name_the_flag(tmp_path, capsys) -> None:
     assert main(["sweep", "-t", "fig1", "-s", "inart", "--set", "k_paths",
                  "--out", str(tmp_path)]) == 2
     assert "--set 'k_paths': expected KEY=VALUE" in capsys.readouterr().err
+    assert main(["sweep", "-t", "fig1", "-s", "inart", "--cpus", "2", "--ray-address",
+                 "10.0.0.1:6379"]) == 2
+    assert "--cpus: a number >= 1, for the head started here" in capsys.readouterr().err
 
 
 def test_an_address_without_a_head_fails_at_once(tmp_path, capsys) -> None:
