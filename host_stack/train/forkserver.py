@@ -160,6 +160,8 @@ def _child(server_pid: int, keep_closed: list[int], req: dict, fds: list[int]) -
         if "numpy" in sys.modules:
             sys.modules["numpy"].random.seed()
         sys.argv = [req["spawn"], *req["argv"]]
+        # as under `python -m`: the module runs as __main__ only (runpy warns if it is loaded)
+        sys.modules.pop(req["spawn"], None)
         try:
             runpy.run_module(req["spawn"], run_name="__main__", alter_sys=True)
             rc = 0
