@@ -82,11 +82,15 @@ def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _meminfo_mb(field: str) -> float:
+    for entry in Path("/proc/meminfo").read_text().splitlines():
+        if entry.startswith(field + ":"):
+            return int(entry.split()[1]) / 1024
+    raise RuntimeError(f"/proc/meminfo has no {field}")
+
+
 def available_mb() -> float:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("/proc/meminfo has no MemAvailable")
+    return _meminfo_mb("MemAvailable")
 
 
 def one_run(topology: str, fork_server: bool, args: argparse.Namespace, out: Path) -> dict:
@@ -168,7 +172,14 @@ def run(args: argparse.Namespace) -> int:
     out = figures(runs[0], runs[1])
     for f in out:
         print(line(f))
-    print(f"lowest MemAvailable during the runs: {guard.lowest_mb:.0f} MB")
+    machine = {"cpus": os.cpu_count(), "loadavg_end": os.getloadavg(),
+               "mem_total_mb": _meminfo_mb("MemTotal"),
+               "lowest_available_mb": guard.lowest_mb,
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    print(f"machine: {machine['cpus']} CPUs, {machine['mem_total_mb'] / 1024:.0f} GiB, load "
+          f"{machine['loadavg_end'][0]:.1f} at the end, lowest MemAvailable during the runs "
+          f"{guard.lowest_mb:.0f} MB")
     if args.json:
-        Path(args.json).write_text(json.dumps({"figures": out, "runs": runs}, indent=1))
+        Path(args.json).write_text(json.dumps({"figures": out, "runs": runs,
+                                               "machine": machine}, indent=1))
     return 0
