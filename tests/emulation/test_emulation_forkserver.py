@@ -1,6 +1,9 @@
 """Training workers forked from the fork server into their Mininet hosts train exactly as
 workers started through mnexec: every synthetic sum exact, and the same final parameters
-(bit for bit) after real CNN rounds, with and without the server."""
+(bit for bit) after real CNN rounds, with and without the server.  A forked worker that had
+not joined its host's network namespace could not bind its host's address (10.1.x.y exists
+in that namespace only) and would exit with status 2: the runs finishing is that check here
+(tests/test_forkserver.py compares the namespace inode itself)."""
 
 from __future__ import annotations
 
