@@ -40,12 +40,12 @@ from pathlib import Path
 
 from control_plane.deploy.addressing import Addressing
 from control_plane.model.topology import Topology
+from control_plane.processes import stop_process
 from control_plane.repo import child_env
 from emulation.switch_claims import ClaimError, SwitchClaims, interfaces_of, loss_table
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S
 from emulation.targets.embedded.farm import SwitchFarm
-from emulation.targets.process import stop_process
 from host_stack.train.forkserver import ForkServer, ForkServerError, forked_module
 
 QUEUE_PACKETS = 64  # per interface at least; see queue_for()

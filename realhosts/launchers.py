@@ -18,8 +18,8 @@ import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from control_plane.processes import stop_process
 from control_plane.repo import child_env
-from emulation.targets.process import stop_process
 from host_stack.train.hostrun import HostFiles
 from realhosts.inventory import HostSpec
 

@@ -47,6 +47,7 @@ import traceback
 from pathlib import Path
 
 from control_plane.repo import child_env
+from control_plane.processes import stop_process
 
 REPLY_TIMEOUT_S = 120.0  # a preload of torch on a loaded 2-core machine takes tens of seconds
 MAX_MSG = 1 << 20
@@ -421,7 +422,6 @@ class ForkServer:
         """EOF to the server: it stops every child, waits for them, exits."""
         if self.proc is None:
             return
-        from emulation.targets.process import stop_process
 
         if self.sock is not None:
             with contextlib.suppress(OSError):
