@@ -46,8 +46,8 @@ import time
 import traceback
 from pathlib import Path
 
-from control_plane.repo import child_env
 from control_plane.processes import stop_process
+from control_plane.repo import child_env
 
 REPLY_TIMEOUT_S = 120.0  # a preload of torch on a loaded 2-core machine takes tens of seconds
 MAX_MSG = 1 << 20
