@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "experiment": ("host_stack.experiments.cli", "reproduce a paper's experiment (InArt, ...)"),
     "train": ("host_stack.train.cli", "train a model over a plan (PS + worker processes)"),
     "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),
+    "simulate": ("simulation.cli", "simulate schemes on SimGrid at real link speeds"),
     "shell": ("emulation.cli_shell", "p4runtime-shell on a P4Runtime switch"),
     "switch": ("emulation.cli_switch", "run one P4 switch (embedded target or bmv2) alone"),
     "ptf": ("emulation.cli_ptf", "run the PTF packet suite (embedded, bmv2, tofino)"),
