@@ -45,7 +45,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "train": ("host_stack.train.bench", "inart train: INA vs ring and torch round time (fig1)"),
     "controller": ("control_plane.bench.controller",
                    "install entries/s vs p4runtime-shell (embedded, bmv2); replan latency"),
-    "calibrate": ("simulation.calibrate",
+    "calibrate": ("emulation.calibrate",
                   "the flow-level simulation against the emulation's head-to-head"),
 }
 
