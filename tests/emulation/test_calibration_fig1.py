@@ -1,10 +1,12 @@
 """The fig1 calibration, small: `inart bench calibrate` emulates four schemes for a few rounds
-and simulates the same configuration.  Bytes per link agree within 10% for every scheme;
-communication time within 10% for the paced INA plans (ATP, LBMM) and within 15% for the RAT
-tree (the flow model runs its stages in lockstep across trees, which the emulation does not:
-4-11% measured, the rest is the loaded machine); the schemes are ordered alike.  The host
-stack's ring is the known exception (docs/simulation-calibration.md): the emulation takes
-about twice the flow model's time for it, although TCP alone reaches the link rate there."""
+and simulates the same configuration.  Bytes per link agree within 10% for every scheme.
+Communication time: LBMM within 10%; the tree within 15% (the flow model runs its stages in
+lockstep across trees, which the emulation does not: 0.92-1.11 measured); ATP within 25%,
+because on the shared 2-core machine its Python hosts and switches fall behind its plan by
+5-25% depending on the load (docs/simulation-calibration.md), which the plan-paced model
+cannot follow.  The schemes are ordered alike.  The host stack's ring is the known exception:
+the emulation takes about twice the flow model's time for it, although TCP alone reaches the
+link rate there.""""""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from control_plane.repo import child_env
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]
 
 SCHEMES = ("atp", "lbmm", "ring", "tree")
-WITHIN = {"atp": 0.10, "lbmm": 0.10, "tree": 0.15}  # comm time (see the module docstring)
+WITHIN = {"lbmm": 0.10, "tree": 0.15, "atp": 0.25}  # comm time (see the module docstring)
 
 
 @pytest.fixture(scope="module")
