@@ -93,3 +93,10 @@ def test_from_a_file_that_is_not_a_head_to_head_names_it(tmp_path) -> None:
                           env=child_env())
     assert proc.returncode != 0
     assert f"--from {bad}: not a head-to-head JSON" in proc.stderr
+
+
+def test_a_tolerance_outside_0_1_is_refused_naming_it(tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "bench", "calibrate",
+                           "--from", str(tmp_path / "none.json"), "--tolerance", "2"],
+                          capture_output=True, text=True, timeout=120, env=child_env())
+    assert proc.returncode != 0 and "--tolerance 2.0: expected 0 < T < 1" in proc.stderr
