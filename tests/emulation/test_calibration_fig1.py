@@ -6,7 +6,7 @@ because on the shared 2-core machine its Python hosts and switches fall behind i
 5-25% depending on the load (docs/simulation-calibration.md), which the plan-paced model
 cannot follow.  The schemes are ordered alike.  The host stack's ring is the known exception:
 the emulation takes about twice the flow model's time for it, although TCP alone reaches the
-link rate there.""""""
+link rate there."""
 
 from __future__ import annotations
 
