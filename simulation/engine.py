@@ -40,7 +40,7 @@ HUGE_BPS = 1e18  # the sink's FATPIPE: never a constraint
 @dataclass(frozen=True)
 class Transfer:
     """``size`` bytes from ``path[0]`` to ``path[-1]`` along ``path`` (node ids), also passing
-    the model resources ``via``; at most ``bound`` bytes/s when given.  ``acks``: bytes the
+    the model resources ``via`` (those the network has; the others are unlimited); at most ``bound`` bytes/s when given.  ``acks``: bytes the
     receiver returns on the reverse route (TCP ACKs): counted on the reverse links, but
     simulated as part of the transfer itself (2% of it), because thousands of tiny flows each
     ending at its own time would cost SimGrid one re-solve each."""
@@ -105,7 +105,8 @@ def lower_bound(net: Network, stage: Stage) -> float:
     slowest = 0.0
     for t in stage.transfers:
         size = t.size + t.acks
-        for key in [*zip(t.path, t.path[1:], strict=False), *t.via]:
+        for key in [*zip(t.path, t.path[1:], strict=False),
+                    *(r for r in t.via if r in net.resources)]:
             load[key] = load.get(key, 0.0) + size
         if t.bound:
             slowest = max(slowest, size / t.bound)
@@ -167,7 +168,7 @@ def _simulate(net: Network, stages: list[Stage]) -> list[float]:
             if host is None:
                 host = zone.create_host(f"r{len(sources)}", 1.0).seal()
                 route = [links[(a, b)] for a, b in zip(t.path, t.path[1:], strict=False)]
-                route += [links[r] for r in t.via]
+                route += [links[r] for r in t.via if r in links]  # absent: no capacity
                 if t.bound is not None:
                     route.append(bound_link(t.bound))
                 zone.add_route(host.netpoint, None, None, None, route, False)

@@ -63,3 +63,9 @@ def test_engine_resources_constrain_like_links() -> None:
     net = Network({("a", "b"): 1e9}, {"ps:b": 2.5e8})
     secs = run_stages(net, [Stage("s", [Transfer(("a", "b"), 1e9, via=("ps:b",))])])
     assert secs == pytest.approx([4.0], rel=1e-3)
+
+
+def test_a_resource_the_network_lacks_does_not_limit() -> None:
+    net = Network({("a", "b"): 1e9})
+    secs = run_stages(net, [Stage("s", [Transfer(("a", "b"), 1e9, via=("agg:b",))])])
+    assert secs == pytest.approx([1.0], rel=1e-3)
