@@ -40,7 +40,8 @@ HUGE_BPS = 1e18  # the sink's FATPIPE: never a constraint
 @dataclass(frozen=True)
 class Transfer:
     """``size`` bytes from ``path[0]`` to ``path[-1]`` along ``path`` (node ids), also passing
-    the model resources ``via`` (those the network has; the others are unlimited); at most ``bound`` bytes/s when given.  ``acks``: bytes the
+    the model resources ``via`` (those the network has; the others are unlimited); at most
+    ``bound`` bytes/s when given.  ``acks``: bytes the
     receiver returns on the reverse route (TCP ACKs): counted on the reverse links, but
     simulated as part of the transfer itself (2% of it), because thousands of tiny flows each
     ending at its own time would cost SimGrid one re-solve each."""
