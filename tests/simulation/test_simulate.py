@@ -144,3 +144,4 @@ def test_cli_plots_several_topologies_and_takes_a_plan(tmp_path, capsys) -> None
     assert (tmp_path / "w.png").stat().st_size > 0
     with pytest.raises(SystemExit, match="--schemes"):
         main(["simulate", "-t", "fig1", "-s", "ring,torus"])
+
