@@ -115,8 +115,9 @@ def calibrate(setup: dict[str, Any], rows: list[dict[str, Any]], tolerance: floa
     for scheme, e in emu.items():
         plan = plan_for(topo, scheme, e.seed) if scheme in ("inart", "r-inart", "atp",
                                                             "lbmm") else None
+        # routing "dst": the collectives cross the links the emulation's switches route them on
         res = simulate(topo, scheme, plan=plan, model_bytes=size, scale_mbps=scale, pace=pace,
-                       latency_us=latency_us, seed=e.seed)
+                       latency_us=latency_us, seed=e.seed, routing="dst")
         errs = link_errors(e.link_bytes, res.link_bytes)
         worst = max(errs, key=errs.__getitem__, default=None)
         schemes.append({
