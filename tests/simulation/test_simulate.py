@@ -158,3 +158,12 @@ def test_bench_prints_labelled_figures(tmp_path, capsys) -> None:
     figures = json.loads(out.read_text())["figures"]
     assert {f["name"]: f.get("met") for f in figures}["simulate.sim/plan[fattree:4 atp]"]
     assert all({"name", "value", "unit"} <= set(f) for f in figures)
+
+
+def test_a_plan_for_another_cluster_is_refused(tmp_path) -> None:
+    plan = plan_for(build_topology("fattree:4"), "atp", 0)
+    plan.save(tmp_path / "atp.json")
+    with pytest.raises(SystemExit, match="plan: its workers and PSs differ"):
+        main(["simulate", "-t", "fig1", "-s", "atp", "--plan", str(tmp_path / "atp.json")])
+    with pytest.raises(SystemExit, match="--model"):
+        main(["simulate", "-t", "fig1", "--model", "resnet5"])
