@@ -85,12 +85,19 @@ def run(args: argparse.Namespace) -> int:
                                    PLAN_GOAL, with_results=round(
                                        res.comm_time_s / res.plan_comm_time_s, 4)))
             print(_line(figures[-1]), flush=True)
+        _write(args.json, figures, results)
     figures.append(_figure(f"simulate.peak_rss[{name}]", _peak_gb(), "GB", "<=", RSS_GOAL_GB))
     print(_line(figures[-1]))
-    if args.json:
-        args.json.write_text(json.dumps({"figures": figures, "results": results,
-                                         "argv": sys.argv[1:]}, indent=1) + "\n")
+    _write(args.json, figures, results)
     return 0
+
+
+def _write(path: Path | None, figures: list[dict], results: list[dict]) -> None:
+    """The JSON so far: rewritten after every scheme, so a long run that is stopped keeps
+    what it measured."""
+    if path:
+        path.write_text(json.dumps({"figures": figures, "results": results,
+                                    "argv": sys.argv[1:]}, indent=1) + "\n")
 
 
 def _line(f: dict) -> str:
