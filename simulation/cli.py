@@ -22,6 +22,7 @@ from control_plane.model.topologies import build_topology
 from control_plane.model.topology import TopologyError
 from control_plane.report import format_table, to_csv
 from simulation.profiles import ProfileError, load_profile
+from simulation.routes import ROUTINGS
 from simulation.run import SCHEMES, SimulationError, simulate
 
 COLUMNS = ("topology", "workers", "scheme", "comm_ms", "iter_ms", "rate_gbps", "plan_ms",
@@ -51,6 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="INA senders' rate as a multiple of the plan's")
     p.add_argument("--gradients-only", action="store_true",
                    help="INA: leave the PSs' result multicast out (what a plan's rate covers)")
+    p.add_argument("--routing", choices=ROUTINGS, default="ecmp",
+                   help="collectives' routes: ECMP, or dst (the emulation's, one BFS tree per "
+                        "destination)")
     p.add_argument("--ps", type=int, help="number of PSs (fattree/leafspine)")
     p.add_argument("--seed", type=int, default=0, help="solver seed (INA plans), RSGCM search")
     p.add_argument("--json", type=Path, help="write every result (with bytes per link)")
@@ -109,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
                                    compute_s=prof.compute_s, link_gbps=args.link_gbps,
                                    scale_mbps=args.scale, latency_us=args.latency_us,
                                    iterations=args.iterations, seed=args.seed, pace=args.pace,
-                                   results=not args.gradients_only)
+                                   results=not args.gradients_only, routing=args.routing)
                 except SimulationError as exc:
                     raise SystemExit(str(exc)) from exc
                 results.append(res.to_dict())
@@ -124,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
         setup = {"topologies": specs, "schemes": schemes, "model": prof.name,
                  "model_bytes": prof.model_bytes, "compute_s": prof.compute_s,
                  "link_gbps": args.link_gbps, "scale_mbps": args.scale,
-                 "latency_us": args.latency_us, "seed": args.seed, "pace": args.pace}
+                 "latency_us": args.latency_us, "seed": args.seed, "pace": args.pace,
+                 "routing": args.routing, "gradients_only": args.gradients_only}
         args.json.write_text(json.dumps({"setup": setup, "results": results}, indent=1) + "\n")
     if args.csv:
         args.csv.write_text(to_csv([row(r) for r in results]))

@@ -3,16 +3,18 @@
 Byte models are the host stack's own (host_stack/collectives/p2p.py): every p2p message costs
 ``message_wire_bytes`` on the sender's route (gloo's preamble, TCP/IP/Ethernet headers per
 segment) and ``ack_wire_bytes`` back on the reverse route (one ACK per two segments).  Routes
-are the emulation's destination routes (simulation/routes.py).
+follow ``routing`` (simulation/routes.py: ECMP, or the emulation's destination routes).
 
 - ring: host_stack's chunked ring (ring.py) over the workers in rank order; each chunk is
   forwarded as soon as it is reduced, so the 2(f-1) transfers stream: one stage in which every
   rank sends 2(f-1) segments of B/f to the next, with a latency chain of 2(f-1) routes.
 - tree: RAT (rat.py), one tree per root, each on B/n; reduce stage by stage up all trees at
-  once, then broadcast down; transfers between the same two ranks in one stage are one.
+  once, then broadcast down; transfers between the same two ranks in one stage are one
+  (counted over the trees by simulation/rat_traffic.py).
 - rsgcm: the MCTS schedule of rsgcm/plan.py (S=2 blocks); each step runs its rings at once,
   every ring one gloo ring all-reduce (gloo_ring_segments) over its members in rank order.
-  Where the search finds no schedule (it does not for 54 devices) the classical 2D-mesh
+  Where the search finds no schedule (it does not for 54 devices), or above MCTS_MAX_WORLD
+  devices (124 took 128 s to fail on this machine), the classical 2D-mesh
   schedule on the squarest grid stands in (rsgcm/classical.py ``mesh_2d``), and the result
   says so.
 """
@@ -20,15 +22,16 @@ are the emulation's destination routes (simulation/routes.py).
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 
 from control_plane.model.topology import Topology
 from host_stack.collectives.p2p import ack_wire_bytes, gloo_ring_segments, message_wire_bytes
 from host_stack.collectives.ring import DEFAULT_CHUNK_BYTES
 from simulation.engine import Stage, Transfer
-from simulation.routes import DstRouter
+from simulation.rat_traffic import stage_pairs
+from simulation.routes import Router
 
 ELEMENT = 4  # fp32 gradients
+MCTS_MAX_WORLD = 64
 
 
 def _messages(nbytes: float, chunk: int) -> list[int]:
@@ -43,8 +46,8 @@ def _messages(nbytes: float, chunk: int) -> list[int]:
 class Traffic:
     """Per-stage bytes between rank pairs, turned into routed transfers (data and ACKs)."""
 
-    def __init__(self, topo: Topology, workers: list[str]) -> None:
-        self.router = DstRouter(topo)
+    def __init__(self, topo: Topology, workers: list[str], routing: str) -> None:
+        self.router = Router(topo, routing)
         self.workers = workers
 
     def stage(self, name: str, pairs: dict[tuple[int, int], list[int] | tuple[int, int]],
@@ -53,9 +56,7 @@ class Traffic:
         out = Stage(name, chain_hops=chain_hops)
         for (a, b), (data, acks) in sorted(pairs.items()):
             src, dst = self.workers[a], self.workers[b]
-            out.transfers.append(Transfer(self.router.path(src, dst), data))
-            if acks:
-                out.transfers.append(Transfer(self.router.path(dst, src), acks))
+            out.transfers.append(Transfer(self.router.path(src, dst), data, acks=acks))
         return out
 
 
@@ -66,7 +67,7 @@ def _add(pairs: dict, a: int, b: int, messages: list[int], times: float = 1.0) -
     pairs[(a, b)] = (old[0] + data, old[1] + acks)
 
 
-def ring_stages(topo: Topology, workers: list[str], model_bytes: int,
+def ring_stages(topo: Topology, workers: list[str], model_bytes: int, routing: str = "ecmp",
                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Stage]:
     n = len(workers)
     if n < 2:
@@ -76,24 +77,24 @@ def ring_stages(topo: Topology, workers: list[str], model_bytes: int,
     pairs: dict = {}
     for i in range(n):
         _add(pairs, i, (i + 1) % n, messages, 2 * (n - 1))
-    return [Traffic(topo, workers).stage("ring", pairs, 2 * (n - 1))]
+    return [Traffic(topo, workers, routing).stage("ring", pairs, 2 * (n - 1))]
 
 
-def tree_stages(topo: Topology, workers: list[str], model_bytes: int) -> list[Stage]:
-    from host_stack.collectives.rat import build_trees, hierarchy
+def tree_stages(topo: Topology, workers: list[str], model_bytes: int, routing: str = "ecmp"
+                ) -> list[Stage]:
+    from host_stack.collectives.rat import hierarchy
 
     n = len(workers)
     if n < 2:
         return []
-    trees = build_trees(hierarchy(topo.graph, workers))
     messages = _messages(model_bytes / n, 1 << 62)  # one isend per slice
-    depth = max(len(t.stages) for t in trees)
-    up: list[dict] = [{} for _ in range(depth)]
-    for tree in trees:
-        for k, stage in enumerate(tree.stages):
-            for child, parent in stage:
-                _add(up[k], child, parent, messages)
-    traffic = Traffic(topo, workers)
+    up: list[dict] = []
+    for counts in stage_pairs(hierarchy(topo.graph, workers)):
+        pairs: dict = {}
+        for (child, parent), trees in counts.items():
+            _add(pairs, child, parent, messages, trees)
+        up.append(pairs)
+    traffic = Traffic(topo, workers, routing)
     stages = [traffic.stage(f"reduce{k}", p, 1) for k, p in enumerate(up) if p]
     down = [{(b, a): v for (a, b), v in p.items()} for p in reversed(up) if p]
     return stages + [traffic.stage(f"broadcast{k}", p, 1) for k, p in enumerate(down)]
@@ -108,6 +109,8 @@ def rsgcm_schedule(world: int, seed: int) -> tuple[RingSteps, int, str]:
     from host_stack.collectives.rsgcm.space import grid_shape
 
     try:
+        if world > MCTS_MAX_WORLD:
+            raise ValueError(f"{world} devices: above {MCTS_MAX_WORLD}")
         sched = plan_schedule(world, s=2, seed=seed)
         index = {d: i for i, d in enumerate(sched.devices)}
         steps = [[(tuple(sorted(index[d] for d in ring)), b) for ring, b in step.rings]
@@ -122,14 +125,14 @@ def rsgcm_schedule(world: int, seed: int) -> tuple[RingSteps, int, str]:
         return steps, 2, f"2d-mesh {rows}x{cols}"
 
 
-def rsgcm_stages(topo: Topology, workers: list[str], model_bytes: int, seed: int = 0
-                 ) -> tuple[list[Stage], str]:
+def rsgcm_stages(topo: Topology, workers: list[str], model_bytes: int, seed: int = 0,
+                 routing: str = "ecmp") -> tuple[list[Stage], str]:
     n = len(workers)
     if n < 2:
         return [], "none"
     steps, nblocks, kind = rsgcm_schedule(n, seed)
     block = math.ceil(model_bytes / nblocks / ELEMENT) * ELEMENT
-    traffic = Traffic(topo, workers)
+    traffic = Traffic(topo, workers, routing)
     out = []
     for i, step in enumerate(steps):
         pairs: dict = {}
@@ -144,12 +147,3 @@ def rsgcm_stages(topo: Topology, workers: list[str], model_bytes: int, seed: int
                 _add(pairs, rank, ring[(pos + 1) % f], sent)
         out.append(traffic.stage(f"step{i}", pairs, longest))
     return out, kind
-
-
-def per_rank_sent(stages: list[Stage]) -> dict[str, float]:
-    """Bytes each host put on its first link (data and ACKs) over all stages."""
-    sent: dict[str, float] = defaultdict(float)
-    for stage in stages:
-        for t in stage.transfers:
-            sent[t.path[0]] += t.size
-    return sent

@@ -19,6 +19,7 @@ from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
 from simulation import collectives, ina
 from simulation.engine import Network, Stage, run_stages
+from simulation.routes import ROUTINGS
 
 INA_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
 COLLECTIVES = ("ring", "tree", "rsgcm")
@@ -104,10 +105,11 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
              model_bytes: int, compute_s: float = 0.0, link_gbps: float | None = None,
              latency_us: float | None = None, iterations: int = 1, seed: int = 0,
              scale_mbps: float | None = None, pace: float = 1.0,
-             results: bool = True) -> SchemeResult:
+             results: bool = True, routing: str = "ecmp") -> SchemeResult:
     """Simulate ``scheme`` (INA: its plan, given or solved with ``seed``) on ``topology``.
     ``results=False`` leaves the PSs' result multicast out of INA schemes: the gradients
-    alone, which is what a plan's rate is about (its check)."""
+    alone, which is what a plan's rate is about (its check).  ``routing``: the collectives'
+    routes, ``ecmp`` or ``dst`` (the emulation's; simulation/routes.py)."""
     t0 = time.perf_counter()
     if scheme not in SCHEMES:
         raise SimulationError(f"scheme {scheme!r}: expected one of {', '.join(SCHEMES)}")
@@ -117,6 +119,8 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
         raise SimulationError(f"compute_s={compute_s!r}: expected >= 0")
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise SimulationError(f"iterations={iterations!r}: expected an integer >= 1")
+    if routing not in ROUTINGS:
+        raise SimulationError(f"routing={routing!r}: expected one of {', '.join(ROUTINGS)}")
     if not pace > 0:
         raise SimulationError(f"pace={pace!r}: expected > 0")
     latency_s = (DEFAULT_LATENCY_US if latency_us is None else latency_us) * 1e-6
@@ -139,11 +143,11 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
         unit = unit_bps(topo, link_gbps, scale_mbps)
         workers = topo.workers
         if scheme == "ring":
-            stages = collectives.ring_stages(topo, workers, model_bytes)
+            stages = collectives.ring_stages(topo, workers, model_bytes, routing)
         elif scheme == "tree":
-            stages = collectives.tree_stages(topo, workers, model_bytes)
+            stages = collectives.tree_stages(topo, workers, model_bytes, routing)
         else:
-            stages, kind = collectives.rsgcm_stages(topo, workers, model_bytes, seed)
+            stages, kind = collectives.rsgcm_stages(topo, workers, model_bytes, seed, routing)
             note = f"schedule: {kind}"
     net = network(topo, unit)
     bandwidth = run_stages(net, stages)
@@ -178,7 +182,10 @@ def _bytes(stages: list[Stage], topo: Topology
         for t in stage.transfers:
             for a, b in zip(t.path, t.path[1:], strict=False):
                 links[f"{a}->{b}"] += t.size
+                if t.acks:
+                    links[f"{b}->{a}"] += t.acks
             sent[t.path[0]] += t.size
+            sent[t.path[-1]] += t.acks
             if t.path[-1] in ps_in:
                 ps_in[t.path[-1]] += t.size
     return dict(links), ps_in, dict(sent)

@@ -18,8 +18,8 @@ from control_plane.repo import REPO
 # "#16") and commits, and the papers by their seed-file numbers instead of their names
 PROCESS_TALK = re.compile(r"session [0-9]|issue [0-9]+|(?:^|[\s(,])#[0-9]+\b"
                           r"|commit [0-9a-f]{7,40}\b|seed 00[0-9]", re.IGNORECASE)
-SCANNED = ["README.md", "docs", "control_plane", "emulation", "host_stack", "realhosts",
-           "p4src", "examples"]
+SCANNED = ["README.md", "docs", "control_plane", "emulation", "simulation", "host_stack",
+           "realhosts", "p4src", "examples"]
 README_MAX_LINES = 200
 
 

@@ -47,8 +47,12 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "train": ("host_stack.train.bench", "inart train: INA vs ring and torch round time (fig1)"),
     "memory": ("emulation.bench_memory",
                "fattree:6 peak memory with CNN workers: fork server vs one interpreter each"),
+    "simulate": ("simulation.bench", "inart simulate: wall time and memory on fat-trees, "
+                 "sim/plan"),
     "controller": ("control_plane.bench.controller",
                    "install entries/s vs p4runtime-shell (embedded, bmv2); replan latency"),
+    "calibrate": ("emulation.calibrate",
+                  "the flow-level simulation against the emulation's head-to-head"),
 }
 
 

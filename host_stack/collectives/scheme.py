@@ -50,7 +50,9 @@ def build(ctx) -> MeasuredSync:
                             timeout=timedelta(seconds=120))
     extra = {}
     if ctx.args.sync == "tree":
+        # the trees' rank i is the plan's worker i, as in init_process_group above
         extra["topology"] = ctx.job.plan.topology.graph
+        extra["workers"] = ctx.job.plan.worker_ids
     sync = make_sync(ctx.args.sync, ctx.rank, world, lr=ctx.args.lr,
                      momentum=ctx.args.momentum, **extra)
     return _ProcessGroupSync(sync)

@@ -4,7 +4,7 @@ same schedule, which the collectives require."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -35,11 +35,13 @@ class SchemeConfig:
 
 def prepare(scheme: str, world: int, topology: nx.Graph | None = None, hosts_per_rack: int = 2,
             rsgcm_s: int = 2, seed: int = 0, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-            timeout_s: float = 60.0) -> SchemeConfig:
+            timeout_s: float = 60.0, workers: Sequence[str] | None = None) -> SchemeConfig:
     """Build trees (tree) or search a schedule (rsgcm) for ``world`` ranks.
 
-    tree: the workers of ``topology`` in sorted order are ranks 0..world-1 (default topology:
-    racks of ``hosts_per_rack`` under one spine).  rsgcm: the squarest torus of ``world``.
+    tree: ``workers`` are the ranks 0..world-1 in order (a job's plan order: what each process
+    joins the group as), by default the workers of ``topology`` sorted by id string (default
+    topology: racks of ``hosts_per_rack`` under one spine); trees built for another order than
+    the ranks' would aggregate across racks.  rsgcm: the squarest torus of ``world``.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme '{scheme}': expected one of {SCHEMES}")
@@ -48,7 +50,7 @@ def prepare(scheme: str, world: int, topology: nx.Graph | None = None, hosts_per
     cfg = SchemeConfig(scheme, world, chunk_bytes, timeout_s)
     if scheme == "tree":
         g = rack_topology(world, hosts_per_rack) if topology is None else topology
-        h = hierarchy(g)
+        h = hierarchy(g, workers)
         if len(h.workers) != world:
             raise ValueError(f"topology: has {len(h.workers)} workers, expected world={world}")
         cfg.trees = build_trees(h)

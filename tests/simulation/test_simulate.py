@@ -144,3 +144,26 @@ def test_cli_plots_several_topologies_and_takes_a_plan(tmp_path, capsys) -> None
     assert (tmp_path / "w.png").stat().st_size > 0
     with pytest.raises(SystemExit, match="--schemes"):
         main(["simulate", "-t", "fig1", "-s", "ring,torus"])
+
+
+
+def test_bench_prints_labelled_figures(tmp_path, capsys) -> None:
+    out = tmp_path / "b.json"
+    assert main(["bench", "simulate", "-k", "4", "--schemes", "atp,ring", "--json",
+                 str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "simulate.wall[fattree:4", "simulate.sim/plan[fattree:4", "simulate.wall[fattree:4",
+        "simulate.peak_rss[fattree:4]"]
+    figures = json.loads(out.read_text())["figures"]
+    assert {f["name"]: f.get("met") for f in figures}["simulate.sim/plan[fattree:4 atp]"]
+    assert all({"name", "value", "unit"} <= set(f) for f in figures)
+
+
+def test_a_plan_for_another_cluster_is_refused(tmp_path) -> None:
+    plan = plan_for(build_topology("fattree:4"), "atp", 0)
+    plan.save(tmp_path / "atp.json")
+    with pytest.raises(SystemExit, match="plan: its workers and PSs differ"):
+        main(["simulate", "-t", "fig1", "-s", "atp", "--plan", str(tmp_path / "atp.json")])
+    with pytest.raises(SystemExit, match="--model"):
+        main(["simulate", "-t", "fig1", "--model", "resnet5"])

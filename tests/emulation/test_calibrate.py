@@ -1,0 +1,104 @@
+"""`inart bench calibrate` without an emulation: the reductions and comparisons it prints, and a
+saved head-to-head whose numbers are the simulation's own, which must calibrate exactly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from control_plane.model.topologies import build_topology
+from control_plane.repo import child_env
+from control_plane.solver.solve import plan_for
+from emulation.calibrate import emulated, link_errors, model_bytes, swapped_pairs
+
+
+def row(scheme: str, seed: int, comm_s: float, links: dict[str, int], rounds: int = 4) -> dict:
+    return {"scheme": scheme, "seed": seed, "comm_s": comm_s, "rounds": rounds,
+            "bytes_per_link": links}
+
+
+def test_emulated_is_per_iteration_median_time_and_mean_bytes_over_seeds() -> None:
+    rows = [row("ring", 0, 1.0, {"w1->v1": 400, "v1->w1": 80}),
+            row("inart", 0, 2.0, {"w1->v1": 800, "v1->w1": 800}),
+            row("ring", 1, 3.0, {"w1->v1": 800, "v1->w1": 0}, rounds=8),
+            row("ring", 2, 1.5, {"w1->v1": 400, "v1->w1": 40})]
+    out = emulated(rows)
+    assert list(out) == ["ring", "inart"]
+    assert out["ring"].comm_s == 1.5 and out["ring"].runs == 3 and out["ring"].seed == 0
+    assert out["ring"].link_bytes == {"w1->v1": 100.0, "v1->w1": 10.0}
+    assert out["inart"].link_bytes == {"w1->v1": 200.0, "v1->w1": 200.0}
+
+
+def test_emulated_refuses_a_run_without_bytes_per_link() -> None:
+    old = row("atp", 1, 1.0, {})
+    with pytest.raises(ValueError, match="atp seed 1: no 'bytes_per_link'"):
+        emulated([old])
+
+
+def test_link_errors_skip_idle_links_and_count_links_only_one_side_uses() -> None:
+    emu = {"a->b": 1000.0, "b->a": 5.0, "c->d": 500.0, "d->c": 0.0}
+    sim = {"a->b": 1100.0, "c->d": 450.0, "d->c": 300.0}
+    assert link_errors(emu, sim) == {"a->b": pytest.approx(0.1), "c->d": pytest.approx(0.1),
+                                     "d->c": 1.0}
+
+
+def test_swapped_pairs_ignore_ties_within_the_tolerance() -> None:
+    emu = {"inart": 1.00, "r-inart": 1.05, "lbmm": 2.0, "ring": 1.5}
+    sim = {"inart": 1.06, "r-inart": 1.00, "lbmm": 1.9, "ring": 2.1}
+    # inart/r-inart: 5% apart, a tie; ring/lbmm: the simulation swaps them
+    assert swapped_pairs(emu, sim, 0.10) == [("ring", "lbmm")]
+    assert swapped_pairs(emu, sim, 0.01) == [("inart", "r-inart"), ("ring", "lbmm")]
+
+
+def test_model_bytes_is_the_mlps_fp32_gradient() -> None:
+    assert model_bytes("mlp") == (64 * 128 + 128 + 128 * 128 + 128 + 128 * 10 + 10) * 4
+
+
+def test_a_head_to_head_with_the_simulations_numbers_calibrates_exactly(tmp_path) -> None:
+    """The command end to end on a saved JSON (``--from``): rows made from the simulation of
+    the same configuration give ratio 1, no link error and the same order."""
+    from simulation.run import simulate
+
+    topo, size, rounds = build_topology("fattree:4"), model_bytes("mlp"), 5
+    rows = []
+    for scheme in ("inart", "lbmm", "ring", "tree"):
+        plan = plan_for(topo, scheme, 0) if scheme in ("inart", "lbmm") else None
+        # the emulation's destination routes (fattree:4 has several equal paths)
+        res = simulate(topo, scheme, plan=plan, model_bytes=size, scale_mbps=0.5,
+                       routing="dst")
+        rows.append(row(scheme, 0, res.comm_time_s,
+                        {k: round(v * rounds) for k, v in res.link_bytes.items()}, rounds))
+    saved = tmp_path / "head_to_head.json"
+    saved.write_text(json.dumps({"setup": {"topology": "fattree:4", "model": "mlp",
+                                           "scale_mbps_per_unit": 0.5, "pace": 1.0},
+                                 "runs": rows}))
+    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "bench", "calibrate",
+                           "--from", str(saved), "--json", str(tmp_path / "cal.json")],
+                          capture_output=True, text=True, timeout=600, env=child_env())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "calibrate.order[fattree:4]" in proc.stdout and "NOT MET" not in proc.stdout
+    result = json.loads((tmp_path / "cal.json").read_text())
+    assert result["ordering_agrees"] and result["emu_order"] == result["sim_order"]
+    for s in result["schemes"]:
+        assert s["comm_ratio"] == pytest.approx(1.0)
+        assert s["link_err_max"] < 1e-3, s["scheme"]
+
+
+def test_from_a_file_that_is_not_a_head_to_head_names_it(tmp_path) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text("[]")
+    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "bench", "calibrate",
+                           "--from", str(bad)], capture_output=True, text=True, timeout=120,
+                          env=child_env())
+    assert proc.returncode != 0
+    assert f"--from {bad}: not a head-to-head JSON" in proc.stderr
+
+
+def test_a_tolerance_outside_0_1_is_refused_naming_it(tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "bench", "calibrate",
+                           "--from", str(tmp_path / "none.json"), "--tolerance", "2"],
+                          capture_output=True, text=True, timeout=120, env=child_env())
+    assert proc.returncode != 0 and "--tolerance 2.0: expected 0 < T < 1" in proc.stderr
