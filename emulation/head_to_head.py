@@ -41,7 +41,7 @@ from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology
 from control_plane.report import format_table, to_csv
 from control_plane.solver.solve import plan_for
-from emulation.cli_emulate import add_pace_arg
+from emulation.cli_emulate import add_pace_arg, add_pacing_arg
 from emulation.emulate import Emulation
 from emulation.measure import directed_link_bytes
 from host_stack.experiments.cli import add_common_args
@@ -114,6 +114,7 @@ def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple
                         help="Mbit/s per topology unit (link shaping and INA pacing)")
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds per run")
     add_pace_arg(parser)
+    add_pacing_arg(parser)
     parser.add_argument("--group-p", type=int, default=None, metavar="P",
                         help="selective: smallest group size (default 0.3 x workers, >= 2)")
 
@@ -327,7 +328,8 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
         for seed in range(args.seeds):
             cfg = TrafficConfig(mode="train", model=args.model, rounds=args.rounds,
                                 unit_bps=emu.unit_bps, seed=seed, batch=args.batch,
-                                deadline_s=args.deadline, rate_factor=args.pace)
+                                deadline_s=args.deadline, rate_factor=args.pace,
+                                pacing=args.pacing)
             for scheme in schemes:
                 bar.set_postfix(scheme=scheme, seed=seed)
                 rows.append(one_run(emu, scheme, seed, cfg, out, args.target_accuracy,

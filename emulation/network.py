@@ -33,6 +33,7 @@ from pathlib import Path
 from control_plane.deploy.addressing import Addressing
 from control_plane.model.topology import Topology
 from control_plane.repo import child_env
+from emulation.host_pacing import Stream, egress_tree, stream_counts
 from emulation.switch_claims import ClaimError, SwitchClaims, interfaces_of, loss_table
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S
@@ -238,6 +239,8 @@ class Network:
         self._configure_hosts()
         for intf, lossy in self._shaped:
             self._queue_and_loss(intf, lossy)
+        for host in self.topo.workers:
+            self._egress(host, [])
 
     def _queue_and_loss(self, intf, lossy: bool) -> None:
         """A short FIFO under the htb class, and random loss on the interface's egress (both
@@ -247,8 +250,11 @@ class Network:
         missing from some kernels (this machine's among them), nftables egress hooks are not,
         and frames a switch sends through its raw socket pass that hook like any other.
         """
-        out = intf.cmd(f"tc qdisc add dev {intf.name} parent 5:1 handle 10: pfifo "
-                       f"limit {self.queue_packets} && echo Q-OK")
+        if intf.node.name in self.topo.workers:
+            out = "Q-OK"  # a worker's egress is built by _egress, with its pacing classes
+        else:
+            out = intf.cmd(f"tc qdisc add dev {intf.name} parent 5:1 handle 10: pfifo "
+                           f"limit {self.queue_packets} && echo Q-OK")
         if "Q-OK" not in out:
             raise NetworkError(f"interface {intf.name}: queue setup failed: {out.strip()}")
         if not self.loss or not lossy:
@@ -286,6 +292,38 @@ class Network:
                 raise NetworkError(f"host '{host}': turning checksum offload off failed "
                                    f"(needs ethtool): {out.strip()}")
             self._ip_batch(host, lines, "static ARP")
+
+    def _egress(self, host: str, streams: list[Stream]) -> None:
+        """(Re)build a worker's egress: its shaped link and one pacing class per stream
+        (emulation/host_pacing.py); the FIFOs hold ``queue_packets`` like every link's."""
+        assert self.net is not None
+        dev = f"{host}-eth0"
+        lines = egress_tree(dev, self.link_mbps(host, self.addr.tor[host]) * 1e6,
+                            self.queue_packets, streams)
+        batch = self.out_dir / f".{host}.tc"
+        batch.write_text("\n".join(lines) + "\n")
+        out = self.net.get(host).cmd(f"tc qdisc del dev {dev} root 2>/dev/null; "
+                                     f"tc -batch {batch} && echo TC-OK")
+        batch.unlink()
+        if "TC-OK" not in out:
+            raise NetworkError(f"host '{host}': egress queue setup failed: {out.strip()}")
+
+    def pace(self, streams: dict[str, list[Stream]]) -> None:
+        """Kernel pacing of the workers' INA streams: each worker's egress gets one class per
+        stream in ``streams[worker]`` (a worker not named: none, its link shaping only)."""
+        for host in self.topo.workers:
+            self._egress(host, streams.get(host, []))
+
+    def paced_counts(self, streams: dict[str, list[Stream]]) -> dict[str, int]:
+        """What the workers' stream classes carried since ``pace`` (``tc -s class show``),
+        summed: bytes, packets, dropped, classes."""
+        assert self.net is not None
+        total = {"bytes": 0, "packets": 0, "dropped": 0, "classes": 0}
+        for host, mine in streams.items():
+            out = self.net.get(host).cmd(f"tc -s class show dev {host}-eth0")
+            for k, v in stream_counts(out, len(mine)).items():
+                total[k] += v
+        return total
 
     def _ip_batch(self, host: str, lines: list[str], what: str) -> None:
         """Run ``ip`` commands in a host's namespace at once; NetworkError naming ``what``."""

@@ -289,6 +289,25 @@ def test_pacing_holds_the_target_rate(closing):
     print(f"paced at {bits / elapsed / 1e6:.2f} Mbit/s (target {rate / 1e6:.2f})")
 
 
+def test_kernel_pacing_hands_the_window_to_the_kernel_at_once(closing):
+    """With pacing="kernel" the host's egress queue paces (emulation/host_pacing.py): the
+    worker sends its window without waiting, and still times out no sooner than the window
+    takes at the stream's rate."""
+    cluster = closing(Cluster(1, [1.0], 400))
+    rate = 2e6  # bit/s: 400 chunks would take ~1.7 s paced here
+    link = PsLink("s1", cluster.addr["s1"], rate)
+    tr = closing(WorkerTransport(make_socket(cluster.addr["w1"]), 1, 0, [link],
+                                 TransportConfig(n=N, pacing="kernel")))
+    t0 = time.monotonic()
+    tr.exchange(0, [np.zeros((400, N), np.int32)])
+    bits = 400 * tr.bytes_per_packet() * 8
+    assert time.monotonic() - t0 < 0.5 * bits / rate
+    assert tr.counters["pacing_waits"] == 0
+    assert tr.rto_floor(link) == pytest.approx(tr.cfg.window * bits / 400 / rate)
+    with pytest.raises(ValueError, match="pacing 'fq'"):
+        TransportConfig(pacing="fq")
+
+
 def test_worker_of_another_job_gets_a_clear_error(closing):
     cluster = closing(Cluster(1, [1.0], 4, job=5))
     cfg = TransportConfig(n=N, hello_timeout_s=0.5)

@@ -2,8 +2,9 @@
 
 For every PS the worker sends the round's GRAD chunks (chunk index within that PS's shard,
 slot = chunk mod pool size, bitmap = its rank bit, count 1), keeps at most ``window`` chunks
-outstanding per PS, paces each PS's stream to its target rate, and waits for the RESULT of
-every chunk.  Everything moves in batches: new chunks, resends and RESULTs are numpy arrays
+outstanding per PS, paces each PS's stream to its target rate (here, or with ``pacing="kernel"``
+the host's egress queue does: emulation/host_pacing.py), and waits for the RESULT of every
+chunk.  Everything moves in batches: new chunks, resends and RESULTs are numpy arrays
 handed to one sendmmsg/recvmmsg (host_stack/ina/batchio.py), and per-chunk state (send time,
 deadline, resends) is arrays, so no Python runs per packet.
 
@@ -69,14 +70,18 @@ from host_stack.ina.pacing import FRAME_OVERHEAD, Pacer
 from host_stack.ina.reorder import ReorderWindow
 from host_stack.ina.rto import CLOCK_GRANULARITY, RtoEstimator
 
-__all__ = ["PsLink", "PsUnreachable", "TransportConfig", "TransportError", "WorkerTransport",
-           "auto_window", "make_socket"]
+__all__ = ["PACING_MODES", "PsLink", "PsUnreachable", "TransportConfig", "TransportError",
+           "WorkerTransport", "auto_window", "make_socket"]
 
 PROBES = 4  # oldest outstanding chunks per PS that may be resent while no later one completed
 RETX_MIN_TIMEOUT = 2 * CLOCK_GRANULARITY  # least timeout of a resend (its answer needs no
 # slower worker: every worker had passed the chunk when it was found lost)
 STEADY_RESENDS = 4  # resends of a chunk an SRTT apart before the timeout doubles
 PS_QUEUE = 16384  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
+# "user": a token bucket per PS stream here (host_stack/ina/pacing.py); "kernel": the host's
+# egress queue paces each stream (emulation/host_pacing.py), so the window goes out at once
+# and a descheduled worker loses no sending time
+PACING_MODES = ("user", "kernel")
 
 
 class TransportError(RuntimeError):
@@ -100,10 +105,14 @@ class TransportConfig:
     max_retries: int = 30
     pool_size: int = 4096
     hello_timeout_s: float = 30.0
+    pacing: str = "user"  # who holds each PS stream to its rate (PACING_MODES)
 
     def __post_init__(self) -> None:
         if self.window < 1 or self.pool_size < 1 or self.max_retries < 0:
             raise ValueError("transport: window and pool_size must be >= 1, max_retries >= 0")
+        if self.pacing not in PACING_MODES:
+            raise ValueError(f"transport: pacing {self.pacing!r}: expected one of "
+                             f"{', '.join(PACING_MODES)}")
         if not 0 < self.min_timeout_s <= self.timeout_s <= self.max_timeout_s:
             raise ValueError("transport: expected 0 < min_timeout_s <= timeout_s <= "
                              "max_timeout_s")
@@ -134,7 +143,7 @@ class _PsRound:
     """Send state of one round towards one PS: one entry per chunk in each array."""
 
     def __init__(self, link: PsLink, rows: np.ndarray, retx_rows: np.ndarray, n: int,
-                 rto_floor: float) -> None:
+                 rto_floor: float, user_paced: bool = True) -> None:
         self.link = link
         self.ip = np.array([ipv4(link.address[0])], dtype=np.uint32)
         self.port = np.array([link.address[1]], dtype=np.uint16)
@@ -161,7 +170,7 @@ class _PsRound:
         self.spurious = np.zeros(self.n_chunks, dtype=np.int32)
         self.at_start = np.zeros(self.n_chunks, dtype=bool)  # sent before the first RESULT
         self.results = np.zeros((self.n_chunks, n), dtype=np.int32)
-        self.pacer = Pacer(link.rate_bps)
+        self.pacer = Pacer(link.rate_bps if user_paced else None)
 
     def outstanding(self) -> int:
         return self.next_new - self.n_done
@@ -350,7 +359,8 @@ class WorkerTransport:
         states = []
         for link, payload in zip(self.links, payloads, strict=True):
             rows, retx = self._packets(round_, np.asarray(payload, dtype=np.int32))
-            states.append(_PsRound(link, rows, retx, self.cfg.n, self.rto_floor(link)))
+            states.append(_PsRound(link, rows, retx, self.cfg.n, self.rto_floor(link),
+                                   self.cfg.pacing == "user"))
         remaining = sum(s.n_chunks for s in states)
         while remaining:
             # read RESULTs first: after this process was descheduled they are already here,
