@@ -7,11 +7,12 @@ embedded target by default, or bmv2), started without a program (control_plane/d
 it over P4Runtime).  Switch nodes stay in the root namespace like Mininet's
 own switches; their P4Runtime servers listen on loopback only.
 
-Links are tc-shaped (Mininet TCLink: htb over a FIFO, see ``queue_for``; ``loss`` by nftables) per
-direction to the spare capacity B(e) - b(e) times ``scale`` Mbit/s per topology unit.  The
+Links are tc-shaped (Mininet TCLink: htb over a FIFO, see ``queue_for``; ``loss`` by nftables)
+per direction to the spare capacity B(e) - b(e) times ``scale`` Mbit/s per topology unit.  The
 switch -> PS direction is shaped to min(B(e) - b(e), B(s) - b(s)): the paper's PS ingress
-bandwidth B(s) is a real limit here.  Switch aggregation capacity C(v) is not emulated (a
-software switch has no such knob).
+bandwidth B(s) is a real limit here.  A worker's egress also holds its INA streams' pacing
+classes under its link's class (``pace``, emulation/host_pacing.py).  Switch aggregation
+capacity C(v) is not emulated (a software switch has no such knob).
 
 ``Network`` is a context manager: leaving it (normally, on an exception or on Ctrl-C/SIGTERM)
 stops every process it started, removes every interface and leaves no namespace behind

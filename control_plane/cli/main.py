@@ -42,6 +42,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "transport": ("host_stack.ina.bench_transport",
                   "INA transport vs iperf3 and a Python UDP sender (loopback, veth)"),
     "train": ("host_stack.train.bench", "inart train: INA vs ring and torch round time (fig1)"),
+    "pacing": ("emulation.bench_pacing",
+               "INA sent/plan rate, user vs kernel pacing, idle vs loaded (Mininet)"),
     "controller": ("control_plane.bench.controller",
                    "install entries/s vs p4runtime-shell (embedded, bmv2); replan latency"),
 }
