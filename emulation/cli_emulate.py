@@ -168,9 +168,12 @@ def pacing_lines(rows: list[dict]) -> list[str]:
             out.append(f"pacing {r['scheme']}: kernel (htb class per stream on every worker's "
                        f"egress; tc counted {r['kernel_paced_share']:.2f} of the workers' bytes "
                        f"there, {r['kernel_paced_drops']} dropped)")
+        elif r.get("pacing") == "user":
+            why = (f"; kernel pacing unavailable: {r['pacing_fallback']}"
+                   if r.get("pacing_fallback") else "")
+            out.append(f"pacing {r['scheme']}: user (token bucket in the worker{why})")
         elif r.get("pacing"):
-            out.append(f"pacing {r['scheme']}: {r['pacing']}"
-                       + (" (token bucket in the worker)" if r["pacing"] == "user" else ""))
+            out.append(f"pacing {r['scheme']}: {r['pacing']}")
     return out
 
 

@@ -30,7 +30,7 @@ from control_plane.repo import EMULATION_STATE
 from emulation.fidelity import Verdict, judge
 from emulation.host_pacing import Stream
 from emulation.measure import event_names, link_bytes, summarize
-from emulation.network import Network, queue_for
+from emulation.network import Network, NetworkError, queue_for
 from emulation.resources import Monitor, Usage
 from emulation.targets.embedded.stats import StatsError, read_stats, reasons
 from host_stack.ina import wire
@@ -90,6 +90,7 @@ class Emulation:
                            loss_links)
         self.installed: str | None = None
         self.paced: dict[str, list[Stream]] = {}  # the workers' pacing classes now
+        self.pacing_fallback: str | None = None  # why the kernel could not pace, if so
         self.monitor = Monitor(lambda: {"switches": self.net.switch_pids(),
                                         "hosts": self.net.host_pids()})
 
@@ -218,11 +219,22 @@ class Emulation:
                     for s, x in sorted(plan.partition.items()) if x > 0]
                 for w in self.topo.workers}
 
-    def pace(self, streams: dict[str, list[Stream]]) -> None:
-        """The workers' pacing classes for the next run (none: link shaping only)."""
-        if streams != self.paced:
+    def paced_config(self, plan: Plan | None, cfg: TrafficConfig) -> TrafficConfig:
+        """Set up the workers' pacing classes for a run of ``plan`` (None: not INA, none)
+        and return the config its hosts run with: ``cfg``, or ``cfg`` with user pacing where
+        the kernel's classes could not be set up (``pacing_fallback`` says why)."""
+        streams = self.streams(plan, cfg) if plan is not None else {}
+        if streams == self.paced:
+            return cfg
+        try:
             self.net.pace(streams)
             self.paced = streams
+            return cfg
+        except NetworkError as exc:
+            self.pacing_fallback = str(exc)
+            self.net.pace({})
+            self.paced = {}
+            return replace(cfg, pacing="user")
 
     def pacing_note(self, cfg: TrafficConfig, job: JobResult) -> dict:
         """Which pacer held the INA senders, and (kernel) the share of the workers' bytes
@@ -230,7 +242,8 @@ class Emulation:
         if cfg.unit_bps is None:
             return {"pacing": "unpaced"}
         if not self.paced:
-            return {"pacing": "user"}
+            fallback = self.pacing_fallback if cfg.pacing == "user" else None
+            return {"pacing": "user", **({"pacing_fallback": fallback} if fallback else {})}
         counts = self.net.paced_counts(self.paced)
         sent = sum(r.get("bytes", 0) for recs in job.rounds.values() for r in recs)
         return {"pacing": "kernel", "kernel_paced_bytes": counts["bytes"],
@@ -250,7 +263,7 @@ class Emulation:
                        for h in self.topo.workers + self.topo.pss}
         ps_facing = {f"{self.addr.tor[s]}-eth{self.addr.port[(self.addr.tor[s], s)]}"
                      for s in self.topo.pss}
-        self.pace(self.streams(plan, cfg))
+        cfg = self.paced_config(plan, cfg)
         ev0 = self.switch_events()
         st0 = self.target_stats()
         if0 = self.net.interface_bytes()

@@ -272,7 +272,7 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     facing = {h: f"{addr.tor[h]}-eth{addr.port[(addr.tor[h], h)]}"
               for h in topo.workers + topo.pss}
     source = replace(source, worker_argv=(*source.worker_argv, "--eval-every", str(eval_every)))
-    emu.pace(emu.streams(plan, cfg) if scheme in INA else {})
+    cfg = emu.paced_config(plan if scheme in INA else None, cfg)
     before = emu.net.interface_bytes()
     retx_before = emu.net.tcp_retransmits(topo.workers)
     emu.monitor.mark()

@@ -7,6 +7,7 @@ import pytest
 
 from emulation.fidelity import MIN_RATE_RATIO, judge, ranking_lines
 from emulation.host_pacing import Stream, egress_tree, stream_counts
+from emulation.network import NetworkError
 from emulation.resources import Monitor, parse_stat
 
 
@@ -94,3 +95,33 @@ class htb 5:2 parent 5:1 leaf 10: prio 0 rate 20Mbit ceil 20Mbit burst 1600b cbu
 def test_stream_counts_sum_the_stream_classes_only():
     assert stream_counts(TC_STATS, 1) == {"bytes": 625200, "packets": 600, "dropped": 2,
                                           "classes": 1}
+
+
+class _RefusingNet:
+    """A network whose hosts' kernels refuse the pacing classes (no u32, say)."""
+
+    def __init__(self) -> None:
+        self.paced: list[dict] = []
+
+    def pace(self, streams: dict) -> None:
+        self.paced.append(streams)
+        if streams:
+            raise NetworkError("host 'w1': egress queue setup failed: Unknown filter \"u32\"")
+
+
+def test_where_the_kernel_cannot_pace_the_run_falls_back_to_user_pacing_and_says_why():
+    from types import SimpleNamespace
+
+    from emulation.emulate import Emulation
+    from host_stack.train.hostrun import TrafficConfig
+
+    streams = {"w1": [Stream("10.2.0.1", 50000, 1e5)]}
+    emu = SimpleNamespace(net=_RefusingNet(), paced={}, pacing_fallback=None,
+                          streams=lambda plan, cfg: streams)
+    cfg = TrafficConfig(unit_bps=1e6, pacing="kernel")
+    got = Emulation.paced_config(emu, object(), cfg)
+    assert got.pacing == "user" and emu.paced == {}
+    assert emu.net.paced == [streams, {}]  # tried, then the plain link shaping back
+    assert "Unknown filter" in emu.pacing_fallback
+    note = Emulation.pacing_note(emu, got, None)
+    assert note == {"pacing": "user", "pacing_fallback": emu.pacing_fallback}
