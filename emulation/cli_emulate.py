@@ -1,7 +1,8 @@
 """`inart emulate`: one topology on Mininet, each scheme's plan installed and measured.
 
     inart emulate --topology fig1 --scheme inart,atp,lbmm [--target embedded|bmv2]
-                  [--scale MBPS_PER_UNIT] [--rounds R] [--loss PCT] [--find-max-rate]
+                  [--scale MBPS_PER_UNIT] [--rounds R] [--loss PCT] [--pacing kernel|user]
+                  [--find-max-rate]
                   [--find-max-scale SCALES] [--cli | --keep-up]
 
 Prints a table per scheme (measured vs plan), who paced the INA senders (``--pacing``: the
