@@ -227,7 +227,7 @@ class Emulation:
         if streams == self.paced:
             return cfg
         try:
-            self.net.pace(streams)
+            self.net.pace(streams, cfg.frame_bytes)
             self.paced = streams
             return cfg
         except NetworkError as exc:

@@ -50,9 +50,16 @@ class Stream:
             raise ValueError(f"stream to {self.ip}: port {self.port}, expected 1..65535")
 
 
-def egress_tree(dev: str, link_bps: float, queue: int, streams: list[Stream]) -> list[str]:
+def egress_tree(dev: str, link_bps: float, queue: int, streams: list[Stream],
+                burst_bytes: int = MTU_QUANTUM) -> list[str]:
     """``tc -batch`` lines that (re)build ``dev``'s egress: the link's class, the default
-    leaf and one leaf per stream (none: just the shaped link).  Rates in whole bit/s."""
+    leaf and one leaf per stream (none: just the shaped link).  Rates in whole bit/s.
+
+    A stream's bucket holds ``burst_bytes`` (one INA frame, from the emulation), not tc's
+    default of at least an MTU: the bucket fills while a stream is idle between rounds, and
+    on fattree:6, where the plan loads links to 100%, the default's 8 frames per stream at
+    each round's start made the workers send 1.025 of their plan and retransmit (13 resends
+    in 3 rounds, none with the user-space bucket, which starts empty: pacing.py)."""
     if not link_bps > 0 or queue < 1:
         raise ValueError(f"{dev}: link rate {link_bps} bit/s and queue {queue}: expected > 0")
     link = max(1, round(link_bps))
@@ -67,7 +74,7 @@ def egress_tree(dev: str, link_bps: float, queue: int, streams: list[Stream]) ->
         rate = max(1, round(s.rate_bps))
         lines += [
             f"class add dev {dev} parent 5:1 classid 5:{minor:x} htb rate {rate}bit "
-            f"ceil {rate}bit quantum {MTU_QUANTUM}",
+            f"ceil {rate}bit burst {burst_bytes}b cburst {burst_bytes}b quantum {MTU_QUANTUM}",
             f"qdisc add dev {dev} parent 5:{minor:x} handle {minor + 1:x}: pfifo limit {queue}",
             f"filter add dev {dev} parent 5: protocol ip prio 1 u32 match ip dst {s.ip}/32 "
             f"match ip protocol 17 0xff match ip dport {s.port} 0xffff flowid 5:{minor:x}"]

@@ -34,7 +34,7 @@ from pathlib import Path
 from control_plane.deploy.addressing import Addressing
 from control_plane.model.topology import Topology
 from control_plane.repo import child_env
-from emulation.host_pacing import Stream, egress_tree, stream_counts
+from emulation.host_pacing import MTU_QUANTUM, Stream, egress_tree, stream_counts
 from emulation.switch_claims import ClaimError, SwitchClaims, interfaces_of, loss_table
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S
@@ -294,13 +294,13 @@ class Network:
                                    f"(needs ethtool): {out.strip()}")
             self._ip_batch(host, lines, "static ARP")
 
-    def _egress(self, host: str, streams: list[Stream]) -> None:
+    def _egress(self, host: str, streams: list[Stream], burst_bytes: int = MTU_QUANTUM) -> None:
         """(Re)build a worker's egress: its shaped link and one pacing class per stream
         (emulation/host_pacing.py); the FIFOs hold ``queue_packets`` like every link's."""
         assert self.net is not None
         dev = f"{host}-eth0"
         lines = egress_tree(dev, self.link_mbps(host, self.addr.tor[host]) * 1e6,
-                            self.queue_packets, streams)
+                            self.queue_packets, streams, burst_bytes)
         batch = self.out_dir / f".{host}.tc"
         batch.write_text("\n".join(lines) + "\n")
         out = self.net.get(host).cmd(f"tc qdisc del dev {dev} root 2>/dev/null; "
@@ -309,11 +309,12 @@ class Network:
         if "TC-OK" not in out:
             raise NetworkError(f"host '{host}': egress queue setup failed: {out.strip()}")
 
-    def pace(self, streams: dict[str, list[Stream]]) -> None:
+    def pace(self, streams: dict[str, list[Stream]], burst_bytes: int = MTU_QUANTUM) -> None:
         """Kernel pacing of the workers' INA streams: each worker's egress gets one class per
-        stream in ``streams[worker]`` (a worker not named: none, its link shaping only)."""
+        stream in ``streams[worker]`` (a worker not named: none, its link shaping only), with
+        a bucket of ``burst_bytes`` (one frame: no burst)."""
         for host in self.topo.workers:
-            self._egress(host, streams.get(host, []))
+            self._egress(host, streams.get(host, []), burst_bytes)
 
     def paced_counts(self, streams: dict[str, list[Stream]]) -> dict[str, int]:
         """What the workers' stream classes carried since ``pace`` (``tc -s class show``),

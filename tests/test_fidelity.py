@@ -69,12 +69,13 @@ def test_monitor_samples_saturation_and_the_run_queue():
 
 def test_egress_tree_gives_each_stream_its_own_class_under_the_link():
     lines = egress_tree("w1-eth0", 5e6, 64, [Stream("10.0.0.9", 50000, 1.25e6),
-                                             Stream("10.0.0.10", 50000, 2.5e5)])
+                                             Stream("10.0.0.10", 50000, 2.5e5)], 194)
     text = "\n".join(lines)
     assert lines[0] == "qdisc add dev w1-eth0 root handle 5: htb default 2"
     assert "classid 5:1 htb rate 5000000bit ceil 5000000bit" in text
     assert "parent 5:1 classid 5:10 htb rate 1250000bit ceil 1250000bit" in text
-    assert "parent 5:1 classid 5:11 htb rate 250000bit ceil 250000bit" in text
+    assert "parent 5:1 classid 5:11 htb rate 250000bit ceil 250000bit burst 194b cburst 194b" \
+        in text  # one frame: a stream idle between rounds does not burst at its start
     assert ("u32 match ip dst 10.0.0.10/32 match ip protocol 17 0xff match ip dport 50000 "
             "0xffff flowid 5:11") in text
     assert len(egress_tree("w1-eth0", 5e6, 64, [])) == 4  # the shaped link alone
@@ -103,7 +104,7 @@ class _RefusingNet:
     def __init__(self) -> None:
         self.paced: list[dict] = []
 
-    def pace(self, streams: dict) -> None:
+    def pace(self, streams: dict, burst_bytes: int = 1514) -> None:
         self.paced.append(streams)
         if streams:
             raise NetworkError("host 'w1': egress queue setup failed: Unknown filter \"u32\"")
