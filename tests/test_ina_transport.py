@@ -304,6 +304,20 @@ def test_kernel_pacing_hands_the_window_to_the_kernel_at_once(closing):
     assert time.monotonic() - t0 < 0.5 * bits / rate
     assert tr.counters["pacing_waits"] == 0
     assert tr.rto_floor(link) == pytest.approx(tr.cfg.window * bits / 400 / rate)
+
+
+def test_kernel_paced_chunks_are_timed_from_when_the_kernel_sends_them():
+    """A window handed to the kernel at once leaves one frame time apart: its timers start
+    there, not at the hand-over (which fired spurious resends at the window's end)."""
+    from host_stack.ina.transport import _PsRound
+
+    link = PsLink("s1", ("127.0.0.1", 9), 8000.0)  # 1000 bytes/s: a 100-byte frame 0.1 s
+    rows = np.zeros((4, 8), np.uint8)
+    kernel = _PsRound(link, rows, rows, 2, 0.0, user_paced=False)
+    assert kernel.departures(10.0, 3, 100) == pytest.approx([10.1, 10.2, 10.3])
+    assert kernel.departures(10.05, 1, 100) == pytest.approx([10.4])  # behind the queue
+    assert kernel.departures(20.0, 1, 100) == pytest.approx([20.1])  # drained meanwhile
+    assert _PsRound(link, rows, rows, 2, 0.0).departures(10.0, 3, 100) == 10.0  # user: now
     with pytest.raises(ValueError, match="pacing 'fq'"):
         TransportConfig(pacing="fq")
 
