@@ -1,12 +1,17 @@
 """`inart emulate`: one topology on Mininet, each scheme's plan installed and measured.
 
     inart emulate --topology fig1 --scheme inart,atp,lbmm [--target embedded|bmv2]
-                  [--scale MBPS_PER_UNIT] [--rounds R] [--loss PCT] [--find-max-rate]
+                  [--scale MBPS_PER_UNIT] [--rounds R] [--loss PCT] [--pacing kernel|user]
+                  [--find-max-rate]
                   [--find-max-scale SCALES] [--cli | --keep-up]
 
-Prints a table per scheme (measured vs plan), the communication-time ratios beside the
-paper's, each run's wall time, peak memory (PSS of switches and hosts) and CPU, the whole
-emulation's, and writes emulate.json / emulate.csv (and max-rate.csv) under --out.
+Prints a table per scheme (measured vs plan), who paced the INA senders (``--pacing``: the
+kernel by default, emulation/host_pacing.py), a fidelity verdict per scheme (sent / plan,
+retransmissions, the machine's CPU during its run: emulation/fidelity.py), the
+communication-time ratios beside the paper's (only when no scheme was marked: otherwise why
+the result is the machine's), each run's wall time, peak memory (PSS of switches and hosts)
+and CPU, the whole emulation's, and writes emulate.json / emulate.csv (and max-rate.csv)
+under --out.
 ``--find-max-scale 0.01,0.02,...`` builds the network at each scale in turn (the plan's traffic
 times the scale) until a scheme falls below 0.95 of its planned rate, then prints the largest
 scale reached and what limits it (emulation/scale_search.py).
@@ -27,8 +32,10 @@ from control_plane.model.topologies import build_topology
 from control_plane.repo import out_dir
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.emulate import Emulation
+from emulation.fidelity import ranking_lines
 from emulation.measure import table, write_rows
 from emulation.scale_search import ScaleResult, parse_scales, search, summary
+from host_stack.ina.transport import PACING_MODES
 from host_stack.train.hostrun import MODES, TrafficConfig
 
 # InArt (WWW '24, section 5.3.2, 50 workers, heterogeneous fat-tree): communication time
@@ -39,8 +46,9 @@ PAPER_TOPOLOGY = "fattree"
 DEFAULT_FACTORS = "1.0,1.05,1.1,1.2,1.35,1.5,2.0,3.0"  # plans are tight: fine steps near 1
 
 
-def add_emulation_args(p: argparse.ArgumentParser) -> None:
-    """Options shared by `inart emulate` and the emulation experiments."""
+def add_emulation_args(p: argparse.ArgumentParser, kernel_pacing: bool = True) -> None:
+    """Options shared by `inart emulate` and the emulation experiments (``kernel_pacing``:
+    whether its runs set up the hosts' pacing classes, Emulation.run, and take --pacing)."""
     p.add_argument("--target", choices=("embedded", "bmv2"), default="embedded",
                    help="switch target (bmv2 needs /opt/p4/bin/simple_switch_grpc)")
     p.add_argument("--scale", type=float, default=0.25,
@@ -48,6 +56,8 @@ def add_emulation_args(p: argparse.ArgumentParser) -> None:
                         "what the Python embedded target carries on 2 cores)")
     p.add_argument("--rounds", type=int, default=3, help="iterations per scheme")
     add_pace_arg(p)
+    if kernel_pacing:
+        add_pacing_arg(p)
     p.add_argument("--loss", type=float, default=0.0, help="packet loss %% on every link")
     p.add_argument("--values", type=int, default=32 * 1500,
                    help="gradient length (int32 values) in synthetic mode; rounds much longer "
@@ -82,6 +92,14 @@ def add_pace_arg(p: argparse.ArgumentParser) -> None:
                         "drain; rates are still reported against the plan (plan_ratio)")
 
 
+def add_pacing_arg(p: argparse.ArgumentParser) -> None:
+    """--pacing, for commands whose INA runs go through Emulation.run."""
+    p.add_argument("--pacing", choices=PACING_MODES, default="kernel",
+                   help="who paces INA senders: kernel (default: an htb class per stream on "
+                        "each worker's egress, emulation/host_pacing.py) or user (a token "
+                        "bucket in the worker, which falls behind on a busy machine)")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = command(subparsers, "emulate", "run schemes on a Mininet emulation", __doc__)
     p.add_argument("--topology", "-t", default="fig1", help="fig1 | fattree:K | leafspine:..")
@@ -113,7 +131,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def traffic_config(args: argparse.Namespace, unit_bps: float) -> TrafficConfig:
     return TrafficConfig(mode=args.mode, rounds=args.rounds, values=args.values,
                          model=args.model, unit_bps=unit_bps, seed=args.seed,
-                         deadline_s=args.deadline, rate_factor=args.pace)
+                         deadline_s=args.deadline, rate_factor=args.pace,
+                         pacing=getattr(args, "pacing", "user"))
 
 
 def comm_ratios(rows: list[dict]) -> list[str]:
@@ -144,6 +163,24 @@ def pace_lines(rows: list[dict]) -> list[str]:
             for r in rows if r.get("rate_factor", 1.0) != 1.0]
 
 
+def pacing_lines(rows: list[dict]) -> list[str]:
+    """Who paced each scheme's INA senders, and for the kernel what tc counted in its
+    classes (the share of the bytes the workers sent)."""
+    out = []
+    for r in rows:
+        if r.get("pacing") == "kernel":
+            out.append(f"pacing {r['scheme']}: kernel (htb class per stream on every worker's "
+                       f"egress; tc counted {r['kernel_paced_share']:.2f} of the workers' bytes "
+                       f"there, {r['kernel_paced_drops']} dropped)")
+        elif r.get("pacing") == "user":
+            why = (f"; kernel pacing unavailable: {r['pacing_fallback']}"
+                   if r.get("pacing_fallback") else "")
+            out.append(f"pacing {r['scheme']}: user (token bucket in the worker{why})")
+        elif r.get("pacing"):
+            out.append(f"pacing {r['scheme']}: {r['pacing']}")
+    return out
+
+
 def resource_lines(rows: list[dict]) -> list[str]:
     """Each run's wall time, peak PSS (switches + hosts) and CPU, one line per scheme."""
     return [f"{r['scheme']}: wall {r['wall_s']:.1f} s, peak PSS {r['peak_pss_mb']:.0f} MB "
@@ -156,7 +193,7 @@ def resource_lines(rows: list[dict]) -> list[str]:
 def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
                out: Path) -> tuple[ScaleResult, list[dict]]:
     """Every plan on one network at ``scale``: the rows, and the --find-max-rate sweep."""
-    rows, sweep = [], []
+    rows, sweep, verdicts = [], [], []
     t0 = time.monotonic()
     with Emulation(topo, out, args.target, scale, args.loss, args.quiet,
                    fork_server=args.fork_server) as emu:
@@ -165,11 +202,13 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
             compiled = emu.install(plan)
             run_ = emu.run(plan, compiled, cfg, plan.scheme)
             rows.append(dict(run_.row, topology=topo.name, target=args.target, loss=args.loss))
+            verdicts.append(run_.verdict)
             if args.find_max_rate:
                 factors = [float(f) for f in args.factors.split(",")]
                 sweep += emu.find_max_rate(plan, compiled, cfg, factors)
         print(table(rows))
-        for line in pace_lines(rows) + comm_ratios(rows) + resource_lines(rows):
+        lines = pace_lines(rows) + pacing_lines(rows) + [v.line() for v in verdicts]
+        for line in lines + ranking_lines(verdicts, comm_ratios(rows)) + resource_lines(rows):
             print(line)
         if args.cli or args.keep_up:
             emu.explore(cli=args.cli)

@@ -27,10 +27,13 @@ from control_plane.deploy.transaction import addressed_switches, install
 from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
 from control_plane.repo import EMULATION_STATE
+from emulation.fidelity import Verdict, judge
+from emulation.host_pacing import Stream
 from emulation.measure import event_names, link_bytes, summarize
-from emulation.network import Network, queue_for
-from emulation.resources import Monitor
+from emulation.network import Network, NetworkError, queue_for
+from emulation.resources import Monitor, Usage
 from emulation.targets.embedded.stats import StatsError, read_stats, reasons
+from host_stack.ina import wire
 from host_stack.train.hostrun import JobResult, TrafficConfig, run_job
 
 STATE_FILE = EMULATION_STATE
@@ -49,12 +52,14 @@ def _forget_state() -> None:
 
 @dataclass
 class Run:
-    """A finished scheme run: the plan, its entries, the processes' output and the metrics."""
+    """A finished scheme run: the plan, its entries, the processes' output, the metrics and
+    whether they are the scheme's or the machine's."""
 
     plan: Plan
     compiled: Compiled
     job: JobResult
     row: dict
+    verdict: Verdict
 
 
 class _Stop(BaseException):
@@ -85,6 +90,8 @@ class Emulation:
                            queue_for(len(topology.workers), len(topology.pss), window),
                            loss_links, fork_server)
         self.installed: str | None = None
+        self.paced: dict[str, list[Stream]] = {}  # the workers' pacing classes now
+        self.pacing_fallback: str | None = None  # why the kernel could not pace, if so
         self.monitor = Monitor(lambda: {"switches": self.net.switch_pids(),
                                         "hosts": self.net.host_pids()})
 
@@ -203,6 +210,51 @@ class Emulation:
                 print(f"(no drop statistics from {sw}: {exc})")
         return out
 
+    def streams(self, plan: Plan, cfg: TrafficConfig) -> dict[str, list[Stream]]:
+        """Each worker's INA streams at the rates ``cfg`` paces them to, where the kernel
+        paces them (``cfg.pacing``); else none."""
+        if cfg.pacing != "kernel" or cfg.unit_bps is None or plan.rate <= 0:
+            return {}
+        rate = plan.rate * cfg.rate_factor * cfg.unit_bps
+        return {w: [Stream(self.addr.ip[s], wire.GRAD_PORT, rate * x)
+                    for s, x in sorted(plan.partition.items()) if x > 0]
+                for w in self.topo.workers}
+
+    def paced_config(self, plan: Plan | None, cfg: TrafficConfig) -> TrafficConfig:
+        """Set up the workers' pacing classes for a run of ``plan`` (None: not INA, none)
+        and return the config its hosts run with: ``cfg``, or ``cfg`` with user pacing where
+        the kernel's classes could not be set up (``pacing_fallback`` says why)."""
+        streams = self.streams(plan, cfg) if plan is not None else {}
+        if streams == self.paced:
+            return cfg
+        try:
+            self.net.pace(streams, cfg.frame_bytes)
+            self.paced = streams
+            return cfg
+        except NetworkError as exc:
+            self.pacing_fallback = str(exc)
+            self.net.pace({})
+            self.paced = {}
+            return replace(cfg, pacing="user")
+
+    def pacing_note(self, cfg: TrafficConfig, job: JobResult) -> dict:
+        """Which pacer held the INA senders, and (kernel) the share of the workers' bytes
+        that their pacing classes carried: read from tc, not assumed."""
+        if cfg.unit_bps is None:
+            return {"pacing": "unpaced"}
+        if not self.paced:
+            fallback = self.pacing_fallback if cfg.pacing == "user" else None
+            return {"pacing": "user", **({"pacing_fallback": fallback} if fallback else {})}
+        counts = self.net.paced_counts(self.paced)
+        sent = sum(r.get("bytes", 0) for recs in job.rounds.values() for r in recs)
+        return {"pacing": "kernel", "kernel_paced_bytes": counts["bytes"],
+                "kernel_paced_share": counts["bytes"] / sent if sent else float("nan"),
+                "kernel_paced_drops": counts["dropped"]}
+
+    def verdict(self, scheme: str, rate_ratio: float | None, retx: int, usage: Usage) -> Verdict:
+        return judge(scheme, rate_ratio, retx, usage.machine_busy, usage.saturated_share,
+                     usage.run_queue)
+
     def run(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig, tag: str) -> Run:
         """Traffic for an installed plan; counters are deltas over this run."""
         if cfg.window > self.window:
@@ -212,6 +264,7 @@ class Emulation:
                        for h in self.topo.workers + self.topo.pss}
         ps_facing = {f"{self.addr.tor[s]}-eth{self.addr.port[(self.addr.tor[s], s)]}"
                      for s in self.topo.pss}
+        cfg = self.paced_config(plan, cfg)
         ev0 = self.switch_events()
         st0 = self.target_stats()
         if0 = self.net.interface_bytes()
@@ -236,7 +289,11 @@ class Emulation:
                    switch_cores=usage.cores.get("switches", 0.0),
                    host_cores=usage.cores.get("hosts", 0.0), machine_busy=usage.machine_busy,
                    cpus=usage.cpus)
-        return Run(plan, compiled, job, row)
+        row.update(self.pacing_note(cfg, job))
+        verdict = self.verdict(plan.scheme, row["rate_ratio"] if cfg.unit_bps else None,
+                               row["retx"], usage)
+        row.update(verdict.fields())
+        return Run(plan, compiled, job, row, verdict)
 
     def find_max_rate(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig,
                       factors: list[float], retx_threshold: float = 0.01,

@@ -20,6 +20,7 @@ from control_plane.repo import out_dir
 from control_plane.solver.solve import plan_for
 from emulation.cli_emulate import add_emulation_args, comm_ratios, traffic_config
 from emulation.emulate import Emulation
+from emulation.fidelity import ranking_lines
 from emulation.measure import table, write_rows
 
 MODEL_KB = {"lstm": 1627, "vgg19": 548, "resnet50": 97}  # InArt paper, section 5.3.1
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     rows: list[dict] = []
     for label, opts in _points(args):
+        verdicts = []
         workers = opts.get("workers")
         topo = build_topology(args.topology, ps=args.ps, workers=workers,
                               preset=args.preset if args.topology != "fig1" else None)
@@ -80,11 +82,13 @@ def run(args: argparse.Namespace) -> int:
                 for scheme in schemes:
                     plan = plan_for(topo, scheme, seed)
                     compiled = emu.install(plan)
-                    row = emu.run(plan, compiled, cfg, f"{scheme}-{seed}").row
-                    rows.append(dict(row, point=label, seed=seed, topology=topo.name,
+                    run_ = emu.run(plan, compiled, cfg, f"{scheme}-{seed}")
+                    verdicts.append(run_.verdict)
+                    rows.append(dict(run_.row, point=label, seed=seed, topology=topo.name,
                                      workers=len(topo.workers), values=cfg.values))
         print(table([r for r in rows if r["point"] == label]))
-        for line in comm_ratios([r for r in rows if r["point"] == label]):
+        ranked = comm_ratios([r for r in rows if r["point"] == label])
+        for line in [v.line() for v in verdicts] + ranking_lines(verdicts, ranked):
             print(f"[{label}] {line}")
     write_rows(rows, out, args.sweep)
     plot(rows, out, args.sweep, schemes)

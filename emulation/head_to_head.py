@@ -20,6 +20,9 @@ is left over is gloo's rendezvous and store and any extra ACKs), the bytes into 
 over all links (selective: its group all-reduces; the store's control messages and each
 group's connection set-up are left over).  Not here: `--sync torch` is gloo's own ring, the
 same traffic as `ring` on this network.
+INA senders are paced by the kernel (``--pacing kernel``, emulation/host_pacing.py), as the
+collectives' TCP is; every run gets a fidelity verdict (emulation/fidelity.py), and the
+ranking by time per iteration is printed only when no run was bounded by the machine.
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology
 from control_plane.report import format_table, to_csv
 from control_plane.solver.solve import plan_for
-from emulation.cli_emulate import add_pace_arg
+from emulation.cli_emulate import add_pace_arg, add_pacing_arg
 from emulation.emulate import Emulation
+from emulation.fidelity import Verdict, ranking_lines
 from emulation.measure import directed_link_bytes
 from host_stack.experiments.cli import add_common_args
 from host_stack.experiments.selective.selective_sync import STORE_ENV
@@ -114,6 +118,7 @@ def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple
                         help="Mbit/s per topology unit (link shaping and INA pacing)")
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds per run")
     add_pace_arg(parser)
+    add_pacing_arg(parser)
     parser.add_argument("--group-p", type=int, default=None, metavar="P",
                         help="selective: smallest group size (default 0.3 x workers, >= 2)")
 
@@ -267,8 +272,10 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     facing = {h: f"{addr.tor[h]}-eth{addr.port[(addr.tor[h], h)]}"
               for h in topo.workers + topo.pss}
     source = replace(source, worker_argv=(*source.worker_argv, "--eval-every", str(eval_every)))
+    cfg = emu.paced_config(plan if scheme in INA else None, cfg)
     before = emu.net.interface_bytes()
     retx_before = emu.net.tcp_retransmits(topo.workers)
+    emu.monitor.mark()
     coordinator = (Coordinator(emu, source, group_p(len(topo.workers), p), cfg, workdir)
                    if scheme == SELECTIVE else None)
     try:
@@ -277,6 +284,7 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     finally:
         if coordinator is not None:
             coordinator.stop()
+    usage = emu.monitor.usage()
     after = emu.net.interface_bytes()
     tcp_retx = emu.net.tcp_retransmits(topo.workers) - retx_before
     worker_up = sum(after[facing[w]][1] - before[facing[w]][1] for w in topo.workers)
@@ -291,6 +299,13 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     row["groups"] = groups
     row["tcp_retx"] = tcp_retx
     row["bytes_per_link"] = per_link
+    paced = (plan.rate * cfg.rate_factor * cfg.unit_bps / 1e6
+             if scheme in INA and cfg.unit_bps and plan.rate > 0 else None)
+    row["sent_over_plan"] = row["rate_mbps"] / paced if paced else None
+    row.update(emu.pacing_note(cfg, job) if scheme in INA else {"pacing": "tcp"})
+    verdict = emu.verdict(scheme, row["sent_over_plan"],
+                          row["ina_retx"] if scheme in INA else tcp_retx, usage)
+    row.update(verdict.fields())
     return row
 
 
@@ -327,7 +342,8 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
         for seed in range(args.seeds):
             cfg = TrafficConfig(mode="train", model=args.model, rounds=args.rounds,
                                 unit_bps=emu.unit_bps, seed=seed, batch=args.batch,
-                                deadline_s=args.deadline, rate_factor=args.pace)
+                                deadline_s=args.deadline, rate_factor=args.pace,
+                                pacing=args.pacing)
             for scheme in schemes:
                 bar.set_postfix(scheme=scheme, seed=seed)
                 rows.append(one_run(emu, scheme, seed, cfg, out, args.target_accuracy,
@@ -367,7 +383,8 @@ def spread_table(rows: list[dict], keys: tuple[str, ...]) -> str:
 COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "rate_mbps", "images_per_s",
            "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
            "expected_bytes", "bytes_ratio", "tcp_retx", "ina_retx", "ps_ingress_bytes",
-           "link_bytes")
+           "link_bytes", "pacing", "sent_over_plan", "fidelity", "fidelity_reasons", "cpu_busy",
+           "cpu_saturated_share", "run_queue_per_cpu")
 # the ones printed, so that a row fits a terminal; the CSV has the rest
 SHOWN = ("scheme", "seed", "iter_s", "comm_s", "rate_mbps", "final_loss", "accuracy",
          "time_to_target_s", "bytes_ratio", "tcp_retx", "ina_retx")
@@ -376,11 +393,33 @@ SPREAD_KEYS = ("iter_s", "comm_s", "rate_mbps", "time_to_target_s", "final_loss"
 
 def summary(rows: list[dict], seeds: int) -> str:
     """What a run prints: one line per run, and per scheme the spread over the seeds when
-    there are several (with one seed it would repeat the rows)."""
+    there are several (with one seed it would repeat the rows); then each run's fidelity
+    verdict and the schemes ranked by time per iteration, unless a run was marked."""
     text = format_table([{k: r[k] for k in SHOWN} for r in rows])
     if seeds > 1:
         text += f"\n\nover {seeds} seeds: median [min-max]\n{spread_table(rows, SPREAD_KEYS)}"
-    return text
+    verdicts = [verdict_of(r) for r in rows if "fidelity" in r]
+    lines = [v.line() for v in verdicts] + ranking_lines(verdicts, ranking(rows))
+    return "\n".join([text, *lines]) if lines else text
+
+
+def verdict_of(row: dict) -> Verdict:
+    """A row's fidelity verdict again, from its columns (the JSON keeps them)."""
+    reasons = tuple(x for x in row["fidelity_reasons"].split("; ") if x)
+    return Verdict(row["scheme"], row["sent_over_plan"],
+                   row["ina_retx"] if row["scheme"] in INA else row["tcp_retx"],
+                   row["cpu_busy"], row["cpu_saturated_share"], row["run_queue_per_cpu"],
+                   reasons)
+
+
+def ranking(rows: list[dict]) -> list[str]:
+    """The schemes by median time per iteration, fastest first (one line)."""
+    iters = {s: v[0] for s, v in spread(rows, "iter_s").items() if v}
+    if len(iters) < 2:
+        return []
+    order = sorted(iters, key=iters.__getitem__)
+    return ["ranking by time per iteration: "
+            + " < ".join(f"{s} {iters[s]:.3g} s" for s in order)]
 
 
 def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:

@@ -7,11 +7,12 @@ embedded target by default, or bmv2), started without a program (control_plane/d
 it over P4Runtime).  Switch nodes stay in the root namespace like Mininet's
 own switches; their P4Runtime servers listen on loopback only.
 
-Links are tc-shaped (Mininet TCLink: htb over a FIFO, see ``queue_for``; ``loss`` by nftables) per
-direction to the spare capacity B(e) - b(e) times ``scale`` Mbit/s per topology unit.  The
+Links are tc-shaped (Mininet TCLink: htb over a FIFO, see ``queue_for``; ``loss`` by nftables)
+per direction to the spare capacity B(e) - b(e) times ``scale`` Mbit/s per topology unit.  The
 switch -> PS direction is shaped to min(B(e) - b(e), B(s) - b(s)): the paper's PS ingress
-bandwidth B(s) is a real limit here.  Switch aggregation capacity C(v) is not emulated (a
-software switch has no such knob).
+bandwidth B(s) is a real limit here.  A worker's egress also holds its INA streams' pacing
+classes under its link's class (``pace``, emulation/host_pacing.py).  Switch aggregation
+capacity C(v) is not emulated (a software switch has no such knob).
 
 ``Network`` is a context manager: leaving it (normally, on an exception or on Ctrl-C/SIGTERM)
 stops every process it started, removes every interface and leaves no namespace behind
@@ -42,6 +43,7 @@ from control_plane.deploy.addressing import Addressing
 from control_plane.model.topology import Topology
 from control_plane.processes import stop_process
 from control_plane.repo import child_env
+from emulation.host_pacing import MTU_QUANTUM, Stream, egress_tree, stream_counts
 from emulation.switch_claims import ClaimError, SwitchClaims, interfaces_of, loss_table
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S
@@ -250,6 +252,8 @@ class Network:
         self._configure_hosts()
         for intf, lossy in self._shaped:
             self._queue_and_loss(intf, lossy)
+        for host in self.topo.workers:
+            self._egress(host, [])
 
     def _queue_and_loss(self, intf, lossy: bool) -> None:
         """A short FIFO under the htb class, and random loss on the interface's egress (both
@@ -259,8 +263,11 @@ class Network:
         missing from some kernels (this machine's among them), nftables egress hooks are not,
         and frames a switch sends through its raw socket pass that hook like any other.
         """
-        out = intf.cmd(f"tc qdisc add dev {intf.name} parent 5:1 handle 10: pfifo "
-                       f"limit {self.queue_packets} && echo Q-OK")
+        if intf.node.name in self.topo.workers:
+            out = "Q-OK"  # a worker's egress is built by _egress, with its pacing classes
+        else:
+            out = intf.cmd(f"tc qdisc add dev {intf.name} parent 5:1 handle 10: pfifo "
+                           f"limit {self.queue_packets} && echo Q-OK")
         if "Q-OK" not in out:
             raise NetworkError(f"interface {intf.name}: queue setup failed: {out.strip()}")
         if not self.loss or not lossy:
@@ -298,6 +305,39 @@ class Network:
                 raise NetworkError(f"host '{host}': turning checksum offload off failed "
                                    f"(needs ethtool): {out.strip()}")
             self._ip_batch(host, lines, "static ARP")
+
+    def _egress(self, host: str, streams: list[Stream], burst_bytes: int = MTU_QUANTUM) -> None:
+        """(Re)build a worker's egress: its shaped link and one pacing class per stream
+        (emulation/host_pacing.py); the FIFOs hold ``queue_packets`` like every link's."""
+        assert self.net is not None
+        dev = f"{host}-eth0"
+        lines = egress_tree(dev, self.link_mbps(host, self.addr.tor[host]) * 1e6,
+                            self.queue_packets, streams, burst_bytes)
+        batch = self.out_dir / f".{host}.tc"
+        batch.write_text("\n".join(lines) + "\n")
+        out = self.net.get(host).cmd(f"tc qdisc del dev {dev} root 2>/dev/null; "
+                                     f"tc -batch {batch} && echo TC-OK")
+        batch.unlink()
+        if "TC-OK" not in out:
+            raise NetworkError(f"host '{host}': egress queue setup failed: {out.strip()}")
+
+    def pace(self, streams: dict[str, list[Stream]], burst_bytes: int = MTU_QUANTUM) -> None:
+        """Kernel pacing of the workers' INA streams: each worker's egress gets one class per
+        stream in ``streams[worker]`` (a worker not named: none, its link shaping only), with
+        a bucket of ``burst_bytes`` (one frame: no burst)."""
+        for host in self.topo.workers:
+            self._egress(host, streams.get(host, []), burst_bytes)
+
+    def paced_counts(self, streams: dict[str, list[Stream]]) -> dict[str, int]:
+        """What the workers' stream classes carried since ``pace`` (``tc -s class show``),
+        summed: bytes, packets, dropped, classes."""
+        assert self.net is not None
+        total = {"bytes": 0, "packets": 0, "dropped": 0, "classes": 0}
+        for host, mine in streams.items():
+            out = self.net.get(host).cmd(f"tc -s class show dev {host}-eth0")
+            for k, v in stream_counts(out, len(mine)).items():
+                total[k] += v
+        return total
 
     def _ip_batch(self, host: str, lines: list[str], what: str) -> None:
         """Run ``ip`` commands in a host's namespace at once; NetworkError naming ``what``."""

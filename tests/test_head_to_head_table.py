@@ -1,5 +1,7 @@
-"""The head-to-head's printed summary: rows that fit a terminal, spreads only over seeds."""
+"""The head-to-head's printed summary: rows that fit a terminal, spreads only over seeds, a
+fidelity verdict per run and a ranking only when no run was bounded by the machine."""
 
+from emulation.fidelity import judge
 from emulation.head_to_head import COLUMNS, summary
 
 
@@ -10,6 +12,8 @@ def _row(scheme: str, seed: int, iter_s: float) -> dict:
                accuracy=0.4365, time_to_target_s=None, worker_bytes=15_700_000,
                expected_bytes=15_600_000, bytes_ratio=1.0064, tcp_retx=1794, ina_retx=46_463,
                ps_ingress_bytes=31_400_000, link_bytes=123_456_789)
+    row.update(judge(scheme, 0.95 if scheme != "ring" else None, 0, 0.5, 0.0, 0.6).fields(),
+               sent_over_plan=0.95 if scheme != "ring" else None)
     return row
 
 
@@ -18,7 +22,7 @@ def test_one_seed_prints_values_not_a_spread_of_one() -> None:
                                        "rsgcm", "selective")]
     text = summary(rows, seeds=1)
     assert "[" not in text and "median" not in text
-    assert max(len(line) for line in text.splitlines()) <= 120
+    assert max(len(line) for line in text.splitlines()[:len(rows) + 1]) <= 120
 
 
 def test_several_seeds_add_median_and_range() -> None:
@@ -26,7 +30,22 @@ def test_several_seeds_add_median_and_range() -> None:
             _row("ring", 1, 1.5)]
     text = summary(rows, seeds=2)
     assert "over 2 seeds: median [min-max]" in text
-    inart = next(line for line in text.splitlines()[-2:] if line.startswith("inart"))
+    lines = text.splitlines()
+    spread = lines[lines.index("over 2 seeds: median [min-max]") + 1:]
+    inart = next(line for line in spread if line.startswith("inart"))
     assert "2.5 [2-3]" in inart
-    ring = next(line for line in text.splitlines()[-2:] if line.startswith("ring"))
+    ring = next(line for line in spread if line.startswith("ring"))
     assert "1.5 [" not in ring and " 1.5 " in f"{ring} "
+
+
+def test_verdicts_then_a_ranking_only_when_no_run_is_marked() -> None:
+    rows = [_row("inart", 0, 3.0), _row("ring", 0, 1.5), _row("atp", 0, 2.0)]
+    text = summary(rows, seeds=1)
+    assert "fidelity inart: sent 0.95 of plan, 46463 retx" in text
+    assert "fidelity ring: not paced, 1794 retx" in text
+    assert "ranking by time per iteration: ring 1.5 s < atp 2 s < inart 3 s" in text
+    rows[0].update(judge("inart", 0.37, 46_463, 1.0, 0.9, 5.0).fields(), sent_over_plan=0.37)
+    text = summary(rows, seeds=1)
+    assert "ranking by" not in text
+    assert "no ranking: the result is bounded by the machine, not the schemes (inart: sent " \
+           "0.37 of its plan (< 0.9), machine saturated in 90% of its samples)" in text

@@ -289,6 +289,39 @@ def test_pacing_holds_the_target_rate(closing):
     print(f"paced at {bits / elapsed / 1e6:.2f} Mbit/s (target {rate / 1e6:.2f})")
 
 
+def test_kernel_pacing_hands_the_window_to_the_kernel_at_once(closing):
+    """With pacing="kernel" the host's egress queue paces (emulation/host_pacing.py): the
+    worker sends its window without waiting, and still times out no sooner than the window
+    takes at the stream's rate."""
+    cluster = closing(Cluster(1, [1.0], 400))
+    rate = 2e6  # bit/s: 400 chunks would take ~1.7 s paced here
+    link = PsLink("s1", cluster.addr["s1"], rate)
+    tr = closing(WorkerTransport(make_socket(cluster.addr["w1"]), 1, 0, [link],
+                                 TransportConfig(n=N, pacing="kernel")))
+    t0 = time.monotonic()
+    tr.exchange(0, [np.zeros((400, N), np.int32)])
+    bits = 400 * tr.bytes_per_packet() * 8
+    assert time.monotonic() - t0 < 0.5 * bits / rate
+    assert tr.counters["pacing_waits"] == 0
+    assert tr.rto_floor(link) == pytest.approx(tr.cfg.window * bits / 400 / rate)
+
+
+def test_kernel_paced_chunks_are_timed_from_when_the_kernel_sends_them():
+    """A window handed to the kernel at once leaves one frame time apart: its timers start
+    there, not at the hand-over (which fired spurious resends at the window's end)."""
+    from host_stack.ina.transport import _PsRound
+
+    link = PsLink("s1", ("127.0.0.1", 9), 8000.0)  # 1000 bytes/s: a 100-byte frame 0.1 s
+    rows = np.zeros((4, 8), np.uint8)
+    kernel = _PsRound(link, rows, rows, 2, 0.0, user_paced=False)
+    assert kernel.departures(10.0, 3, 100) == pytest.approx([10.1, 10.2, 10.3])
+    assert kernel.departures(10.05, 1, 100) == pytest.approx([10.4])  # behind the queue
+    assert kernel.departures(20.0, 1, 100) == pytest.approx([20.1])  # drained meanwhile
+    assert _PsRound(link, rows, rows, 2, 0.0).departures(10.0, 3, 100) == 10.0  # user: now
+    with pytest.raises(ValueError, match="pacing 'fq'"):
+        TransportConfig(pacing="fq")
+
+
 def test_worker_of_another_job_gets_a_clear_error(closing):
     cluster = closing(Cluster(1, [1.0], 4, job=5))
     cfg = TransportConfig(n=N, hello_timeout_s=0.5)

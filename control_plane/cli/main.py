@@ -49,6 +49,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                "fattree:6 peak memory with CNN workers: fork server vs one interpreter each"),
     "simulate": ("simulation.bench", "inart simulate: wall time and memory on fat-trees, "
                  "sim/plan"),
+    "pacing": ("emulation.bench_pacing",
+               "INA sent/plan rate, user vs kernel pacing, idle vs loaded (Mininet)"),
     "controller": ("control_plane.bench.controller",
                    "install entries/s vs p4runtime-shell (embedded, bmv2); replan latency"),
     "calibrate": ("emulation.calibrate",

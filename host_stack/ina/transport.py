@@ -2,8 +2,9 @@
 
 For every PS the worker sends the round's GRAD chunks (chunk index within that PS's shard,
 slot = chunk mod pool size, bitmap = its rank bit, count 1), keeps at most ``window`` chunks
-outstanding per PS, paces each PS's stream to its target rate, and waits for the RESULT of
-every chunk.  Everything moves in batches: new chunks, resends and RESULTs are numpy arrays
+outstanding per PS, paces each PS's stream to its target rate (here, or with ``pacing="kernel"``
+the host's egress queue does: emulation/host_pacing.py), and waits for the RESULT of every
+chunk.  Everything moves in batches: new chunks, resends and RESULTs are numpy arrays
 handed to one sendmmsg/recvmmsg (host_stack/ina/batchio.py), and per-chunk state (send time,
 deadline, resends) is arrays, so no Python runs per packet.
 
@@ -69,14 +70,18 @@ from host_stack.ina.pacing import FRAME_OVERHEAD, Pacer
 from host_stack.ina.reorder import ReorderWindow
 from host_stack.ina.rto import CLOCK_GRANULARITY, RtoEstimator
 
-__all__ = ["PsLink", "PsUnreachable", "TransportConfig", "TransportError", "WorkerTransport",
-           "auto_window", "make_socket"]
+__all__ = ["PACING_MODES", "PsLink", "PsUnreachable", "TransportConfig", "TransportError",
+           "WorkerTransport", "auto_window", "make_socket"]
 
 PROBES = 4  # oldest outstanding chunks per PS that may be resent while no later one completed
 RETX_MIN_TIMEOUT = 2 * CLOCK_GRANULARITY  # least timeout of a resend (its answer needs no
 # slower worker: every worker had passed the chunk when it was found lost)
 STEADY_RESENDS = 4  # resends of a chunk an SRTT apart before the timeout doubles
 PS_QUEUE = 16384  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
+# "user": a token bucket per PS stream here (host_stack/ina/pacing.py); "kernel": the host's
+# egress queue paces each stream (emulation/host_pacing.py), so the window goes out at once
+# and a descheduled worker loses no sending time
+PACING_MODES = ("user", "kernel")
 
 
 class TransportError(RuntimeError):
@@ -100,10 +105,14 @@ class TransportConfig:
     max_retries: int = 30
     pool_size: int = 4096
     hello_timeout_s: float = 30.0
+    pacing: str = "user"  # who holds each PS stream to its rate (PACING_MODES)
 
     def __post_init__(self) -> None:
         if self.window < 1 or self.pool_size < 1 or self.max_retries < 0:
             raise ValueError("transport: window and pool_size must be >= 1, max_retries >= 0")
+        if self.pacing not in PACING_MODES:
+            raise ValueError(f"transport: pacing {self.pacing!r}: expected one of "
+                             f"{', '.join(PACING_MODES)}")
         if not 0 < self.min_timeout_s <= self.timeout_s <= self.max_timeout_s:
             raise ValueError("transport: expected 0 < min_timeout_s <= timeout_s <= "
                              "max_timeout_s")
@@ -134,7 +143,7 @@ class _PsRound:
     """Send state of one round towards one PS: one entry per chunk in each array."""
 
     def __init__(self, link: PsLink, rows: np.ndarray, retx_rows: np.ndarray, n: int,
-                 rto_floor: float) -> None:
+                 rto_floor: float, user_paced: bool = True) -> None:
         self.link = link
         self.ip = np.array([ipv4(link.address[0])], dtype=np.uint32)
         self.port = np.array([link.address[1]], dtype=np.uint16)
@@ -161,10 +170,26 @@ class _PsRound:
         self.spurious = np.zeros(self.n_chunks, dtype=np.int32)
         self.at_start = np.zeros(self.n_chunks, dtype=bool)  # sent before the first RESULT
         self.results = np.zeros((self.n_chunks, n), dtype=np.int32)
-        self.pacer = Pacer(link.rate_bps)
+        self.pacer = Pacer(link.rate_bps if user_paced else None)
+        # paced by the kernel: when its queue for this stream drains (departures() below)
+        self.kernel_rate = None if user_paced or link.rate_bps is None else link.rate_bps / 8
+        self.queue_end = 0.0
 
     def outstanding(self) -> int:
         return self.next_new - self.n_done
+
+    def departures(self, now: float, count: int, frame: int) -> np.ndarray | float:
+        """When ``count`` frames handed over now leave: now, or, where the host's egress
+        queue paces this stream, one frame time apart after what it still holds.  Timers
+        and RTT samples start there: a window handed to the kernel at once leaves over the
+        window's time at the stream's rate, and timing it from the hand-over fired spurious
+        resends (150 in 4 rounds on fig1 under load)."""
+        if self.kernel_rate is None:
+            return now
+        gap = frame / self.kernel_rate
+        out = max(now, self.queue_end) + gap * np.arange(1, count + 1)
+        self.queue_end = float(out[-1])
+        return out
 
     def oldest_outstanding(self) -> int:
         while self.low < self.n_chunks and self.done[self.low]:
@@ -350,7 +375,8 @@ class WorkerTransport:
         states = []
         for link, payload in zip(self.links, payloads, strict=True):
             rows, retx = self._packets(round_, np.asarray(payload, dtype=np.int32))
-            states.append(_PsRound(link, rows, retx, self.cfg.n, self.rto_floor(link)))
+            states.append(_PsRound(link, rows, retx, self.cfg.n, self.rto_floor(link),
+                                   self.cfg.pacing == "user"))
         remaining = sum(s.n_chunks for s in states)
         while remaining:
             # read RESULTs first: after this process was descheduled they are already here,
@@ -383,9 +409,10 @@ class WorkerTransport:
         if st.started is None:
             st.started = now
         new = slice(first, first + sent)
-        st.sent_at[new] = now
-        st.last_tx[new] = now
-        st.deadline[new] = now + self._timeout(st)
+        left = st.departures(now, sent, self.frame)
+        st.sent_at[new] = left
+        st.last_tx[new] = left
+        st.deadline[new] = left + self._timeout(st)
         st.at_start[new] = not st.first_result
         st.next_new += sent
         st.pacer.take(self.frame * sent, now)
@@ -440,8 +467,9 @@ class WorkerTransport:
                 c["retx_sent"] += sent.size
                 st.fast[sent[fast]] = True
                 st.resends[sent] += 1
-                st.last_tx[sent] = now
-                st.deadline[sent] = now + self._retx_timeout(st, st.resends[sent])
+                left = st.departures(now, sent.size, self.frame)
+                st.last_tx[sent] = left
+                st.deadline[sent] = left + self._retx_timeout(st, st.resends[sent])
                 st.pacer.take(self.frame * sent.size, now)
             passed[sent - lo] = np.inf
         waiting = ~st.done[lo:hi]
@@ -522,10 +550,11 @@ class WorkerTransport:
             mine = timed[phase[timed]]
             fooled = wasted[phase[wasted] & ~st.fast[wasted]]
             if mine.size:
-                est.observe(now - float(st.sent_at[mine].min()), now)
-                self.reorder.observe_rtt(now - float(st.sent_at[mine].max()))
+                # max(0, ...): a kernel-paced frame's departure is an estimate
+                est.observe(max(0.0, now - float(st.sent_at[mine].min())), now)
+                self.reorder.observe_rtt(max(0.0, now - float(st.sent_at[mine].max())))
             if fooled.size:  # RFC 4015: the next timeout covers what fooled this one
-                est.spurious(now - float(st.sent_at[fooled].min()))
+                est.spurious(max(0.0, now - float(st.sent_at[fooled].min())))
         st.first_result = True
         return new.size
 

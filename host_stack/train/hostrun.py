@@ -33,6 +33,7 @@ from control_plane.deploy.entries import Compiled
 from control_plane.model.plan import Plan
 from host_stack.ina import wire
 from host_stack.ina.pacing import FRAME_OVERHEAD
+from host_stack.ina.transport import PACING_MODES
 from host_stack.train.launcher import JsonLineReader
 from host_stack.train.worker import expected_digests
 
@@ -79,6 +80,7 @@ class TrafficConfig:
     model: str = "mlp"
     unit_bps: float | None = None
     rate_factor: float = 1.0
+    pacing: str = "user"  # INA senders: "user" (token bucket) or "kernel" (host's egress)
     n: int = wire.DEFAULT_N
     window: int = 32
     seed: int = 0
@@ -92,6 +94,8 @@ class TrafficConfig:
             raise TrafficError("rounds, values and window: expected >= 1")
         if not self.rate_factor > 0:
             raise TrafficError(f"rate factor {self.rate_factor}: expected > 0")
+        if self.pacing not in PACING_MODES:
+            raise TrafficError(f"pacing '{self.pacing}': expected one of {PACING_MODES}")
 
     @property
     def frame_bytes(self) -> int:
@@ -192,7 +196,7 @@ def run_hosts(net: Hosts, source: JobSource, cfg: TrafficConfig, workdir: Path,
     else:
         job += ["--model", cfg.model]
     if cfg.unit_bps is not None:
-        job += ["--unit-bps", repr(cfg.unit_bps * cfg.rate_factor)]
+        job += ["--unit-bps", repr(cfg.unit_bps * cfg.rate_factor), "--pacing", cfg.pacing]
     events: queue.Queue = queue.Queue()
     procs: dict[str, subprocess.Popen] = {}
     py = [sys.executable, "-m"]

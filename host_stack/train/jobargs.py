@@ -22,7 +22,7 @@ from host_stack.ina.batchio import GSO_MODES
 from host_stack.ina.impair import Impairment
 from host_stack.ina.jobplan import JobPlan, load_plan
 from host_stack.ina.quantize import DEFAULT_BOUND, Quantizer
-from host_stack.ina.transport import TransportConfig, auto_window
+from host_stack.ina.transport import PACING_MODES, TransportConfig, auto_window
 
 if TYPE_CHECKING:  # the service client (grpc) is imported only by hosts that follow one
     from host_stack.ina.follow import HostVersion, ServiceLink
@@ -31,8 +31,9 @@ if TYPE_CHECKING:  # the service client (grpc) is imported only by hosts that fo
 # these options, never import torch (~230 MB per process)
 MODEL_NAMES = ("cnn", "mlp")
 MODEL_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum")
-TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "window", "gso", "timeout", "max_retries",
-                     "hello_timeout", "pool_size", "impair")  # the INA transport's only
+# the INA transport's only
+TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "pacing", "window", "gso", "timeout",
+                     "max_retries", "hello_timeout", "pool_size", "impair")
 JOB_OPTIONS = MODEL_OPTIONS + TRANSPORT_OPTIONS
 # what the shared per-worker launcher of `inart train` does with any mode it runs
 LAUNCHER_FLAGS = frozenset(MODEL_OPTIONS) | {
@@ -70,6 +71,10 @@ def add_job_args(parser: argparse.ArgumentParser, plan_required: bool = True) ->
     g.add_argument("--unit-bps", type=float, default=None,
                    help="bit/s of one topology rate unit (pacing = f * x_s * this; "
                         "default: unpaced)")
+    g.add_argument("--pacing", choices=PACING_MODES, default=TransportConfig.pacing,
+                   help="who paces each PS stream: user (a token bucket in the worker, the "
+                        "default) or kernel (the host's egress queue holds a class per stream "
+                        "at its rate, set up by the emulation: emulation/host_pacing.py)")
     g.add_argument("--window", type=int, default=None,
                    help=f"outstanding chunks per PS (default: {TransportConfig.window}, fewer "
                         "for many workers, so every window fits the PS's socket buffer)")
@@ -220,7 +225,7 @@ def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
     window = auto_window(plan.workers) if args.window is None else args.window
     config = TransportConfig(n=args.n, window=window, gso=args.gso, timeout_s=args.timeout,
                              max_retries=args.max_retries, pool_size=pool,
-                             hello_timeout_s=args.hello_timeout)
+                             hello_timeout_s=args.hello_timeout, pacing=args.pacing)
     return Job(plan=plan, addresses=addresses, n=args.n, n_values=n_values,
                ranges=plan.chunk_ranges(n_values, args.n),
                quantizer=Quantizer(plan.workers, args.bound), transport=config,
