@@ -55,9 +55,10 @@ def fattree_figures(rows: list[dict]) -> list[dict]:
     return out
 
 
-def random_figure(summary: dict) -> dict:
-    """inart/MILP on the worst random instance."""
-    return _figure(f"solver.inart/milp[random {summary['instances']}]",
+def random_figure(summary: dict, shape: str | None = None) -> dict:
+    """inart/MILP on the worst random instance (of one shape)."""
+    where = f"{shape} x{summary['instances']}" if shape else f"random {summary['instances']}"
+    return _figure(f"solver.inart/milp[{where}]",
                    summary["inart/milp_min"], "x", RANDOM_GOAL,
                    mean=summary["inart/milp_mean"], at_goal=summary[">=0.97"],
                    with_milp=summary["with_milp"], proven=summary["milp_proven"],
