@@ -331,3 +331,21 @@ def test_milp_polish_is_recorded_and_bounded(monkeypatch):
     assert polish["kept"] and polish["from"] < plan.rate and polish["seconds"] >= 0
     monkeypatch.setattr(solve_mod, "POLISH_GAP", 1.0)  # off: the packing alone falls short
     assert solve(t, "inart", seed=52, paths=paths).rate < 0.97 * plan.rate
+
+
+def test_streams_keep_to_the_bitmap_fan_in():
+    # a switch with room for all 70 workers: one stream would carry 70 ranks, more than
+    # the INA bitmap holds; the plan aggregates 64 and sends the other 6 directly
+    from control_plane.model.plan import MAX_FAN_IN
+    from control_plane.model.topology import Link, Node, Topology
+
+    nodes = [Node("v1", "switch", 1000.0), Node("s1", "ps", 10.0)]
+    nodes += [Node(f"w{i}", "worker") for i in range(1, 71)]
+    links = []
+    for a in ["s1"] + [f"w{i}" for i in range(1, 71)]:
+        links += [Link(a, "v1", 100.0), Link("v1", a, 100.0)]
+    t = Topology(nodes, links)
+    plan = solve(t, "inart")
+    assert max(st.fan_in for st in plan.streams) == MAX_FAN_IN
+    assert plan.rate == pytest.approx(10 / 7)
+    assert plan.upper_bound == pytest.approx(10 / 7, rel=1e-2)
