@@ -294,7 +294,8 @@ def test_lp_matrix_compression_matches_scipy():
 # (shape, seed, exact optimum proven by the MILP): instances of `inart bench solver
 # --random` where inart fell under 0.97 of it: the split search missed a 3/7-like split
 # (coarse grid) or the packing missed a plan its split's bound promised (MILP polish)
-FORMERLY_SHORT = [("irregular", 57, 7.8333), ("irregular", 52, 7.5), ("leafspine", 3, 9.3512)]
+FORMERLY_SHORT = [("irregular", 57, 7.8333), ("irregular", 52, 7.5), ("leafspine", 3, 9.3512),
+                  ("leafspine", 18, 15.291)]
 
 
 @pytest.mark.parametrize("shape,seed,optimum", FORMERLY_SHORT)
