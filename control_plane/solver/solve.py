@@ -161,8 +161,7 @@ def _large(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str
     """Instances too large for the count LP (fattree:16's takes minutes per solve): the
     packing alone, by bisection on the rate, then the split refined once.  `upper_bound` is
     Eq. 2's optimum or the least worker uplink, whichever is lower: both bound every plan."""
-    uplink = min((c.uplink for c in paths.classes if c.single), default=math.inf)
-    bound = min(eq2, uplink)
+    bound = min(eq2, _least_uplink(paths))
     plan = pack_search(topo, paths, split, bound, scheme)
     if plan is None:
         return _paper(topo, paths, split, 0, 32, scheme, resplit)
@@ -171,6 +170,19 @@ def _large(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str
     plan.upper_bound = bound
     plan.meta["rounding"] = "packing (no LP: instance too large)"
     return plan
+
+
+def _least_uplink(paths: PathSets) -> float:
+    """The least spare uplink of a single-homed worker: that link carries the worker's whole
+    rate f in every plan, so no plan exceeds it."""
+    return min((c.uplink for c in paths.classes if c.single), default=math.inf)
+
+
+def any_plan_bound(topo: Topology, paths: PathSets | None = None) -> float:
+    """A rate no plan of any scheme and split exceeds: Eq. 2's optimum (it relaxes every
+    plan) or the least single worker uplink, whichever is lower.  `inart plan` states the
+    baselines' rates against it (they report no bound of their own)."""
+    return min(l_inart(topo).rate, _least_uplink(paths or PathSets(topo)))
 
 
 def _promising_splits(lp: CountLP, pss: list[str], eq2: float
