@@ -17,18 +17,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from tqdm import tqdm
 
-from control_plane.bench.figures import fattree_figures, line, random_figure
+from control_plane.bench.figures import fattree_figures, line, random_figure, scale_figures
 from control_plane.model.plan import Plan
 from control_plane.model.topologies import fattree, irregular, leafspine
 from control_plane.model.topology import Topology
+from control_plane.repo import child_env
 from control_plane.report import format_table
 from control_plane.solver.baselines import equal_split
 from control_plane.solver.l_inart import l_inart
@@ -61,6 +66,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="random instances in parallel")
     parser.add_argument("--lp-timing", action="store_true",
                         help="time the naive path LP against the compact one (fat-trees k<=6)")
+    parser.add_argument("--plan-scale", default="", metavar="K,K",
+                        help="fat-tree sizes (e.g. 16,32) to time `inart plan` at, one fresh "
+                             "process per scheme of --plan-schemes: wall time, peak memory and "
+                             "rate/bound against the goals")
+    parser.add_argument("--plan-schemes", default="inart,atp,lbmm")
+    parser.add_argument("--plan-timeout", type=float, default=1800.0,
+                        help="seconds before a --plan-scale run is stopped (reported as such)")
     parser.add_argument("--json", type=Path, help="write all measurements as JSON")
     parser.set_defaults(func=run)
 
@@ -208,6 +220,39 @@ def random_summary(rows: list[dict]) -> dict:
     return out
 
 
+def plan_scale(k: int, scheme: str, timeout: float) -> dict:
+    """`inart plan -t fattree:K -s SCHEME` in a fresh process (what a user runs, topology
+    and path sets included): its wall time, its peak resident memory (the child's own
+    ru_maxrss, from wait4) and the plan's rate against its bound."""
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "control_plane.cli", "plan", "-t", f"fattree:{k}",
+               "-s", scheme, "--out", out]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=child_env())
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+        _, status, usage = os.wait4(proc.pid, 0)
+        timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        row: dict = {"topology": f"fattree:{k}", "scheme": scheme,
+                     "wall_s": round(time.perf_counter() - t0, 1),
+                     "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+                     "peak_gb": round(usage.ru_maxrss / 2**20, 3), "rc": proc.returncode}
+        plan_file = Path(out) / f"{scheme}.json"
+        if proc.returncode == 0 and plan_file.exists():
+            data = json.loads(plan_file.read_text())
+            row["rate"] = round(data["rate"], 4)
+            row["upper_bound"] = _r(data.get("upper_bound"))
+            csv_rows = (Path(out) / "plan.csv").read_text().splitlines()
+            header, values = csv_rows[0].split(","), csv_rows[1].split(",")
+            row["rate/bound"] = float(values[header.index("rate/bound")])
+        else:
+            row["error"] = output.strip().splitlines()[-1:] or ["killed"]
+    return row
+
+
 def lp_timing(k: int, preset: str, ps: int, seed: int) -> dict:
     """The naive path LP (every switch a candidate, dual simplex) against the compact one."""
     topo = fattree(k, ps=ps, preset=preset, seed=seed)
@@ -255,6 +300,16 @@ def run(args: argparse.Namespace) -> int:
             for reason in r.get("skipped", []):
                 print(f"{r['topology']} {r['preset']} seed {r['seed']}: {reason}")
         figures += fattree_figures(rows)
+    if args.plan_scale:
+        scale = []
+        for k in (int(x) for x in args.plan_scale.split(",") if x):
+            for scheme in (x for x in args.plan_schemes.split(",") if x):
+                print(f"inart plan -t fattree:{k} -s {scheme} ...", file=sys.stderr, flush=True)
+                scale.append(plan_scale(k, scheme, args.plan_timeout))
+        result["plan_scale"] = scale
+        print("\ninart plan at scale (one fresh process per scheme; peak_gb: its peak "
+              "resident memory)\n" + format_table(scale))
+        figures += scale_figures(scale)
     if args.lp_timing:
         timing = [lp_timing(k, p, args.ps, parse_seeds(args.seeds)[0])
                   for k in sizes if k <= 6 for p in presets]

@@ -350,3 +350,19 @@ def test_streams_keep_to_the_bitmap_fan_in():
     assert max(st.fan_in for st in plan.streams) == MAX_FAN_IN
     assert plan.rate == pytest.approx(10 / 7)
     assert plan.upper_bound == pytest.approx(10 / 7, rel=1e-2)
+
+
+def test_bench_plan_scale_times_a_fresh_plan_process_against_the_goals():
+    from control_plane.bench.figures import scale_figures
+    from control_plane.bench.solver import plan_scale
+
+    row = plan_scale(4, "atp", timeout=300)
+    assert row["rc"] == 0 and row["rate"] > 0 and 0 < row["rate/bound"] <= 1
+    assert 0.01 < row["peak_gb"] < 2 and row["wall_s"] > 0
+    figs = {f["name"]: f for f in scale_figures([row, {**row, "scheme": "lbmm",
+                                                      "wall_s": 1000.0, "peak_gb": 9.0}])}
+    assert figs["solver.plan_wall[fattree:4 atp]"]["met"]
+    assert figs["solver.plan_peak[fattree:4 atp]"]["goal"] == "<= 8"
+    assert not figs["solver.plan_wall[fattree:4 lbmm]"]["met"]
+    assert not figs["solver.plan_peak[fattree:4 lbmm]"]["met"]
+    assert "NOT MET" in line(figs["solver.plan_peak[fattree:4 lbmm]"])
