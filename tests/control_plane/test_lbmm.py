@@ -8,7 +8,7 @@ import pytest
 
 from control_plane.model.plan import Flow, Plan
 from control_plane.model.topologies import build_topology, fattree, fig1, leafspine
-from control_plane.model.topology import Topology
+from control_plane.model.topology import Link, Topology
 from control_plane.solver import baselines
 from control_plane.solver.baselines import atp, equal_split, lbmm
 from control_plane.solver.paths import PathSets, arcs
@@ -35,6 +35,13 @@ class ScanLoads:
     def add(self, path: tuple[str, ...], amount: float) -> None:
         for arc in arcs(path):
             self.load[arc] += amount
+
+
+def dual_homed_fig1() -> Topology:
+    """fig1 with PS s1 also linked to v1: its pairs' paths end on different arcs."""
+    t = fig1()
+    links = list(t.links.values()) + [Link("s1", "v1", 3.0), Link("v1", "s1", 3.0)]
+    return Topology(list(t.nodes.values()), links, name="fig1-dual")
 
 
 def scan_lbmm(topo: Topology, paths: PathSets) -> Plan:
@@ -69,6 +76,10 @@ TOPOLOGIES = [
                                                    preset="heterogeneous", seed=seed))
       for spec in ("3,2,2", "4,2,3", "6,3,4") for seed in (0, 3)],
     ("leafspine:4,2,3 homogeneous", lambda: leafspine(4, 2, 3, ps=2)),
+    *[(f"irregular:7,10 seed {seed}",
+       lambda seed=seed: build_topology("irregular:7,10", ps=2, preset="heterogeneous",
+                                        seed=seed)) for seed in (1, 3, 8)],
+    ("fig1, s1 dual-homed", lambda: dual_homed_fig1()),
 ]
 
 
