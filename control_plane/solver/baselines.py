@@ -208,20 +208,60 @@ def _atp_at(topo: Topology, paths: PathSets, rate: float) -> Plan:
     return Plan("atp", topo, split, flows, meta={"stream_paths": stream_paths})
 
 
+def _atp_ceiling(topo: Topology, rate: float, tor_of: dict[str, str],
+                 uplink: float) -> float:
+    """A rate ATP's plan at target `rate` cannot exceed, from its admissions alone (no
+    routing): each PS receives its direct flows and one stream per ToR that aggregates for
+    it, each ToR carries what it admitted, each worker's uplink its whole rate."""
+    split = equal_split(topo)
+    room = {v: topo.nodes[v].spare for v in set(tor_of.values())}
+    direct: dict[str, int] = defaultdict(int)
+    admitted: dict[str, int] = defaultdict(int)
+    streams: set[tuple[str, str]] = set()
+    for s in topo.pss:  # the admissions of _atp_at, in its order
+        need = rate * split[s]
+        for w in topo.workers:
+            tor = tor_of[w]
+            if room[tor] >= need - 1e-9:
+                room[tor] -= need
+                admitted[tor] += 1
+                streams.add((s, tor))
+            else:
+                direct[s] += 1
+    ceiling = uplink
+    for s in topo.pss:
+        units = split[s] * (direct[s] + sum(1 for (t, _) in streams if t == s))
+        if units > 0:
+            ceiling = min(ceiling, max(topo.nodes[s].spare, 0.0) / units)
+    share = 1.0 / len(topo.pss)
+    for v, n in admitted.items():
+        ceiling = min(ceiling, max(topo.nodes[v].spare, 0.0) / (n * share))
+    return ceiling
+
+
 def atp(topo: Topology, paths: PathSets) -> Plan:
-    """ATP at its best target rate: try every rate where a ToR's admission changes."""
+    """ATP at its best target rate: try every rate where a ToR's admission changes (in
+    increasing order, the first best kept).  A rate whose admissions alone cap the plan at
+    or under the best so far (`_atp_ceiling`) is not routed: the same plan, without routing
+    most of fattree:32's 65 target rates (32k pairs each)."""
     split = equal_split(topo)
     shares = sorted(set(split.values()))
     candidates = {0.0}
     flows_per_tor = defaultdict(int)
+    tor_of = {w: topo.tor(w) for w in topo.workers}
     for w in topo.workers:
-        flows_per_tor[topo.tor(w)] += len(topo.pss)
+        flows_per_tor[tor_of[w]] += len(topo.pss)
     for v, n in flows_per_tor.items():
         for k in range(1, n + 1):
             for x in shares:
                 candidates.add(topo.nodes[v].spare / (k * x))
+    uplink = min((topo.links[(w, t)].spare for w, t in tor_of.items()
+                  if (w, t) in topo.links and len(topo.digraph.out_edges(w)) == 1),
+                 default=math.inf)
     best = None
     for rate in sorted(candidates):
+        if best is not None and _atp_ceiling(topo, rate, tor_of, uplink) <= best.rate + 1e-12:
+            continue
         plan = _atp_at(topo, paths, rate)
         plan.rate = plan.evaluate().rate
         if best is None or plan.rate > best.rate + 1e-12:

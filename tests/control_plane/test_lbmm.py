@@ -99,3 +99,23 @@ def test_atp_matches_original_loads(build, monkeypatch):
     old = atp(topo, PathSets(topo))
     assert new.flows == old.flows and new.meta == old.meta
     assert new.rate == old.rate
+
+
+@pytest.mark.parametrize("build", [b for _, b in TOPOLOGIES], ids=[n for n, _ in TOPOLOGIES])
+def test_atp_skips_only_target_rates_that_cannot_win(build, monkeypatch):
+    topo = build()
+    pruned = atp(topo, PathSets(topo))
+    monkeypatch.setattr(baselines, "_atp_ceiling", lambda *_: float("inf"))
+    every = atp(topo, PathSets(topo))
+    assert pruned.flows == every.flows and pruned.meta == every.meta
+    assert pruned.rate == every.rate
+
+
+def test_atp_ceiling_bounds_the_plan_at_every_target():
+    topo = fattree(4, ps=2, preset="heterogeneous", seed=1)
+    paths = PathSets(topo)
+    tor_of = {w: topo.tor(w) for w in topo.workers}
+    uplink = min(topo.links[(w, t)].spare for w, t in tor_of.items())
+    for rate in (0.5, 1.0, 2.0, 3.0, 4.5, 9.0, 18.0):
+        plan = baselines._atp_at(topo, paths, rate)
+        assert plan.evaluate().rate <= baselines._atp_ceiling(topo, rate, tor_of, uplink) + 1e-9
