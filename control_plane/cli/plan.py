@@ -32,7 +32,8 @@ from control_plane.solver.solve import (
 def add_topology_args(parser: argparse.ArgumentParser) -> None:
     """Options that select a topology (shared by commands that take one)."""
     parser.add_argument("--topology", "-t", default="fig1",
-                        help="fig1 | fattree:K | leafspine:L,S,H | FILE.json/.yaml")
+                        help="fig1 | fattree:K | leafspine:L,S,H | irregular:SW,H | "
+                             "FILE.json/.yaml")
     parser.add_argument("--ps", type=int, help="number of PSs (fattree/leafspine)")
     parser.add_argument("--workers", type=int, help="number of workers (default: all hosts)")
     parser.add_argument("--preset", choices=sorted(PRESETS), help="capacity preset")
