@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from control_plane.model.plan import Plan
+from control_plane.model.plan import MAX_FAN_IN, Plan
 from control_plane.model.topology import Topology
 from control_plane.solver.baselines import atp, equal_split, lbmm
 from control_plane.solver.count_lp import CountLP
@@ -160,8 +160,9 @@ def _large(topo: Topology, paths: PathSets, split: dict[str, float], scheme: str
            resplit: bool, eq2: float) -> Plan:
     """Instances too large for the count LP (fattree:16's takes minutes per solve): the
     packing alone, by bisection on the rate, then the split refined once.  `upper_bound` is
-    Eq. 2's optimum or the least worker uplink, whichever is lower: both bound every plan."""
-    bound = min(eq2, _least_uplink(paths))
+    Eq. 2's optimum, the least worker uplink or the fan-in bound, whichever is lowest: each
+    bounds every plan."""
+    bound = min(eq2, _least_uplink(paths), _fan_in_bound(topo))
     plan = pack_search(topo, paths, split, bound, scheme)
     if plan is None:
         return _paper(topo, paths, split, 0, 32, scheme, resplit)
@@ -178,11 +179,22 @@ def _least_uplink(paths: PathSets) -> float:
     return min((c.uplink for c in paths.classes if c.single), default=math.inf)
 
 
+def _fan_in_bound(topo: Topology) -> float:
+    """No stream takes more than MAX_FAN_IN workers, so a PS s with a share x_s > 0
+    receives at least ceil(W / MAX_FAN_IN) streams or direct flows of x_s f each:
+    x_s f ceil(W / MAX_FAN_IN) <= B(s), and summed over the PSs f <= sum_s B(s) / that
+    (fattree:32: 80 / 128 = 0.625, where Eq. 2 says 1.417)."""
+    units = math.ceil(len(topo.workers) / MAX_FAN_IN)
+    return sum(max(topo.nodes[s].spare, 0.0) for s in topo.pss) / units
+
+
 def any_plan_bound(topo: Topology, paths: PathSets | None = None) -> float:
     """A rate no plan of any scheme and split exceeds: Eq. 2's optimum (it relaxes every
-    plan) or the least single worker uplink, whichever is lower.  `inart plan` states the
-    baselines' rates against it (they report no bound of their own)."""
-    return min(l_inart(topo).rate, _least_uplink(paths or PathSets(topo)))
+    plan), the least single worker uplink or the fan-in bound, whichever is lowest.
+    `inart plan` states the baselines' rates against it (they report no bound of their
+    own)."""
+    return min(l_inart(topo).rate, _least_uplink(paths or PathSets(topo)),
+               _fan_in_bound(topo))
 
 
 def _promising_splits(lp: CountLP, pss: list[str], eq2: float

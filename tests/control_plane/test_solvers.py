@@ -366,3 +366,15 @@ def test_bench_plan_scale_times_a_fresh_plan_process_against_the_goals():
     assert not figs["solver.plan_wall[fattree:4 lbmm]"]["met"]
     assert not figs["solver.plan_peak[fattree:4 lbmm]"]["met"]
     assert "NOT MET" in line(figs["solver.plan_peak[fattree:4 lbmm]"])
+
+
+def test_fan_in_bound_caps_large_fattrees():
+    # 8188 workers need >= 128 streams per PS (64 ranks each): f <= 4 * 20 / 128, where
+    # Eq. 2 (which ignores the bitmap) allows 1.417
+    from control_plane.solver.solve import _fan_in_bound, any_plan_bound
+
+    t = fattree(32)
+    assert _fan_in_bound(t) == pytest.approx(0.625)
+    assert l_inart(t).rate > 1.4 and any_plan_bound(t) == pytest.approx(0.625)
+    small = fattree(8)
+    assert any_plan_bound(small) == pytest.approx(min(l_inart(small).rate, 20.0))
