@@ -369,12 +369,21 @@ def test_bench_plan_scale_times_a_fresh_plan_process_against_the_goals():
 
 
 def test_fan_in_bound_caps_large_fattrees():
-    # 8188 workers need >= 128 streams per PS (64 ranks each): f <= 4 * 20 / 128, where
-    # Eq. 2 (which ignores the bitmap) allows 1.417
+    # a stream takes at most 64 ranks and floor(9 / g) at a switch of capacity 9: on
+    # fattree:32 each PS needs >= 128 units of g <= 9/61, where Eq. 2 allows 1.417
     from control_plane.solver.solve import _fan_in_bound, any_plan_bound
 
     t = fattree(32)
-    assert _fan_in_bound(t) == pytest.approx(0.625)
-    assert l_inart(t).rate > 1.4 and any_plan_bound(t) == pytest.approx(0.625)
-    small = fattree(8)
-    assert any_plan_bound(small) == pytest.approx(min(l_inart(small).rate, 20.0))
+    assert _fan_in_bound(t) == pytest.approx(4 * 9 / 61, rel=1e-6)
+    assert l_inart(t).rate > 1.4 and any_plan_bound(t) == pytest.approx(4 * 9 / 61)
+    assert _fan_in_bound(fattree(16)) == pytest.approx(4 * 9 / 22, rel=1e-6)
+
+
+@pytest.mark.parametrize("shape,seed", [("leafspine", 3), ("irregular", 52), ("fattree", 2)])
+def test_fan_in_bound_holds_for_the_exact_optimum(shape, seed):
+    from control_plane.bench.solver import random_instance
+    from control_plane.solver.solve import _fan_in_bound
+
+    _, t = random_instance(seed, shape)
+    exact = solve_milp(t, PathSets(t), time_limit=20)
+    assert exact.rate <= _fan_in_bound(t)
