@@ -38,6 +38,21 @@ def test_plan_fig1_table_and_json(tmp_path):
     assert (tmp_path / "t.csv").read_text().startswith("scheme,rate")
 
 
+def test_plan_states_every_rate_against_a_bound(tmp_path):
+    import csv
+
+    from control_plane.model.topologies import fig1
+    from control_plane.solver.solve import any_plan_bound
+
+    proc = run_cli("plan", "-t", "fig1", "-s", "inart,atp", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "rate/bound: the rate over the plan's upper_bound" in proc.stdout
+    rows = {r["scheme"]: r for r in csv.DictReader(open(tmp_path / "plan.csv"))}
+    inart, atp = rows["inart"], rows["atp"]
+    assert float(inart["rate/bound"]) == round(2.5 / float(inart["upper_bound"]), 3)
+    assert float(atp["rate/bound"]) == round(2.0 / any_plan_bound(fig1()), 3)
+
+
 def test_plan_keeps_every_plan_and_the_table_under_out_plan(tmp_path):
     """Run where a user runs it (not the checkout): the results land in that directory."""
     proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "plan", "-t", "fig1",

@@ -21,6 +21,8 @@ GOALS: dict[tuple[str, int], tuple[str, float]] = {
     ("e2e", 16): ("<=", 120.0),
 }
 RANDOM_GOAL = (">=", 0.97)
+PLAN_WALL_GOAL = ("<=", 900.0)  # `inart plan` at fattree:32 on a 2-core machine: 15 min
+PLAN_MEM_GOAL = ("<=", 8.0)  # and 8 GB peak
 
 
 def _figure(name: str, value: float, unit: str, goal: tuple[str, float] | None,
@@ -55,13 +57,30 @@ def fattree_figures(rows: list[dict]) -> list[dict]:
     return out
 
 
-def random_figure(summary: dict) -> dict:
-    """inart/MILP on the worst random instance."""
-    return _figure(f"solver.inart/milp[random {summary['instances']}]",
+def random_figure(summary: dict, shape: str | None = None) -> dict:
+    """inart/MILP on the worst random instance (of one shape)."""
+    where = f"{shape} x{summary['instances']}" if shape else f"random {summary['instances']}"
+    return _figure(f"solver.inart/milp[{where}]",
                    summary["inart/milp_min"], "x", RANDOM_GOAL,
                    mean=summary["inart/milp_mean"], at_goal=summary[">=0.97"],
                    with_milp=summary["with_milp"], proven=summary["milp_proven"],
                    worst=summary["worst"])
+
+
+def scale_figures(rows: list[dict]) -> list[dict]:
+    """Per `inart plan` run at scale: wall time and peak memory against the goals, and the
+    plan's rate over its bound (no goal: the bound is loose at this size)."""
+    out = []
+    for r in rows:
+        where = f"{r['topology']} {r['scheme']}"
+        extra = {"cpu_s": r["cpu_s"], "rc": r["rc"], "load": round(os.getloadavg()[0], 2)}
+        out.append(_figure(f"solver.plan_wall[{where}]", r["wall_s"], "s", PLAN_WALL_GOAL,
+                           **extra))
+        out.append(_figure(f"solver.plan_peak[{where}]", r["peak_gb"], "GB", PLAN_MEM_GOAL))
+        if r.get("rate/bound") is not None:
+            out.append(_figure(f"solver.plan_rate/bound[{where}]", r["rate/bound"], "x", None,
+                               rate=r["rate"], upper_bound=r["upper_bound"]))
+    return out
 
 
 def line(fig: dict) -> str:

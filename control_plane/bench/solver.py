@@ -17,18 +17,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from tqdm import tqdm
 
-from control_plane.bench.figures import fattree_figures, line, random_figure
+from control_plane.bench.figures import fattree_figures, line, random_figure, scale_figures
 from control_plane.model.plan import Plan
-from control_plane.model.topologies import fattree, leafspine
+from control_plane.model.topologies import fattree, irregular, leafspine
 from control_plane.model.topology import Topology
+from control_plane.repo import child_env
 from control_plane.report import format_table
 from control_plane.solver.baselines import equal_split
 from control_plane.solver.l_inart import l_inart
@@ -52,13 +57,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--paper", action="store_true",
                         help="also inart with --rounding paper (Alg. 2), in the fat-tree table")
     parser.add_argument("--random", type=int, default=0, metavar="N",
-                        help="N seeded heterogeneous leaf-spines and small fat-trees vs MILP")
+                        help="N seeded heterogeneous instances of each --shapes vs the MILP")
+    parser.add_argument("--shapes", default=",".join(SHAPES),
+                        help=f"shapes of the random instances, from {', '.join(SHAPES)}")
     parser.add_argument("--random-seed", type=int, default=0, help="first instance seed")
     parser.add_argument("--milp-time", type=float, default=60.0,
                         help="time limit per exact MILP (s); unproven ones are marked")
     parser.add_argument("--jobs", type=int, default=1, help="random instances in parallel")
     parser.add_argument("--lp-timing", action="store_true",
                         help="time the naive path LP against the compact one (fat-trees k<=6)")
+    parser.add_argument("--plan-scale", default="", metavar="K,K",
+                        help="fat-tree sizes (e.g. 16,32) to time `inart plan` at, one fresh "
+                             "process per scheme of --plan-schemes: wall time, peak memory and "
+                             "rate/bound against the goals")
+    parser.add_argument("--plan-schemes", default="inart,atp,lbmm")
+    parser.add_argument("--plan-timeout", type=float, default=1800.0,
+                        help="seconds before a --plan-scale run is stopped (reported as such)")
     parser.add_argument("--json", type=Path, help="write all measurements as JSON")
     parser.set_defaults(func=run)
 
@@ -131,15 +145,26 @@ def bench_fattree(k: int, preset: str, ps: int, seed: int, schemes: list[str],
     return row
 
 
-def random_instance(seed: int) -> tuple[str, Topology]:
-    """A seeded heterogeneous instance small enough for the exact MILP: a leaf-spine with 3-4
-    leaves, 2 spines, 2-3 hosts per leaf and 2 PSs (3 in 4), or a fattree:4 with 2 PSs and
-    4-6 workers.  The returned options rebuild it with `inart plan`."""
-    rng = random.Random(seed)
-    if rng.random() < 0.75:
-        leaves, hosts = rng.randint(3, 4), rng.randint(2, 3)
+SHAPES = ("leafspine", "irregular", "fattree")
+
+
+def random_instance(seed: int, shape: str = "leafspine") -> tuple[str, Topology]:
+    """A seeded heterogeneous instance small enough for the exact MILP, of one shape:
+    `leafspine`: 2-4 leaves, 2 spines, 2-3 hosts per leaf, 2 PSs; `irregular`: a random
+    switch graph with cycles (5-7 switches, 6-8 workers, 2 PSs on random switches);
+    `fattree`: a fattree:4 with 2 PSs and 4-6 workers.  The returned options rebuild it
+    with `inart plan`."""
+    if shape not in SHAPES:
+        raise ValueError(f"shape '{shape}': expected one of {SHAPES}")
+    rng = random.Random(f"{shape}:{seed}")
+    if shape == "leafspine":
+        leaves, hosts = rng.randint(2, 4), rng.randint(2, 3)
         spec = f"-t leafspine:{leaves},2,{hosts} --ps 2"
         topo = leafspine(leaves, 2, hosts, ps=2, preset="heterogeneous", seed=seed)
+    elif shape == "irregular":
+        switches, workers = rng.randint(5, 7), rng.randint(6, 8)
+        spec = f"-t irregular:{switches},{workers + 2} --ps 2"
+        topo = irregular(switches, workers + 2, ps=2, preset="heterogeneous", seed=seed)
     else:
         workers = rng.randint(4, 6)
         spec = f"-t fattree:4 --ps 2 --workers {workers}"
@@ -147,14 +172,15 @@ def random_instance(seed: int) -> tuple[str, Topology]:
     return f"{spec} --preset heterogeneous --seed {seed}", topo
 
 
-def bench_random(seed: int, milp_time: float) -> dict:
+def bench_random(seed: int, milp_time: float, shape: str = "leafspine") -> dict:
     """One random instance: inart (and r-inart, paper) against the exact MILP and bounds."""
-    spec, topo = random_instance(seed)
+    spec, topo = random_instance(seed, shape)
     paths = PathSets(topo)
-    row: dict = {"seed": seed, "instance": spec, "workers": len(topo.workers)}
+    row: dict = {"shape": shape, "seed": seed, "instance": spec, "workers": len(topo.workers)}
     inart = solve(topo, "inart", seed=seed, paths=paths)
     row["inart"] = round(inart.rate, 4)
     row["inart_s"] = inart.meta["solve_seconds"]
+    row["polished"] = (inart.meta.get("milp_polish") or {}).get("kept", False)
     row["r-inart"] = round(solve(topo, "r-inart", seed=seed, paths=paths).rate, 4)
     row["paper"] = round(solve(topo, "inart", seed=seed, paths=paths, rounding="paper").rate, 4)
     row["atp"] = round(solve(topo, "atp", paths=paths).rate, 4)
@@ -192,6 +218,39 @@ def random_summary(rows: list[dict]) -> dict:
                     "worst": [(r["seed"], r["inart/milp"]) for r in worst],
                     "goal": "inart/milp >= 0.97 on every instance"})
     return out
+
+
+def plan_scale(k: int, scheme: str, timeout: float) -> dict:
+    """`inart plan -t fattree:K -s SCHEME` in a fresh process (what a user runs, topology
+    and path sets included): its wall time, its peak resident memory (the child's own
+    ru_maxrss, from wait4) and the plan's rate against its bound."""
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "control_plane.cli", "plan", "-t", f"fattree:{k}",
+               "-s", scheme, "--out", out]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=child_env())
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+        _, status, usage = os.wait4(proc.pid, 0)
+        timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        row: dict = {"topology": f"fattree:{k}", "scheme": scheme,
+                     "wall_s": round(time.perf_counter() - t0, 1),
+                     "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+                     "peak_gb": round(usage.ru_maxrss / 2**20, 3), "rc": proc.returncode}
+        plan_file = Path(out) / f"{scheme}.json"
+        if proc.returncode == 0 and plan_file.exists():
+            data = json.loads(plan_file.read_text())
+            row["rate"] = round(data["rate"], 4)
+            row["upper_bound"] = _r(data.get("upper_bound"))
+            csv_rows = (Path(out) / "plan.csv").read_text().splitlines()
+            header, values = csv_rows[0].split(","), csv_rows[1].split(",")
+            row["rate/bound"] = float(values[header.index("rate/bound")])
+        else:
+            row["error"] = output.strip().splitlines()[-1:] or ["killed"]
+    return row
 
 
 def lp_timing(k: int, preset: str, ps: int, seed: int) -> dict:
@@ -241,26 +300,48 @@ def run(args: argparse.Namespace) -> int:
             for reason in r.get("skipped", []):
                 print(f"{r['topology']} {r['preset']} seed {r['seed']}: {reason}")
         figures += fattree_figures(rows)
+    if args.plan_scale:
+        scale = []
+        for k in (int(x) for x in args.plan_scale.split(",") if x):
+            for scheme in (x for x in args.plan_schemes.split(",") if x):
+                print(f"inart plan -t fattree:{k} -s {scheme} ...", file=sys.stderr, flush=True)
+                scale.append(plan_scale(k, scheme, args.plan_timeout))
+        result["plan_scale"] = scale
+        print("\ninart plan at scale (one fresh process per scheme; peak_gb: its peak "
+              "resident memory)\n" + format_table(scale))
+        figures += scale_figures(scale)
     if args.lp_timing:
         timing = [lp_timing(k, p, args.ps, parse_seeds(args.seeds)[0])
                   for k in sizes if k <= 6 for p in presets]
         result["lp_timing"] = timing
         print("\nLP formulations\n" + format_table(timing))
     if args.random:
-        seeds = range(args.random_seed, args.random_seed + args.random)
+        shapes = [x for x in args.shapes.split(",") if x]
+        bad = [x for x in shapes if x not in SHAPES]
+        if bad:
+            print(f"inart bench solver: --shapes: unknown {bad}; expected {', '.join(SHAPES)}",
+                  file=sys.stderr)
+            return 2
+        jobs = [(seed, shape) for shape in shapes
+                for seed in range(args.random_seed, args.random_seed + args.random)]
         with ProcessPoolExecutor(max(args.jobs, 1)) as pool:
-            futures = pool.map(bench_random, seeds, [args.milp_time] * len(seeds))
-            rand = list(tqdm(futures, total=len(seeds), desc="random instances",
+            futures = pool.map(bench_random, [j[0] for j in jobs],
+                               [args.milp_time] * len(jobs), [j[1] for j in jobs])
+            rand = list(tqdm(futures, total=len(jobs), desc="random instances",
                              file=sys.stderr))
-        summary = random_summary(rand)
-        result["random"] = {"rows": rand, "summary": summary}
-        cols = ["seed", "instance", "workers", "atp", "paper", "r-inart", "inart", "milp",
-                "proven", "inart/milp", "count_ub", "lp_ub", "binding", "inart_s", "milp_s"]
+        summaries = {shape: random_summary([r for r in rand if r["shape"] == shape])
+                     for shape in shapes}
+        result["random"] = {"rows": rand, "summary": summaries}
+        cols = ["shape", "seed", "instance", "workers", "atp", "paper", "r-inart", "inart",
+                "milp", "proven", "inart/milp", "polished", "count_ub", "lp_ub", "binding",
+                "inart_s", "milp_s"]
         print("\nRandom instances vs exact MILP (count_ub: count LP bound for inart's split; "
-              "lp_ub: LP-InArt with a free split)\n" + format_table(rand, cols))
-        print(f"random: {json.dumps(summary)}")
-        if summary["with_milp"]:
-            figures.append(random_figure(summary))
+              "lp_ub: LP-InArt with a free split; polished: inart's plan is the MILP "
+              "polish's)\n" + format_table(rand, cols))
+        for shape, summary in summaries.items():
+            print(f"random {shape}: {json.dumps(summary)}")
+            if summary["with_milp"]:
+                figures.append(random_figure(summary, shape))
     if figures:
         result["figures"] = figures
         print("\nFigures (name, value, unit, ratio to the goal, goal)")

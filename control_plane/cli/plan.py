@@ -19,13 +19,21 @@ from control_plane.model.topologies import PRESETS, build_topology
 from control_plane.model.topology import TopologyError
 from control_plane.repo import out_dir
 from control_plane.report import format_table, plan_row, to_csv
-from control_plane.solver.solve import MILP_MAX_FLOWS, PAPER_SCHEMES, ROUNDINGS, SCHEMES, solve
+from control_plane.solver.solve import (
+    MILP_MAX_FLOWS,
+    PAPER_SCHEMES,
+    ROUNDINGS,
+    SCHEMES,
+    any_plan_bound,
+    solve,
+)
 
 
 def add_topology_args(parser: argparse.ArgumentParser) -> None:
     """Options that select a topology (shared by commands that take one)."""
     parser.add_argument("--topology", "-t", default="fig1",
-                        help="fig1 | fattree:K | leafspine:L,S,H | FILE.json/.yaml")
+                        help="fig1 | fattree:K | leafspine:L,S,H | irregular:SW,H | "
+                             "FILE.json/.yaml")
     parser.add_argument("--ps", type=int, help="number of PSs (fattree/leafspine)")
     parser.add_argument("--workers", type=int, help="number of workers (default: all hosts)")
     parser.add_argument("--preset", choices=sorted(PRESETS), help="capacity preset")
@@ -86,7 +94,13 @@ def run(args: argparse.Namespace) -> int:
         plans.append(solve(topo, scheme, seed=args.seed, k_paths=args.k_paths,
                            trials=args.trials, rounding=args.rounding))
     rows = [plan_row(p, args.unit_mbps) for p in plans]
+    reference = any_plan_bound(topo)
+    for row, p in zip(rows, plans, strict=True):
+        bound = p.upper_bound if p.upper_bound is not None else reference
+        row["rate/bound"] = round(p.rate / bound, 3) if bound > 0 else None
     print(format_table(rows))
+    print(f"rate/bound: the rate over the plan's upper_bound; where a plan has none, over "
+          f"{reference:.4g} (Eq. 2's optimum or the least worker uplink: no plan exceeds it)")
     args.out.mkdir(parents=True, exist_ok=True)
     for p in plans:
         p.save(args.out / f"{p.scheme}.json")

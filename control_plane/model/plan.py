@@ -17,6 +17,8 @@ from typing import Any
 from control_plane.model.topology import Topology, TopologyError
 from control_plane.solver.paths import arcs
 
+MAX_FAN_IN = 64  # workers per aggregated stream: the INA bitmap has one bit per rank
+
 SCHEMA = "inart.plan/1"
 TOLERANCE = 1e-6
 
@@ -234,8 +236,9 @@ def validate(plan: Plan) -> Loads:
     for st in plan.streams:
         _check_path(topo, plan.stream_path(st.switch, st.ps), st.switch, st.ps,
                     f"plan stream {st.switch}->{st.ps} 'path'")
-        if st.fan_in > 64:
-            raise PlanError(f"plan stream {st.switch}->{st.ps}: fan_in {st.fan_in} > 64 workers")
+        if st.fan_in > MAX_FAN_IN:
+            raise PlanError(f"plan stream {st.switch}->{st.ps}: fan_in {st.fan_in} > "
+                            f"{MAX_FAN_IN} workers")
     loads = evaluate(plan)
     if plan.upper_bound is not None and loads.rate > plan.upper_bound * (1 + 1e-4) + 1e-9:
         raise PlanError(f"plan 'upper_bound'={plan.upper_bound} is below the plan's own rate "

@@ -133,6 +133,28 @@ def leafspine(leaves: int, spines: int, hosts_per_leaf: int, ps: int = 2,
                      host_links, fabric, hosts, ps, workers, _preset(preset), seed)
 
 
+def irregular(switches: int, hosts: int, ps: int = 2, workers: int | None = None,
+              preset: str = "homogeneous", seed: int = 1) -> Topology:
+    """A seeded random switch graph with cycles, the shape of a hand-written cluster: a
+    random spanning tree over the switches plus extra switch links (at least one, so at
+    least one cycle), and every host on a random switch.  Which hosts are PSs is seeded as
+    for the other builders, so PSs land on random switches."""
+    if switches < 3 or hosts < 2:
+        raise TopologyError(f"irregular: switches={switches} must be >= 3 (a cycle needs "
+                            f"three) and hosts={hosts} >= 2")
+    rng = random.Random(f"irregular:{switches},{hosts}:{seed}")
+    ids = [f"v{i + 1}" for i in range(switches)]
+    fabric = [(ids[i], ids[rng.randrange(i)]) for i in range(1, switches)]
+    linked = {frozenset(pair) for pair in fabric}
+    spare = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]
+             if frozenset((a, b)) not in linked]
+    fabric += rng.sample(spare, rng.randint(1, max(1, switches - 2)))
+    hosts_ids = [f"h{i + 1}" for i in range(hosts)]
+    host_links = [(h, rng.choice(ids)) for h in hosts_ids]
+    return _assemble(f"irregular:{switches},{hosts}", ids, host_links, fabric, hosts_ids, ps,
+                     workers, _preset(preset), seed)
+
+
 def _preset(name: str) -> Preset:
     if name not in PRESETS:
         raise TopologyError(f"preset '{name}': expected one of {sorted(PRESETS)}")
@@ -141,7 +163,8 @@ def _preset(name: str) -> Preset:
 
 def build_topology(spec: str, ps: int | None = None, workers: int | None = None,
                    preset: str | None = None, seed: int = 1) -> Topology:
-    """Build from a spec: fig1 | fattree:K | leafspine:L,S,H | path/to/file.{json,yaml}."""
+    """Build from a spec: fig1 | fattree:K | leafspine:L,S,H | irregular:SW,H |
+    path/to/file.{json,yaml}."""
     name, _, arg = spec.partition(":")
     try:
         if name == "fig1" and not arg:
@@ -155,6 +178,10 @@ def build_topology(spec: str, ps: int | None = None, workers: int | None = None,
             leaves, spines, hosts = (int(v) for v in arg.split(","))
             return leafspine(leaves, spines, hosts, ps=ps or 2, workers=workers,
                              preset=preset or "homogeneous", seed=seed)
+        if name == "irregular":
+            switches, hosts = (int(v) for v in arg.split(","))
+            return irregular(switches, hosts, ps=ps or 2, workers=workers,
+                             preset=preset or "homogeneous", seed=seed)
     except ValueError as exc:
         if isinstance(exc, TopologyError):
             raise
@@ -162,5 +189,6 @@ def build_topology(spec: str, ps: int | None = None, workers: int | None = None,
     if Path(spec).is_file():
         return Topology.load(spec)
     raise TopologyError(
-        f"topology spec '{spec}': expected fig1, fattree:K, leafspine:L,S,H or an existing file"
+        f"topology spec '{spec}': expected fig1, fattree:K, leafspine:L,S,H, irregular:SW,H "
+        f"or an existing file"
     )

@@ -107,8 +107,17 @@ class Topology:
 
     # -- views -------------------------------------------------------------------------------
     def ids(self, kind: str) -> list[str]:
-        """Ids of one node kind, in a stable (natural) order."""
-        return sorted((n.id for n in self.nodes.values() if n.kind == kind), key=natural_key)
+        """Ids of one node kind, in a stable (natural) order (a fresh list: callers may
+        change it).  Sorted once: solvers ask for them inside per-worker loops, and sorting
+        fattree:32's 10k nodes each time made building one take minutes."""
+        return list(self._sorted_ids.get(kind, ()))
+
+    @cached_property
+    def _sorted_ids(self) -> dict[str, tuple[str, ...]]:
+        by_kind: dict[str, list[str]] = {}
+        for n in self.nodes.values():
+            by_kind.setdefault(n.kind, []).append(n.id)
+        return {kind: tuple(sorted(ids, key=natural_key)) for kind, ids in by_kind.items()}
 
     @property
     def workers(self) -> list[str]:
@@ -158,12 +167,13 @@ class Topology:
             raise TopologyError("topology: no node of kind 'worker'")
         if not self.pss:
             raise TopologyError("topology: no node of kind 'ps'")
-        # workers and PSs talk through switches only: hosts are never transit nodes
+        # workers and PSs talk through switches only: hosts are never transit nodes; one
+        # search from and one to each PS (not one per worker: fattree:32 has 8k workers)
         from_ps = {s: _reachable_via_switches(self, s) for s in self.pss}
+        to_ps = {s: _reachable_via_switches(self, s, reverse=True) for s in self.pss}
         for w in self.workers:
-            reach = _reachable_via_switches(self, w)
             for s in self.pss:
-                if s not in reach:
+                if w not in to_ps[s]:
                     raise TopologyError(
                         f"worker {quote(w)} cannot reach PS {quote(s)} through switches "
                         f"(check links)"
@@ -284,15 +294,17 @@ class Topology:
             path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
 
 
-def _reachable_via_switches(topo: Topology, src: str) -> set[str]:
-    """Nodes reachable from src along arcs whose intermediate nodes are all switches."""
+def _reachable_via_switches(topo: Topology, src: str, reverse: bool = False) -> set[str]:
+    """Nodes reachable from src along arcs whose intermediate nodes are all switches
+    (`reverse`: the nodes src is reachable from, the same way)."""
     seen = {src}
     stack = [src]
+    step = topo.digraph.predecessors if reverse else topo.digraph.successors
     while stack:
         u = stack.pop()
         if u != src and topo.nodes[u].kind != "switch":
             continue
-        for (_, b) in topo.digraph.out_edges(u):
+        for b in step(u):
             if b not in seen:
                 seen.add(b)
                 stack.append(b)

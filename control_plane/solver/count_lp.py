@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from control_plane.model.plan import MAX_FAN_IN
 from control_plane.model.topology import Topology
 from control_plane.solver.lp_model import LPModel, Solution
 from control_plane.solver.paths import PathSets, arcs
@@ -211,7 +212,8 @@ class CountLP:
             rows.append(row)
             upper.append(cap(topo.links[arc].spare))
         m.set_row_bounds(np.asarray(rows), np.full(len(rows), -np.inf), np.asarray(upper))
-        fan = [floor_cap(topo.nodes[v].spare, f * split[s], self.candidates[(s, v)])
+        fan = [floor_cap(topo.nodes[v].spare, f * split[s],
+                         min(self.candidates[(s, v)], MAX_FAN_IN))
                for s, v in self.fan_rows]
         if fan != self._fan:
             # HiGHS's factorization is stale after a changed coefficient: drop it; `_run`

@@ -104,9 +104,13 @@ class LPModel:
         return self.resolve()
 
     def load(self, time_limit: float | None = None, mip_gap: float | None = None,
-             threads: int = 1, method: str = "ipm") -> None:
-        """Pass the model to HiGHS without solving it, so bounds can change before a run."""
+             threads: int = 1, method: str = "ipm", max_nodes: int | None = None) -> None:
+        """Pass the model to HiGHS without solving it, so bounds can change before a run.
+        `max_nodes` caps a MILP's branch-and-bound nodes: unlike a time limit, the same
+        instance then always stops at the same incumbent."""
         self.highs = self._load(time_limit, mip_gap, threads)
+        if max_nodes is not None:
+            self.highs.setOptionValue("mip_max_nodes", int(max_nodes))
         if not any(self.integer):
             self.highs.setOptionValue("solver", method)
 

@@ -26,11 +26,14 @@ from control_plane.solver.paths import PathSets, arcs
 
 
 def solve_milp(topo: Topology, paths: PathSets, split: dict[str, float] | None = None,
-               time_limit: float = 60.0, scheme: str = "milp", start: Plan | None = None) -> Plan:
+               time_limit: float = 60.0, scheme: str = "milp", start: Plan | None = None,
+               max_nodes: int | None = None) -> Plan:
     """Optimal integral plan (within the path sets); its rate is recomputed from decisions.
 
     `start` (a plan with the same split, or any plan if the split is free) is handed to HiGHS
-    as its first incumbent, so the search only has to prove or beat it."""
+    as its first incumbent, so the search only has to prove or beat it; `max_nodes` stops
+    the search after that many branch-and-bound nodes (deterministic, unlike the time
+    limit)."""
     m = LPModel()
     S = topo.pss
     eq2 = l_inart(topo).rate
@@ -106,7 +109,7 @@ def solve_milp(topo: Topology, paths: PathSets, split: dict[str, float] | None =
             index = [(bin_, float(i)) for i, (bin_, _, _) in enumerate(choices[(first, a)])]
             index += [(bin_, -float(i)) for i, (bin_, _, _) in enumerate(choices[(first, b)])]
             m.row(index, upper=0.0)
-    m.load(time_limit=time_limit, mip_gap=1e-6)
+    m.load(time_limit=time_limit, mip_gap=1e-6, max_nodes=max_nodes)
     if start is not None:
         values = _start_values(m, start, paths, g, f, choices, zflag, stream_opts, rate_of)
         if values is not None:

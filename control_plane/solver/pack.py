@@ -24,7 +24,7 @@ from collections import defaultdict, deque
 
 import numpy as np
 
-from control_plane.model.plan import Flow, Plan
+from control_plane.model.plan import MAX_FAN_IN, Flow, Plan
 from control_plane.model.topology import Topology
 from control_plane.solver.count_lp import CountLP, CountSolution
 from control_plane.solver.paths import PathSets
@@ -92,9 +92,11 @@ class Packer:
         return self._choose(self.paths.get(rep, v), weights, need, w)
 
     def aggregate(self, s: str, w: str, v: str) -> bool:
-        """Aggregate (s, w) at v, opening the stream (s, v) if needed; False if it won't fit."""
+        """Aggregate (s, w) at v, opening the stream (s, v) if needed; False if it won't fit
+        (capacities, or the stream already has MAX_FAN_IN workers: fattree:32's switches
+        have room for more at its rates)."""
         need = self.unit[s]
-        if self.node[v] < need - EPS:
+        if self.node[v] < need - EPS or self.fan.get((s, v), 0) >= MAX_FAN_IN:
             return False
         seg = self._segment(w, v, need)
         if seg is None:
@@ -329,7 +331,7 @@ class Packer:
         def potential(s: str, v: str) -> int:
             unit = self.unit[s]
             slots = math.floor(self.node[v] / unit + 1e-9) if unit > EPS else 10**9
-            return min(slots, count[(s, v)])
+            return min(slots, count[(s, v)], MAX_FAN_IN)
 
         pots = {key: potential(*key) for key in cand}
         by_switch: dict[str, list[tuple[str, str]]] = defaultdict(list)

@@ -8,7 +8,7 @@ import pytest
 
 from control_plane.model.plan import Flow, Plan
 from control_plane.model.topologies import build_topology, fattree, fig1, leafspine
-from control_plane.model.topology import Topology
+from control_plane.model.topology import Link, Topology
 from control_plane.solver import baselines
 from control_plane.solver.baselines import atp, equal_split, lbmm
 from control_plane.solver.paths import PathSets, arcs
@@ -35,6 +35,13 @@ class ScanLoads:
     def add(self, path: tuple[str, ...], amount: float) -> None:
         for arc in arcs(path):
             self.load[arc] += amount
+
+
+def dual_homed_fig1() -> Topology:
+    """fig1 with PS s1 also linked to v1: its pairs' paths end on different arcs."""
+    t = fig1()
+    links = list(t.links.values()) + [Link("s1", "v1", 3.0), Link("v1", "s1", 3.0)]
+    return Topology(list(t.nodes.values()), links, name="fig1-dual")
 
 
 def scan_lbmm(topo: Topology, paths: PathSets) -> Plan:
@@ -69,6 +76,10 @@ TOPOLOGIES = [
                                                    preset="heterogeneous", seed=seed))
       for spec in ("3,2,2", "4,2,3", "6,3,4") for seed in (0, 3)],
     ("leafspine:4,2,3 homogeneous", lambda: leafspine(4, 2, 3, ps=2)),
+    *[(f"irregular:7,10 seed {seed}",
+       lambda seed=seed: build_topology("irregular:7,10", ps=2, preset="heterogeneous",
+                                        seed=seed)) for seed in (1, 3, 8)],
+    ("fig1, s1 dual-homed", lambda: dual_homed_fig1()),
 ]
 
 
@@ -88,3 +99,23 @@ def test_atp_matches_original_loads(build, monkeypatch):
     old = atp(topo, PathSets(topo))
     assert new.flows == old.flows and new.meta == old.meta
     assert new.rate == old.rate
+
+
+@pytest.mark.parametrize("build", [b for _, b in TOPOLOGIES], ids=[n for n, _ in TOPOLOGIES])
+def test_atp_skips_only_target_rates_that_cannot_win(build, monkeypatch):
+    topo = build()
+    pruned = atp(topo, PathSets(topo))
+    monkeypatch.setattr(baselines, "_atp_ceiling", lambda *_: float("inf"))
+    every = atp(topo, PathSets(topo))
+    assert pruned.flows == every.flows and pruned.meta == every.meta
+    assert pruned.rate == every.rate
+
+
+def test_atp_ceiling_bounds_the_plan_at_every_target():
+    topo = fattree(4, ps=2, preset="heterogeneous", seed=1)
+    paths = PathSets(topo)
+    tor_of = {w: topo.tor(w) for w in topo.workers}
+    uplink = min(topo.links[(w, t)].spare for w, t in tor_of.items())
+    for rate in (0.5, 1.0, 2.0, 3.0, 4.5, 9.0, 18.0):
+        plan = baselines._atp_at(topo, paths, rate)
+        assert plan.evaluate().rate <= baselines._atp_ceiling(topo, rate, tor_of, uplink) + 1e-9

@@ -1,8 +1,10 @@
 import json
+import time
 
+import networkx as nx
 import pytest
 
-from control_plane.model.topologies import build_topology, fattree, fig1, leafspine
+from control_plane.model.topologies import build_topology, fattree, fig1, irregular, leafspine
 from control_plane.model.topology import Topology, TopologyError
 
 
@@ -26,6 +28,30 @@ def test_fattree_sizes(k, switches, hosts):
     t = fattree(k)
     assert len(t.switches) == switches
     assert len(t.workers) + len(t.pss) == hosts and len(t.pss) == 4
+
+
+def test_fattree32_builds_in_seconds():
+    # node ids were sorted on every access and reachability searched once per worker:
+    # building fattree:32 (8188 workers) took minutes
+    t0 = time.perf_counter()
+    t = fattree(32)
+    assert time.perf_counter() - t0 < 60
+    assert len(t.workers) == 8188 and len(t.switches) == 1280
+    ids = t.workers
+    ids.append("x")
+    assert t.workers[-1] == "w8188"  # a fresh list each time
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_irregular_graphs_are_seeded_connected_and_cyclic(seed):
+    t = irregular(6, 9, ps=2, preset="heterogeneous", seed=seed)
+    again = build_topology("irregular:6,9", ps=2, preset="heterogeneous", seed=seed)
+    assert t.to_dict() == again.to_dict() and t.name == "irregular:6,9"
+    fabric = t.graph.subgraph(t.switches)
+    assert len(t.switches) == 6 and nx.is_connected(fabric) and nx.cycle_basis(fabric)
+    assert len(t.workers) == 7 and len(t.pss) == 2
+    with pytest.raises(TopologyError, match="switches=2 must be >= 3"):
+        irregular(2, 9)
 
 
 def test_fattree_ps_choice_is_seeded_and_presets_apply():
