@@ -86,16 +86,17 @@ def parse_facts(text: str) -> dict[str, str]:
 def sessions_problem(launcher: ServerLauncher, need: int) -> str | None:
     """Open ``need`` sessions at once over the server's connection; None if all opened."""
     procs = [subprocess.Popen([*launcher.ssh(), f"echo ok; sleep {SESSION_HOLD_S}"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               stdin=subprocess.DEVNULL) for _ in range(need)]
     opened = 0
     for proc in procs:
         try:
-            out, _ = proc.communicate(timeout=30)
+            out, err = proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-            out, _ = proc.communicate()
-        opened += out.strip() == b"ok"
+            out, err = proc.communicate()
+        # a session the master refuses falls back to a connection of its own: not shared
+        opened += out.strip() == b"ok" and b"refused" not in err
     if opened < need:
         return (f"server '{launcher.server.name}': only {opened} of the {need} SSH sessions "
                 f"its nodes need opened at once over one connection: raise MaxSessions in its "

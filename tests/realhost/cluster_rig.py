@@ -12,6 +12,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from emulation.targets.base import port_open
 from host_stack.netns import ip
 
 SUBNET = "192.168.247"
@@ -25,8 +26,9 @@ def rig_unavailable() -> str | None:
     return None
 
 
-def start_servers(count: int, tmp: Path, stack: ExitStack) -> dict:
-    """``count`` namespace servers; the servers file document that reaches them."""
+def start_servers(count: int, tmp: Path, stack: ExitStack, max_sessions: int = 100) -> dict:
+    """``count`` namespace servers (sshd ``MaxSessions`` as given); the servers file document
+    that reaches them."""
     tag = f"icr{os.getpid() % 10000}"
     bridge = f"{tag}br"
     ip("link", "add", bridge, "type", "bridge")
@@ -58,7 +60,7 @@ def start_servers(count: int, tmp: Path, stack: ExitStack) -> dict:
             ["ip", "netns", "exec", ns, sshd, "-D", "-e", "-f", "/dev/null",
              "-o", f"ListenAddress={address}", "-o", f"HostKey={hostkey}",
              "-o", f"AuthorizedKeysFile={keys}", "-o", "PermitRootLogin=yes",
-             "-o", "StrictModes=no", "-o", "UsePAM=no", "-o", "MaxSessions=100",
+             "-o", "StrictModes=no", "-o", "UsePAM=no", "-o", f"MaxSessions={max_sessions}",
              "-o", "PermitTunnel=ethernet", "-o", f"PidFile={tmp / f'sshd-{i}.pid'}"],
             stderr=log)
         log.close()
@@ -66,11 +68,7 @@ def start_servers(count: int, tmp: Path, stack: ExitStack) -> dict:
         servers[f"server{i}"] = {"address": address}
     deadline = time.monotonic() + 10
     for entry in servers.values():  # sshd listens once its socket is bound
-        while subprocess.run(["ip", "netns", "exec", f"{tag}s1", "true"]).returncode == 0:
-            probe = subprocess.run(["bash", "-c", f"exec 3<>/dev/tcp/{entry['address']}/22"],
-                                   capture_output=True)
-            if probe.returncode == 0 or time.monotonic() > deadline:
-                break
+        while not port_open(f"{entry['address']}:22") and time.monotonic() < deadline:
             time.sleep(0.1)
     return {"schema": "inart.cluster/1",
             "ssh": {"user": "root", "key": str(key),
