@@ -22,6 +22,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from control_plane.repo import REPO
@@ -207,7 +208,59 @@ class Tunnels:
 
     def _ssh(self, node1, node2, name1: str, name2: str, mac1: str | None,
              mac2: str | None) -> int:
-        raise ClusterError(f"link {node1.name}-{node2.name}: SSH tunnels are not built yet")
+        """An SSH Ethernet tunnel (``ssh -w``, as Mininet's RemoteSSHLink) from node1's server
+        to node2's: tap devices at both ends, renamed to the link's interfaces.  The ssh client
+        runs on node1's server as one of the run's processes (stopped with them); node2's
+        sshd needs ``PermitTunnel ethernet`` and node1's server the same key path."""
+        num = self.vni_base % 50000 + 1000 + len(self.made)  # tapN: unique to this run
+        tap = f"tap{num}"
+        ends = ((node1, name1, mac1), (node2, name2, mac2))
+        for node, _, _ in ends:
+            # up: its carrier says when ssh has attached it
+            out = node.launcher.shell(f"ip tuntap add dev {tap} mode tap && "
+                                      f"ip link set {tap} up")
+            if out.returncode != 0:
+                raise ClusterError(f"link {node1.name}-{node2.name}: tap device {tap} on "
+                                   f"server '{node.launcher.server.name}': {out.stderr.strip()}")
+        far = node2.launcher
+        opts, base = far.ssh()[:-2], []  # its options, less this machine's control socket
+        for i, a in enumerate(opts):
+            if a != "-T" and not a.startswith("Control") and not (
+                    a == "-o" and opts[i + 1].startswith("Control")):
+                base.append(a)
+        cmd = [*base, "-N", "-o", "Tunnel=ethernet", "-o", "ExitOnForwardFailure=yes",
+               "-w", f"{num}:{num}", far.ssh()[-2]]
+        proc = node1.launcher.popen_in(None, cmd, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 20
+        while not all(self._carrier(node, tap) for node, _, _ in ends):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err = proc.stderr.read().decode(errors="replace").strip() \
+                    if proc.poll() is not None else "no carrier within 20 s"
+                raise ClusterError(f"link {node1.name}-{node2.name}: SSH tunnel from server "
+                                   f"'{node1.launcher.server.name}' to "
+                                   f"'{far.server.name}' failed (its sshd needs PermitTunnel "
+                                   f"ethernet): {err}")
+            time.sleep(0.2)
+        mtu = 0
+        for node, name, mac in ends:
+            script = f"ip link set {tap} down && ip link set {tap} name {name}" + (
+                f" address {mac}" if mac else "")
+            script += f" && ip link set {name} up && cat /sys/class/net/{name}/mtu"
+            if node.inNamespace:
+                script += f" && ip link set {name} netns {node.pid}"
+            out = node.launcher.shell(script)
+            if out.returncode != 0 or not out.stdout.strip().isdigit():
+                raise ClusterError(f"link {node1.name}-{node2.name}: renaming {tap} to {name} "
+                                   f"on server '{node.launcher.server.name}' failed: "
+                                   f"{(out.stderr or out.stdout).strip()}")
+            mtu = int(out.stdout.strip())
+        return mtu
+
+    @staticmethod
+    def _carrier(node, tap: str) -> bool:
+        out = node.launcher.shell(f"cat /sys/class/net/{tap}/carrier 2>/dev/null || echo 0")
+        return out.stdout.strip() == "1"
 
 
 def tunnel_link_class(tunnels: Tunnels):
