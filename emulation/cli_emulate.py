@@ -26,8 +26,8 @@ from control_plane.cli.args import command, names_of
 from control_plane.model.topologies import build_topology
 from control_plane.repo import out_dir
 from control_plane.solver.solve import SCHEMES, plan_for
-from emulation.cluster.spec import ClusterSpec, ClusterSpecError
-from emulation.cluster.spec import load as load_cluster
+from emulation.cluster.spec import CLUSTER_HELP
+from emulation.cluster.spec import argument as cluster_argument
 from emulation.emulate import Emulation
 from emulation.measure import table, write_rows
 from emulation.scale_search import ScaleResult, parse_scales, search, summary
@@ -60,17 +60,8 @@ def add_emulation_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="solver and gradient seed")
     p.add_argument("--deadline", type=float, default=600.0, help="seconds per scheme run")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--cluster", metavar="SERVERS_YAML", type=cluster_file, default=None,
-                   help="spread the network over the servers this file names (Mininet's "
-                        "cluster edition; docs/emulation.md, 'Running on several servers')")
-
-
-def cluster_file(text: str) -> ClusterSpec:
-    """--cluster: a valid servers file (its errors name the field)."""
-    try:
-        return load_cluster(text)
-    except ClusterSpecError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    p.add_argument("--cluster", metavar="SERVERS_YAML", type=cluster_argument, default=None,
+                   help=CLUSTER_HELP)
 
 
 def pace_factor(text: str) -> float:

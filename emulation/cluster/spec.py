@@ -18,6 +18,7 @@ The servers run this machine's checkout and interpreter at the same paths (check
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,3 +166,15 @@ def load(path: str | Path) -> ClusterSpec:
     except yaml.YAMLError as exc:
         raise ClusterSpecError(f"servers file {path}: not YAML ({exc})") from None
     return parse(path, doc)
+
+
+def argument(text: str) -> ClusterSpec:
+    """``--cluster SERVERS_YAML``: a valid servers file (its errors name the field)."""
+    try:
+        return load(text)
+    except ClusterSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+CLUSTER_HELP = ("spread the network over the servers this file names (Mininet's cluster "
+                "edition; docs/emulation.md, 'Running on several servers')")
