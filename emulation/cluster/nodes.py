@@ -12,8 +12,8 @@ user other than root.  Mininet's own cleanup callback (``ClusterCleanup``: ``mn 
 server) is never registered: clean-up stays per run.
 
 ``TunnelLink`` is RemoteLink with tc shaping (TCIntf) whose tunnels between servers are VXLAN
-devices (this kernel has no gretap; SSH tunnels run at about 0.1 Gbit/s, VXLAN at 4-6) or
-Mininet's SSH Ethernet tunnels (``tunnel: ssh``), chosen per link by the servers file.
+devices (in-kernel; Mininet's own GRE needs gretap, which some kernels lack) or Mininet's SSH
+Ethernet tunnels (``tunnel: ssh``: user space, slower), chosen per link by the servers file.
 """
 
 from __future__ import annotations
