@@ -62,6 +62,9 @@ def add_emulation_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--cluster", metavar="SERVERS_YAML", type=cluster_argument, default=None,
                    help=CLUSTER_HELP)
+    p.add_argument("--no-fork-server", dest="fork_server", action="store_false",
+                   help="start every training worker as its own interpreter (mnexec) instead "
+                        "of forking it from one that imported torch once (shared pages)")
 
 
 def pace_factor(text: str) -> float:
@@ -148,7 +151,8 @@ def pace_lines(rows: list[dict]) -> list[str]:
 def resource_lines(rows: list[dict]) -> list[str]:
     """Each run's wall time, peak PSS (switches + hosts) and CPU, one line per scheme."""
     return [f"{r['scheme']}: wall {r['wall_s']:.1f} s, peak PSS {r['peak_pss_mb']:.0f} MB "
-            f"(switches {r['switch_pss_mb']:.0f}, hosts {r['host_pss_mb']:.0f}), CPU "
+            f"(switches {r['switch_pss_mb']:.0f}, hosts {r['host_pss_mb']:.0f}; RSS sum "
+            f"{r['peak_rss_mb']:.0f} MB), CPU "
             f"switches {r['switch_cores']:.2f} + hosts {r['host_cores']:.2f} cores, machine "
             f"{r['machine_busy']:.0%} busy" for r in rows if "wall_s" in r]
 
@@ -159,7 +163,7 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
     rows, sweep = [], []
     t0 = time.monotonic()
     with Emulation(topo, out, args.target, scale, args.loss, args.quiet,
-                   cluster=args.cluster) as emu:
+                   fork_server=args.fork_server, cluster=args.cluster) as emu:
         cfg = traffic_config(args, emu.unit_bps)
         for plan in plans:
             compiled = emu.install(plan)
@@ -175,10 +179,11 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
             emu.explore(cli=args.cli)
         peak = emu.monitor.all_peak_mb
         split = emu.monitor.all_peak_split
+        rss = emu.monitor.all_peak_rss_mb
     wall = time.monotonic() - t0
     print(f"whole emulation at scale {scale:g}: wall {wall:.0f} s (network up to torn down), "
           f"peak PSS {peak:.0f} MB (switches {split.get('switches', 0):.0f}, hosts "
-          f"{split.get('hosts', 0):.0f})", flush=True)
+          f"{split.get('hosts', 0):.0f}; RSS sum {rss:.0f} MB)", flush=True)
     return ScaleResult(scale, rows, peak, wall), sweep
 
 

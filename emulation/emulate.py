@@ -75,7 +75,7 @@ class Emulation:
                  scale: float = 0.5, loss: float = 0.0, quiet: bool = False,
                  program: Pipeline | None = None, window: int = TrafficConfig.window,
                  loss_links: list[tuple[str, str]] | None = None,
-                 cluster: ClusterSpec | None = None) -> None:
+                 fork_server: bool = True, cluster: ClusterSpec | None = None) -> None:
         self.topo = topology
         self.out_dir = out_dir.resolve()  # hosts' processes and switches get absolute paths
         self.addr: Addressing = assign(topology)
@@ -89,7 +89,7 @@ class Emulation:
         self.window = window  # the most any run's TrafficConfig may keep in flight per stream
         self.net = Network(topology, self.addr, self.out_dir / "logs", target, scale, loss, quiet,
                            queue_for(len(topology.workers), len(topology.pss), window),
-                           loss_links, servers)
+                           loss_links, fork_server, servers)
         self.installed: str | None = None
         self.monitor = Monitor(lambda: {"switches": self.net.switch_pids(),
                                         "hosts": self.net.host_pids()})
@@ -236,6 +236,7 @@ class Emulation:
         row["scale_mbps_per_unit"] = self.scale
         row["target_drops"] = {sw: reasons(st1[sw], since=st0[sw]) for sw in st1 if sw in st0}
         row.update(wall_s=usage.wall_s, peak_pss_mb=usage.peak_pss_mb,
+                   peak_rss_mb=usage.peak_rss_mb,
                    switch_pss_mb=usage.peak_split_mb.get("switches", 0.0),
                    host_pss_mb=usage.peak_split_mb.get("hosts", 0.0),
                    switch_cores=usage.cores.get("switches", 0.0),

@@ -95,14 +95,14 @@ class ServedNetwork:
     so the hosts' namespaces reach it); everything stops when ``stack`` closes."""
 
     def __init__(self, stack: ExitStack, topo: Topology, out: Path, target: str,
-                 scale: float, loss: float, quiet: bool) -> None:
+                 scale: float, loss: float, quiet: bool, fork_server: bool = True) -> None:
         addr = assign(topo)
         self.topo = topo
         self.sock = f"unix:{out / 'serve.sock'}"
         shutil.rmtree(out / "state", ignore_errors=True)  # a fresh service, no old jobs
         queue = queue_for(len(topo.workers), len(topo.pss), TrafficConfig.window)
         self.net = stack.enter_context(Network(topo, addr, out / "logs", target, scale, loss,
-                                               quiet, queue))
+                                               quiet, queue, fork_server=fork_server))
         self.net.prepare_versions()
         pipeline = pipeline_for(target)
         installer = P4RuntimeInstaller(pipeline)
@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         for seed in range(args.seeds):
             with ExitStack() as stack:
                 served = ServedNetwork(stack, topo, out / f"seed{seed}", args.target,
-                                       args.scale, args.loss, args.quiet)
+                                       args.scale, args.loss, args.quiet, args.fork_server)
                 cfg = replace(traffic_config(args, args.scale * 1e6), seed=seed)
                 rows += [dict(r, seed=seed) for r in
                          run_jobs(served, jobs, args.scheme, cfg, out / f"seed{seed}",

@@ -17,6 +17,14 @@ software switch has no such knob).
 stops every process it started, removes every interface and leaves no namespace behind
 (``leftovers`` checks it).  A run killed outright cannot clean up; the next run finds its
 interfaces unclaimed and removes them (emulation/switch_claims.py).
+
+Training workers (``python -m host_stack.train.worker``) are forked by default from one
+fork server that imported torch once (host_stack/train/forkserver.py), each into its host's
+namespaces: the torch pages are shared copy-on-write instead of loaded ~230 MB per worker
+(fattree:6: 50 workers).  The process is the same module, arguments, environment, logs and
+exit status as a plain start; ``fork_server=False`` (``--no-fork-server``) starts each worker
+through Mininet (mnexec) as its own interpreter instead, for comparison or where forking
+from a preloaded interpreter is not wanted.
 """
 
 from __future__ import annotations
@@ -33,12 +41,13 @@ from typing import TYPE_CHECKING
 
 from control_plane.deploy.addressing import Addressing
 from control_plane.model.topology import Topology
+from control_plane.processes import stop_process
 from control_plane.repo import child_env
 from emulation.switch_claims import ClaimError, SwitchClaims, interfaces_of, loss_table
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S
 from emulation.targets.embedded.farm import SwitchFarm
-from emulation.targets.process import stop_process
+from host_stack.train.forkserver import ForkServer, ForkServerError, forked_module
 
 if TYPE_CHECKING:
     from emulation.cluster.run import Cluster
@@ -163,7 +172,7 @@ class Network:
                  target: str = "embedded", scale: float = 0.5, loss: float = 0.0,
                  quiet: bool = False, queue_packets: int = QUEUE_PACKETS,
                  loss_links: list[tuple[str, str]] | None = None,
-                 cluster: Cluster | None = None) -> None:
+                 fork_server: bool = True, cluster: Cluster | None = None) -> None:
         if target not in TARGETS:
             raise NetworkError(f"target '{target}': expected one of {', '.join(TARGETS)}")
         if not scale > 0:
@@ -187,6 +196,10 @@ class Network:
         self.cluster = cluster  # nodes on other servers (emulation/cluster); None: all here
         # embedded switches fork from one parent that imported the target once (farm.py)
         self.farm = SwitchFarm() if target == "embedded" and cluster is None else None
+        # training workers fork from one server that imported torch once (forkserver.py);
+        # hosts on other servers start each worker over SSH
+        self.forks = ForkServer(self.out_dir / "forkserver.stderr") \
+            if fork_server and cluster is None else None
         self.procs: list[subprocess.Popen] = []
         self.interfaces: list[str] = []
         self._shaped: list = []
@@ -386,18 +399,25 @@ class Network:
         environment); stopped with the network."""
         assert self.net is not None
         env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
+        node = self.net.get(host)
+        module = forked_module(cmd)
         if self.cluster is not None:
-            proc = self.cluster.popen(self.net.get(host), cmd, env, **kwargs)
-            self.procs.append(proc)
-            return proc
-        # mnexec -d (Mininet's popen) makes the process a session leader: killpg reaches it
-        proc = self.net.get(host).popen(cmd, env=env, **kwargs)
+            proc = self.cluster.popen(node, cmd, env, **kwargs)
+        elif self.forks is not None and module is not None:
+            # forked into the host's namespaces (its shell's), a session leader like mnexec's
+            proc = self.forks.spawn(module, cmd[3:], env, node.pid, **kwargs)
+        else:
+            # mnexec -d (Mininet's popen) makes the process a session leader: killpg reaches it
+            proc = node.popen(cmd, env=env, **kwargs)
         self.procs.append(proc)
         return proc
 
     def stop_processes(self) -> None:
         for proc in self.procs:
-            stop_process(proc)
+            try:
+                stop_process(proc)
+            except ForkServerError:  # the server died, and its children with it
+                pass
         self.procs.clear()
 
     def stop(self) -> None:
@@ -414,6 +434,8 @@ class Network:
             if self.cluster is not None:
                 self.cluster.remove_interfaces()
                 self.cluster.stop()
+            if self.forks is not None:
+                self.forks.close()
             if self.farm is not None:
                 self.farm.close()
             for table in self._nft_tables:
@@ -438,11 +460,19 @@ class Network:
         return pids
 
     def host_pids(self) -> list[int]:
-        """The hosts' processes started with ``popen`` (PSs, workers) that still run (none
-        here when they run on other servers)."""
+        """The hosts' processes started with ``popen`` (PSs, workers) that still run, and
+        the fork server the workers share (its PSS is their shared pages' other share); none
+        here when they run on other servers."""
         if self.cluster is not None:
             return []
-        return [p.pid for p in self.procs if p.poll() is None]
+        pids = [] if self.forks is None or self.forks.pid is None else [self.forks.pid]
+        for p in list(self.procs):
+            try:
+                if p.poll() is None:
+                    pids.append(p.pid)
+            except ForkServerError:
+                pass
+        return pids
 
     def tcp_retransmits(self, hosts: list[str]) -> int:
         """TCP segments the ``hosts`` retransmitted so far (their namespaces' RetransSegs):

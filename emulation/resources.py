@@ -3,6 +3,7 @@
 PSS, not RSS: switches forked from one parent (emulation/targets/embedded/farm.py) share their
 code pages, and RSS would count those pages once per switch; PSS divides each shared page
 among the processes that map it, so the sum over all processes is what they use together.
+The RSS sum is kept beside it (its own peak): the ratio of the two tells how much is shared.
 A background thread samples /proc every ``interval`` seconds: the peak of the total PSS (with
 its split at that moment), the CPU seconds each process was last seen to have used, and the
 machine's busy fraction, from which a scale sweep tells whether the CPU was saturated and by
@@ -21,16 +22,24 @@ from pathlib import Path
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def pss_kb(pid: int) -> int:
-    """The process's proportional set size in KiB (0 once it has exited)."""
+def memory_kb(pid: int) -> tuple[int, int]:
+    """The process's (proportional, resident) set size in KiB ((0, 0) once it has exited)."""
+    pss = rss = 0
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
                 if line.startswith("Pss:"):
-                    return int(line.split()[1])
+                    pss = int(line.split()[1])
+                elif line.startswith("Rss:"):
+                    rss = int(line.split()[1])
     except (OSError, ValueError):
         pass
-    return 0
+    return pss, rss
+
+
+def pss_kb(pid: int) -> int:
+    """The process's proportional set size in KiB (0 once it has exited)."""
+    return memory_kb(pid)[0]
 
 
 def cpu_s(pid: int) -> float | None:
@@ -79,6 +88,7 @@ class Usage:
     peak_split_mb: dict[str, float]  # each group's PSS at that peak
     cores: dict[str, float]  # CPU seconds per wall second, per group
     machine_busy: float  # fraction of all CPUs busy (anything on the machine)
+    peak_rss_mb: float = 0.0  # peak of the total RSS (shared pages counted once per process)
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
 
 
@@ -92,6 +102,7 @@ class Monitor:
         self.cpu: dict[str, dict[int, float]] = {}  # group -> pid -> last CPU seconds seen
         self.peak_mb, self.peak_split = 0.0, {}
         self.all_peak_mb, self.all_peak_split = 0.0, {}
+        self.peak_rss_mb = self.all_peak_rss_mb = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="resource-monitor", daemon=True)
         self._mark = self._snapshot()
@@ -111,9 +122,12 @@ class Monitor:
     def sample(self) -> None:
         """Read every group's PSS and CPU once; keep the peaks."""
         split: dict[str, float] = {}
+        rss = 0.0
         for name, roots in self.groups().items():
             pids = descendants(roots)
-            split[name] = sum(pss_kb(p) for p in pids) / 1024
+            mem = [memory_kb(p) for p in pids]
+            split[name] = sum(m[0] for m in mem) / 1024
+            rss += sum(m[1] for m in mem) / 1024
             with self.lock:
                 seen = self.cpu.setdefault(name, {})
                 for pid in pids:
@@ -126,6 +140,8 @@ class Monitor:
                 self.peak_mb, self.peak_split = total, split
             if total > self.all_peak_mb:
                 self.all_peak_mb, self.all_peak_split = total, split
+            self.peak_rss_mb = max(self.peak_rss_mb, rss)
+            self.all_peak_rss_mb = max(self.all_peak_rss_mb, rss)
 
     def _snapshot(self) -> tuple[float, dict[str, float], tuple[float, float]]:
         with self.lock:
@@ -136,7 +152,7 @@ class Monitor:
         """Start a new interval: its peak and CPU count from now."""
         self.sample()
         with self.lock:
-            self.peak_mb, self.peak_split = 0.0, {}
+            self.peak_mb, self.peak_split, self.peak_rss_mb = 0.0, {}, 0.0
         self._mark = self._snapshot()
 
     def usage(self) -> Usage:
@@ -148,4 +164,5 @@ class Monitor:
         with self.lock:
             return Usage(wall_s=wall, peak_pss_mb=self.peak_mb, peak_split_mb=dict(self.peak_split),
                          cores={k: (v - cpu0.get(k, 0.0)) / wall for k, v in cpu1.items()},
-                         machine_busy=(busy1 - busy0) / max(all1 - all0, 1.0))
+                         machine_busy=(busy1 - busy0) / max(all1 - all0, 1.0),
+                         peak_rss_mb=self.peak_rss_mb)

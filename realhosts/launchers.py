@@ -18,8 +18,8 @@ import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from control_plane.processes import stop_process
 from control_plane.repo import child_env
-from emulation.targets.process import stop_process
 from host_stack.train.hostrun import HostFiles
 from realhosts.inventory import HostSpec
 
@@ -194,7 +194,7 @@ class SshProcess(subprocess.Popen):
         self.launcher, self.pidfile = launcher, pidfile
 
     def signal_remote(self, sig: str) -> None:
-        """Send ``sig`` (TERM, KILL) to the remote process (emulation/targets/process.py)."""
+        """Send ``sig`` (TERM, KILL) to the remote process (control_plane/processes.py)."""
         self.launcher.signal(self.pidfile, sig)
 
     def terminate(self) -> None:

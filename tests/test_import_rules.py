@@ -38,6 +38,8 @@ def offenders(package: str, forbidden: tuple[str, ...]) -> list[str]:
                            "emulation.measure")),
     # real hosts and standalone switches: nothing of Mininet or of the emulated network
     ("realhosts", ("mininet", "emulation.network", "emulation.emulate")),
+    # the flow-level simulation: beside the emulation, nothing of it or of Mininet
+    ("simulation", ("emulation", "mininet")),
 ])
 def test_dependencies_point_one_way(package: str, forbidden: tuple[str, ...]) -> None:
     assert offenders(package, forbidden) == []

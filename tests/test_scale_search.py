@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from emulation.resources import Monitor, cpu_s, descendants, pss_kb
+from emulation.resources import Monitor, cpu_s, descendants, memory_kb, pss_kb
 from emulation.scale_search import ScaleResult, limit, parse_scales, search, summary
 
 
@@ -72,6 +72,11 @@ def test_monitor_measures_pss_and_cpu_of_a_process_tree():
     finally:
         parent.kill()
     assert usage.peak_split_mb["me"] > 5 and usage.peak_split_mb["hosts"] > 1
+    # RSS counts shared pages in full in every process: never below PSS
+    assert usage.peak_rss_mb >= usage.peak_pss_mb > 0 and mon.all_peak_rss_mb >= usage.peak_rss_mb
     # CPU the interval saw = what the child used (less its start-up before the mark)
     assert used - 0.3 <= usage.cores["hosts"] * usage.wall_s <= used + 0.05, (used, usage)
     assert pss_kb(parent.pid) == 0 and cpu_s(parent.pid) is None  # gone
+    assert memory_kb(parent.pid) == (0, 0)
+    pss, rss = memory_kb(os.getpid())
+    assert 0 < pss <= rss

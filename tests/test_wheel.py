@@ -124,3 +124,12 @@ def test_emulate_fig1_from_the_wheel(installed: Installed) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "True" in done.stdout and (installed.cwd / "out" / "emulate" / "emulate.json").is_file()
     print(f"emulate -t fig1 from the wheel: {time.monotonic() - started:.1f} s")
+
+
+def test_sweep_from_the_wheel(installed: Installed) -> None:
+    """Its own Ray head, whose workers import inart from the wheel (no checkout on any path)."""
+    done = installed.run("sweep", "-t", "fig1", "-s", "atp,lbmm", "--cpus", "1", "--quiet",
+                         "--out", "out/sweep/wheel")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "2 points (2 run, 0 failed)" in done.stdout
+    assert (installed.cwd / "out" / "sweep" / "wheel" / "results.csv").is_file()

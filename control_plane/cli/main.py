@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "experiment": ("host_stack.experiments.cli", "reproduce a paper's experiment (InArt, ...)"),
     "train": ("host_stack.train.cli", "train a model over a plan (PS + worker processes)"),
     "emulate": ("emulation.cli_emulate", "run schemes on a Mininet network of P4 switches"),
+    "simulate": ("simulation.cli", "simulate schemes on SimGrid at real link speeds"),
     "shell": ("emulation.cli_shell", "p4runtime-shell on a P4Runtime switch"),
     "switch": ("emulation.cli_switch", "run one P4 switch (embedded target or bmv2) alone"),
     "ptf": ("emulation.cli_ptf", "run the PTF packet suite (embedded, bmv2, tofino)"),
@@ -32,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ctl": ("control_plane.cli.ctl", "talk to a running `inart serve`"),
     "run": ("realhosts.cli_run", "run a job on real hosts and switches (inventory file)"),
     "lab": ("realhosts.cli_lab", "namespace hosts and standalone switches here, for `inart run`"),
+    "sweep": ("control_plane.cli.sweep",
+              "run a grid of plans, simulations or emulations in parallel (Ray)"),
 }
 
 # `inart bench NAME` -> (module exposing configure(parser), one-line help)
@@ -42,6 +45,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "transport": ("host_stack.ina.bench_transport",
                   "INA transport vs iperf3 and a Python UDP sender (loopback, veth)"),
     "train": ("host_stack.train.bench", "inart train: INA vs ring and torch round time (fig1)"),
+    "memory": ("emulation.bench_memory",
+               "fattree:6 peak memory with CNN workers: fork server vs one interpreter each"),
     "controller": ("control_plane.bench.controller",
                    "install entries/s vs p4runtime-shell (embedded, bmv2); replan latency"),
 }

@@ -21,8 +21,8 @@ from typing import IO, TYPE_CHECKING
 
 from control_plane.deploy.pipeline import Pipeline, pipeline_for
 from control_plane.localhost import port_holder
+from control_plane.processes import stop_process
 from control_plane.repo import child_env
-from emulation.targets.process import stop_process
 
 if TYPE_CHECKING:
     from emulation.targets.embedded.farm import ForkedSwitch, SwitchFarm

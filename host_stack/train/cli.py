@@ -55,6 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--every", type=int, default=0,
                    help="table rows every K rounds (default: about 10 rows)")
     g.add_argument("--keep-logs", action="store_true", help="keep the processes' logs")
+    g.add_argument("--fork-server", action="store_true",
+                   help="fork the workers from one process that imported torch once (shared "
+                        "pages: host_stack/train/forkserver.py) instead of one interpreter each")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -37,7 +37,7 @@ JOB_OPTIONS = MODEL_OPTIONS + TRANSPORT_OPTIONS
 # what the shared per-worker launcher of `inart train` does with any mode it runs
 LAUNCHER_FLAGS = frozenset(MODEL_OPTIONS) | {
     "sync", "rounds", "batch", "deadline", "reference", "out", "json", "csv", "plot", "every",
-    "keep_logs", "quiet"}
+    "keep_logs", "quiet", "fork_server"}
 GIVEN = "given_flags"  # args attribute: dests of the options given on the command line
 
 

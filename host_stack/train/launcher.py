@@ -4,11 +4,15 @@ Each process is the same entry point a separate host would run (``python -m host
 ``python -m host_stack.train.worker``); the launcher only picks free loopback ports, writes the
 address map, starts the processes, follows the workers' JSON lines (progress bar), collects
 the results and stops everything.  Every wait has a deadline; if any process fails, all are
-stopped and its error is raised.
+stopped and its error is raised.  With ``--fork-server`` the workers are forked from one
+process that imported torch once (host_stack/train/forkserver.py): the same module, options,
+logs and exit statuses, the torch pages shared.  Off by default here: a loopback job has a
+handful of workers; the emulation, with up to 50 on one machine, forks by default.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import signal
@@ -26,6 +30,7 @@ from control_plane.repo import child_env
 from host_stack.collectives.launch import free_port
 from host_stack.ina.addresses import loopback
 from host_stack.ina.jobplan import JobPlan, load_plan, star_plan
+from host_stack.train.forkserver import ForkServer, ForkServerError, forked_module
 from host_stack.train.jobargs import job_argv
 from host_stack.train.sync_registry import load_sync
 
@@ -95,6 +100,8 @@ class Launcher:
         self.events: queue.Queue = queue.Queue()
         self.python = [sys.executable, "-m"]
         self.env = child_env(PYTHONUNBUFFERED="1")
+        self.forks = (ForkServer(workdir / "forkserver.stderr")
+                      if getattr(args, "fork_server", False) else None)
 
     def __enter__(self) -> Launcher:
         return self
@@ -104,9 +111,18 @@ class Launcher:
 
     def _start(self, name: str, cmd: list[str]) -> subprocess.Popen:
         err = open(self.workdir / f"{name}.stderr", "w")  # noqa: SIM115 (owned by the child)
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
-                                env=self.env, start_new_session=True)
-        err.close()
+        module = forked_module(cmd)
+        try:
+            if self.forks is not None and module is not None:
+                proc = self.forks.spawn(module, cmd[3:], dict(self.env), None,
+                                        stdout=subprocess.PIPE, stderr=err, text=True)
+            else:
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
+                                        env=self.env, start_new_session=True)
+        except ForkServerError as exc:
+            raise LaunchError(f"{name}: {exc}") from None
+        finally:
+            err.close()
         self.procs[name] = proc
         JsonLineReader(name, proc, self.events).start()
         return proc
@@ -124,31 +140,40 @@ class Launcher:
                 raise LaunchError(f"deadline of {self.args.deadline:.0f} s passed; still "
                                   f"running: {', '.join(running)}")
             try:
-                name, rec = self.events.get(timeout=min(left, 1.0))
-            except queue.Empty:
-                failed = [n for n, p in self.procs.items() if p.poll() not in (None, 0)]
-                if failed:
-                    raise self._fail(failed[0], f"exited with status "
-                                     f"{self.procs[failed[0]].returncode}") from None
-                continue
-            if rec["event"] == "eof":
-                rc = self.procs[name].wait(timeout=10)
-                if rc != 0:
-                    raise self._fail(name, f"exited with status {rc}")
+                try:
+                    name, rec = self.events.get(timeout=min(left, 1.0))
+                except queue.Empty:
+                    failed = [n for n, p in self.procs.items() if p.poll() not in (None, 0)]
+                    if failed:
+                        raise self._fail(failed[0], f"exited with status "
+                                         f"{self.procs[failed[0]].returncode}") from None
+                    continue
+                if rec["event"] == "eof":
+                    rc = self.procs[name].wait(timeout=10)
+                    if rc != 0:
+                        raise self._fail(name, f"exited with status {rc}")
+            except ForkServerError as exc:
+                raise LaunchError(str(exc)) from None
             return name, rec
 
     def stop_all(self) -> None:
-        """SIGTERM, then SIGKILL after 5 s, every process still running."""
+        """SIGTERM, then SIGKILL after 5 s, every process still running (and the fork
+        server, whose children die with it)."""
+        # ForkServerError: the server died, and its children with it
         for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(ForkServerError):
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
         end = time.monotonic() + 5
         for proc in self.procs.values():
-            try:
-                proc.wait(timeout=max(0.1, end - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+            with contextlib.suppress(ForkServerError):
+                try:
+                    proc.wait(timeout=max(0.1, end - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+        if self.forks is not None:
+            self.forks.close()
 
     def run(self) -> TrainResult:
         args = self.args

@@ -206,7 +206,7 @@ class SwitchFarm:
         """EOF to the parent: it stops every child, waits for them, exits."""
         if self.proc is None:
             return
-        from emulation.targets.process import stop_process
+        from control_plane.processes import stop_process
 
         try:
             if self.proc.stdin is not None:

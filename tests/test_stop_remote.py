@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from emulation.targets.process import stop_process
+from control_plane.processes import stop_process
 
 
 class RemoteSleeper(subprocess.Popen):

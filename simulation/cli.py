@@ -1,0 +1,162 @@
+"""`inart simulate`: the emulation's topologies, plans and schemes on a flow-level SimGrid model,
+at real link speeds (Gbit/s) and on clusters of thousands of hosts.
+
+Per scheme: communication time per iteration, iteration time (compute + communication),
+sending rate per worker, bytes into the PSs and over the links.  INA schemes are paced to
+their plan's rate (solved here, or --plan), so their simulated time checks the plan's own
+(sim/plan).  The model and what it leaves out: docs/simulation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from control_plane.model.plan import Plan, PlanError
+from control_plane.model.topologies import build_topology
+from control_plane.model.topology import TopologyError
+from control_plane.report import format_table, to_csv
+from simulation.profiles import ProfileError, load_profile
+from simulation.run import SCHEMES, SimulationError, simulate
+
+COLUMNS = ("topology", "workers", "scheme", "comm_ms", "iter_ms", "rate_gbps", "plan_ms",
+           "sim/plan", "ps_in_mb", "links_mb", "wall_s")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("simulate", help="simulate schemes on SimGrid at real link speeds",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--topology", "-t", action="extend", nargs="+", metavar="TOPOLOGY",
+                   help="fig1 | fattree:K | leafspine:L,S,H | FILE (several: a sweep)")
+    p.add_argument("--schemes", "-s", default="all",
+                   help=f"comma-separated from {', '.join(SCHEMES)}, or 'all'")
+    p.add_argument("--plan", type=Path, help="an `inart plan` file for its scheme (one topology)")
+    p.add_argument("--link-gbps", type=float,
+                   help="the fastest link's Gbit/s; every capacity scales alike "
+                        "(default: 1 Gbit/s per topology unit)")
+    p.add_argument("--scale", type=float, metavar="MBPS",
+                   help="Mbit/s per topology unit, as the emulation's --scale")
+    p.add_argument("--latency-us", type=float, help="latency per link hop (default 1 us)")
+    p.add_argument("--model", default="resnet50",
+                   help="resnet50 | vgg19 | lstm | synthetic:BYTES | PROFILE.json")
+    p.add_argument("--compute-ms", type=float, help="compute per iteration (overrides the model's)")
+    p.add_argument("--iterations", type=int, default=1, help="iterations (total time)")
+    p.add_argument("--pace", type=float, default=1.0,
+                   help="INA senders' rate as a multiple of the plan's")
+    p.add_argument("--gradients-only", action="store_true",
+                   help="INA: leave the PSs' result multicast out (what a plan's rate covers)")
+    p.add_argument("--ps", type=int, help="number of PSs (fattree/leafspine)")
+    p.add_argument("--seed", type=int, default=0, help="solver seed (INA plans), RSGCM search")
+    p.add_argument("--json", type=Path, help="write every result (with bytes per link)")
+    p.add_argument("--csv", type=Path, help="write the table")
+    p.add_argument("--plot", type=Path, help="PNG: communication time per scheme "
+                   "(several topologies: against the number of workers)")
+    p.set_defaults(func=run)
+
+
+def parse_schemes(text: str) -> list[str]:
+    if text == "all":
+        return list(SCHEMES)
+    schemes = [s for s in text.split(",") if s]
+    unknown = sorted(set(schemes) - set(SCHEMES))
+    if unknown or not schemes:
+        raise SystemExit(f"--schemes: {', '.join(unknown) or 'empty'}: expected from "
+                         f"{', '.join(SCHEMES)} or 'all'")
+    return schemes
+
+
+def row(r: dict[str, Any]) -> dict[str, Any]:
+    """The printed columns of one result."""
+    ratio = (r["comm_time_s"] / r["plan_comm_time_s"]) if r["plan_comm_time_s"] else None
+    return {"topology": r["topology"], "workers": r["workers"], "scheme": r["scheme"],
+            "comm_ms": round(r["comm_time_s"] * 1e3, 3),
+            "iter_ms": round(r["iteration_time_s"] * 1e3, 3),
+            "rate_gbps": round(r["rate_per_worker_bps"] / 1e9, 3),
+            "plan_ms": round(r["plan_comm_time_s"] * 1e3, 3) if r["plan_comm_time_s"] else "-",
+            "sim/plan": round(ratio, 4) if ratio else "-",
+            "ps_in_mb": round(sum(r["ps_ingress_bytes"].values()) / 1e6, 1),
+            "links_mb": round(sum(r["link_bytes"].values()) / 1e6, 1),
+            "wall_s": round(r["wall_s"], 2)}
+
+
+def run(args: argparse.Namespace) -> int:
+    specs = args.topology or ["fig1"]
+    schemes = parse_schemes(args.schemes)
+    try:
+        prof = load_profile(args.model, None if args.compute_ms is None
+                            else args.compute_ms / 1e3)
+        topos = [build_topology(t, ps=args.ps) for t in specs]
+        plan = Plan.load(args.plan) if args.plan else None
+    except (ProfileError, TopologyError, PlanError, OSError) as exc:
+        raise SystemExit(str(exc)) from exc
+    if plan is not None and len(topos) != 1:
+        raise SystemExit("--plan: give exactly one --topology with it")
+    results = []
+    with tqdm(total=len(topos) * len(schemes), desc="simulate", unit="run",
+              file=sys.stderr) as bar:
+        for topo in topos:
+            for scheme in schemes:
+                bar.set_postfix(topology=topo.name, scheme=scheme)
+                given = plan if plan is not None and plan.scheme == scheme else None
+                try:
+                    res = simulate(topo, scheme, plan=given, model_bytes=prof.model_bytes,
+                                   compute_s=prof.compute_s, link_gbps=args.link_gbps,
+                                   scale_mbps=args.scale, latency_us=args.latency_us,
+                                   iterations=args.iterations, seed=args.seed, pace=args.pace,
+                                   results=not args.gradients_only)
+                except SimulationError as exc:
+                    raise SystemExit(str(exc)) from exc
+                results.append(res.to_dict())
+                bar.update(1)
+    print(f"model {prof.name}: {prof.model_bytes / 2**20:.1f} MiB, compute "
+          f"{prof.compute_s * 1e3:g} ms per iteration; links {results[0]['link_gbps']:g} Gbit/s")
+    print(format_table([row(r) for r in results], list(COLUMNS)))
+    for r in results:
+        if r["note"]:
+            print(f"{r['scheme']} on {r['topology']}: {r['note']}")
+    if args.json:
+        setup = {"topologies": specs, "schemes": schemes, "model": prof.name,
+                 "model_bytes": prof.model_bytes, "compute_s": prof.compute_s,
+                 "link_gbps": args.link_gbps, "scale_mbps": args.scale,
+                 "latency_us": args.latency_us, "seed": args.seed, "pace": args.pace}
+        args.json.write_text(json.dumps({"setup": setup, "results": results}, indent=1) + "\n")
+    if args.csv:
+        args.csv.write_text(to_csv([row(r) for r in results]))
+    if args.plot:
+        plot(results, args.plot)
+    return 0
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    """Bars per scheme (one topology) or comm time against workers per scheme (several)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    topologies = list(dict.fromkeys(r["topology"] for r in results))
+    schemes = list(dict.fromkeys(r["scheme"] for r in results))
+    if len(topologies) == 1:
+        ax.bar(schemes, [r["comm_time_s"] * 1e3 for r in results])
+        ax.set_title(f"{topologies[0]}, {results[0]['link_gbps']:g} Gbit/s links")
+        ax.set_xlabel("scheme")
+    else:
+        for s in schemes:
+            pts = sorted((r["workers"], r["comm_time_s"] * 1e3) for r in results
+                         if r["scheme"] == s)
+            ax.plot(*zip(*pts, strict=True), marker="o", label=s)
+        ax.set_xscale("log")
+        ax.set_xlabel("workers")
+        ax.legend(fontsize=8)
+    ax.set_ylabel("communication ms per iteration")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

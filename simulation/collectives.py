@@ -1,0 +1,155 @@
+"""What the collectives of host_stack/collectives put on the links, as stages of transfers.
+
+Byte models are the host stack's own (host_stack/collectives/p2p.py): every p2p message costs
+``message_wire_bytes`` on the sender's route (gloo's preamble, TCP/IP/Ethernet headers per
+segment) and ``ack_wire_bytes`` back on the reverse route (one ACK per two segments).  Routes
+are the emulation's destination routes (simulation/routes.py).
+
+- ring: host_stack's chunked ring (ring.py) over the workers in rank order; each chunk is
+  forwarded as soon as it is reduced, so the 2(f-1) transfers stream: one stage in which every
+  rank sends 2(f-1) segments of B/f to the next, with a latency chain of 2(f-1) routes.
+- tree: RAT (rat.py), one tree per root, each on B/n; reduce stage by stage up all trees at
+  once, then broadcast down; transfers between the same two ranks in one stage are one.
+- rsgcm: the MCTS schedule of rsgcm/plan.py (S=2 blocks); each step runs its rings at once,
+  every ring one gloo ring all-reduce (gloo_ring_segments) over its members in rank order.
+  Where the search finds no schedule (it does not for 54 devices) the classical 2D-mesh
+  schedule on the squarest grid stands in (rsgcm/classical.py ``mesh_2d``), and the result
+  says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from control_plane.model.topology import Topology
+from host_stack.collectives.p2p import ack_wire_bytes, gloo_ring_segments, message_wire_bytes
+from host_stack.collectives.ring import DEFAULT_CHUNK_BYTES
+from simulation.engine import Stage, Transfer
+from simulation.routes import DstRouter
+
+ELEMENT = 4  # fp32 gradients
+
+
+def _messages(nbytes: float, chunk: int) -> list[int]:
+    """The p2p messages one segment of ``nbytes`` is sent in (chunks of ``chunk``)."""
+    n = int(nbytes)
+    if n <= 0:
+        return []
+    full, rest = divmod(n, chunk)
+    return [chunk] * full + ([rest] if rest else [])
+
+
+class Traffic:
+    """Per-stage bytes between rank pairs, turned into routed transfers (data and ACKs)."""
+
+    def __init__(self, topo: Topology, workers: list[str]) -> None:
+        self.router = DstRouter(topo)
+        self.workers = workers
+
+    def stage(self, name: str, pairs: dict[tuple[int, int], list[int] | tuple[int, int]],
+              chain_hops: int) -> Stage:
+        """``pairs``: (src rank, dst rank) -> (message wire bytes, ACK wire bytes) summed."""
+        out = Stage(name, chain_hops=chain_hops)
+        for (a, b), (data, acks) in sorted(pairs.items()):
+            src, dst = self.workers[a], self.workers[b]
+            out.transfers.append(Transfer(self.router.path(src, dst), data))
+            if acks:
+                out.transfers.append(Transfer(self.router.path(dst, src), acks))
+        return out
+
+
+def _add(pairs: dict, a: int, b: int, messages: list[int], times: float = 1.0) -> None:
+    data = sum(message_wire_bytes(m) for m in messages) * times
+    acks = sum(ack_wire_bytes(m) for m in messages) * times
+    old = pairs.get((a, b), (0.0, 0.0))
+    pairs[(a, b)] = (old[0] + data, old[1] + acks)
+
+
+def ring_stages(topo: Topology, workers: list[str], model_bytes: int,
+                chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Stage]:
+    n = len(workers)
+    if n < 2:
+        return []
+    seg = model_bytes / n  # tensor_split: segments differ by at most one element
+    messages = _messages(seg, chunk_bytes)
+    pairs: dict = {}
+    for i in range(n):
+        _add(pairs, i, (i + 1) % n, messages, 2 * (n - 1))
+    return [Traffic(topo, workers).stage("ring", pairs, 2 * (n - 1))]
+
+
+def tree_stages(topo: Topology, workers: list[str], model_bytes: int) -> list[Stage]:
+    from host_stack.collectives.rat import build_trees, hierarchy
+
+    n = len(workers)
+    if n < 2:
+        return []
+    trees = build_trees(hierarchy(topo.graph, workers))
+    messages = _messages(model_bytes / n, 1 << 62)  # one isend per slice
+    depth = max(len(t.stages) for t in trees)
+    up: list[dict] = [{} for _ in range(depth)]
+    for tree in trees:
+        for k, stage in enumerate(tree.stages):
+            for child, parent in stage:
+                _add(up[k], child, parent, messages)
+    traffic = Traffic(topo, workers)
+    stages = [traffic.stage(f"reduce{k}", p, 1) for k, p in enumerate(up) if p]
+    down = [{(b, a): v for (a, b), v in p.items()} for p in reversed(up) if p]
+    return stages + [traffic.stage(f"broadcast{k}", p, 1) for k, p in enumerate(down)]
+
+
+RingSteps = list[list[tuple[tuple[int, ...], int]]]  # per step: (ring ranks, block)
+
+
+def rsgcm_schedule(world: int, seed: int) -> tuple[RingSteps, int, str]:
+    """(steps of (ring ranks, block), blocks, which schedule) for ``world`` ranks."""
+    from host_stack.collectives.rsgcm.plan import plan_schedule
+    from host_stack.collectives.rsgcm.space import grid_shape
+
+    try:
+        sched = plan_schedule(world, s=2, seed=seed)
+        index = {d: i for i, d in enumerate(sched.devices)}
+        steps = [[(tuple(sorted(index[d] for d in ring)), b) for ring, b in step.rings]
+                 for step in sched.steps]
+        return steps, sched.nblocks, "mcts"
+    except ValueError:
+        rows, cols = grid_shape(world)
+        row_rings = [tuple(range(r * cols, (r + 1) * cols)) for r in range(rows)]
+        col_rings = [tuple(range(c, world, cols)) for c in range(cols)]
+        steps = [[*((r, 0) for r in row_rings), *((c, 1) for c in col_rings)],
+                 [*((c, 0) for c in col_rings), *((r, 1) for r in row_rings)]]
+        return steps, 2, f"2d-mesh {rows}x{cols}"
+
+
+def rsgcm_stages(topo: Topology, workers: list[str], model_bytes: int, seed: int = 0
+                 ) -> tuple[list[Stage], str]:
+    n = len(workers)
+    if n < 2:
+        return [], "none"
+    steps, nblocks, kind = rsgcm_schedule(n, seed)
+    block = math.ceil(model_bytes / nblocks / ELEMENT) * ELEMENT
+    traffic = Traffic(topo, workers)
+    out = []
+    for i, step in enumerate(steps):
+        pairs: dict = {}
+        longest = 1
+        for ring, _ in step:
+            f = len(ring)
+            if f < 2:
+                continue
+            longest = max(longest, 2 * (f - 1))
+            sent, _received = gloo_ring_segments(block, ELEMENT, f, 0)
+            for pos, rank in enumerate(ring):
+                _add(pairs, rank, ring[(pos + 1) % f], sent)
+        out.append(traffic.stage(f"step{i}", pairs, longest))
+    return out, kind
+
+
+def per_rank_sent(stages: list[Stage]) -> dict[str, float]:
+    """Bytes each host put on its first link (data and ACKs) over all stages."""
+    sent: dict[str, float] = defaultdict(float)
+    for stage in stages:
+        for t in stage.transfers:
+            sent[t.path[0]] += t.size
+    return sent

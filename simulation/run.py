@@ -1,0 +1,184 @@
+"""`simulate`: one scheme on one topology, one iteration's communication simulated on SimGrid.
+
+Units: the topology's capacities are in its own units; ``link_gbps`` makes its fastest link
+that many Gbit/s (every capacity scaled alike: links, C(v), B(s)), ``scale_mbps`` gives Mbit/s
+per unit as the emulation's ``--scale`` does, and with neither one unit is 1 Gbit/s.  Every
+link adds ``latency_us`` per hop (default 1 us) on each dependency chain.  An iteration is
+compute then communication (no overlap); a deterministic fluid model makes every iteration
+alike, so one is simulated and ``iterations`` multiplies.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from control_plane.model.plan import Plan
+from control_plane.model.topology import Topology
+from simulation import collectives, ina
+from simulation.engine import Network, Stage, run_stages
+
+INA_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
+COLLECTIVES = ("ring", "tree", "rsgcm")
+SCHEMES = (*INA_SCHEMES, *COLLECTIVES)
+DEFAULT_LATENCY_US = 1.0
+
+
+@dataclass
+class SchemeResult:
+    """One scheme's simulated iteration; bytes are per iteration, times in seconds."""
+
+    scheme: str
+    topology: str
+    workers: int
+    model_bytes: int
+    unit_bps: float
+    link_gbps: float
+    comm_time_s: float
+    compute_s: float
+    iteration_time_s: float
+    iterations: int
+    total_time_s: float
+    rate_per_worker_bps: float
+    worker_bytes: float  # mean bytes a worker put on its link
+    ps_ingress_bytes: dict[str, float]
+    link_bytes: dict[str, float]
+    wall_s: float
+    plan_rate_bps: float | None = None
+    plan_comm_time_s: float | None = None
+    note: str = ""
+    stages: list[dict[str, float]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class SimulationError(ValueError):
+    """Arguments that cannot be simulated; the message names the one at fault."""
+
+
+def unit_bps(topo: Topology, link_gbps: float | None, scale_mbps: float | None) -> float:
+    """Bit/s per topology unit (see the module docstring)."""
+    if link_gbps is not None and scale_mbps is not None:
+        raise SimulationError("link_gbps and scale_mbps: give at most one")
+    if link_gbps is not None:
+        if not link_gbps > 0:
+            raise SimulationError(f"link_gbps={link_gbps!r}: expected > 0")
+        return link_gbps * 1e9 / max(link.capacity for link in topo.links.values())
+    if scale_mbps is not None:
+        if not scale_mbps > 0:
+            raise SimulationError(f"scale_mbps={scale_mbps!r}: expected > 0")
+        return scale_mbps * 1e6
+    return 1e9
+
+
+def network(topo: Topology, unit: float) -> Network:
+    """Spare capacities in bytes/s, with C(v) as agg:v and B(s) as ps:s."""
+    links = {key: max(link.spare, 0.0) * unit / 8 for key, link in topo.links.items()}
+    res = {}
+    for node in topo.nodes.values():
+        if node.kind == "switch" and node.capacity is not None:
+            res[f"agg:{node.id}"] = max(node.spare, 0.0) * unit / 8
+        elif node.kind == "ps" and node.capacity is not None:
+            res[f"ps:{node.id}"] = max(node.spare, 0.0) * unit / 8
+    return Network(links, res)
+
+
+def _plan(topology: Topology, scheme: str, plan: dict | Plan | None, seed: int) -> Plan:
+    if plan is None:
+        from control_plane.solver.solve import plan_for
+
+        return plan_for(topology, scheme, seed)
+    p = plan if isinstance(plan, Plan) else Plan.from_dict(plan)
+    if sorted(p.topology.workers) != sorted(topology.workers) or \
+            sorted(p.topology.pss) != sorted(topology.pss):
+        raise SimulationError(f"plan: its workers and PSs differ from topology {topology.name}'s")
+    if not p.rate > 0:
+        raise SimulationError(f"plan 'rate'={p.rate!r}: expected > 0 (nothing to run)")
+    return p
+
+
+def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None,
+             model_bytes: int, compute_s: float = 0.0, link_gbps: float | None = None,
+             latency_us: float | None = None, iterations: int = 1, seed: int = 0,
+             scale_mbps: float | None = None, pace: float = 1.0,
+             results: bool = True) -> SchemeResult:
+    """Simulate ``scheme`` (INA: its plan, given or solved with ``seed``) on ``topology``.
+    ``results=False`` leaves the PSs' result multicast out of INA schemes: the gradients
+    alone, which is what a plan's rate is about (its check)."""
+    t0 = time.perf_counter()
+    if scheme not in SCHEMES:
+        raise SimulationError(f"scheme {scheme!r}: expected one of {', '.join(SCHEMES)}")
+    if isinstance(model_bytes, bool) or not isinstance(model_bytes, int) or model_bytes <= 0:
+        raise SimulationError(f"model_bytes={model_bytes!r}: expected an integer > 0")
+    if not compute_s >= 0:
+        raise SimulationError(f"compute_s={compute_s!r}: expected >= 0")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise SimulationError(f"iterations={iterations!r}: expected an integer >= 1")
+    if not pace > 0:
+        raise SimulationError(f"pace={pace!r}: expected > 0")
+    latency_s = (DEFAULT_LATENCY_US if latency_us is None else latency_us) * 1e-6
+    if latency_s < 0:
+        raise SimulationError(f"latency_us={latency_us!r}: expected >= 0")
+    topo, note, tail = topology, "", 0.0
+    plan_rate = plan_comm = None
+    if scheme in INA_SCHEMES:
+        p = _plan(topology, scheme, plan, seed)
+        topo = p.topology
+        unit = unit_bps(topo, link_gbps, scale_mbps)
+        stages = [ina.ina_stage(p, model_bytes, unit, pace, results)]
+        plan_rate = p.rate * unit
+        plan_comm = ina.plan_comm_time(p, model_bytes, unit)
+        # the aggregate leaves a switch one packet after its last input arrives
+        slowest = min(x for x in p.partition.values() if x > 0) * plan_rate * pace
+        tail = ina.FRAME * 8 / slowest
+        workers = topo.workers
+    else:
+        unit = unit_bps(topo, link_gbps, scale_mbps)
+        workers = topo.workers
+        if scheme == "ring":
+            stages = collectives.ring_stages(topo, workers, model_bytes)
+        elif scheme == "tree":
+            stages = collectives.tree_stages(topo, workers, model_bytes)
+        else:
+            stages, kind = collectives.rsgcm_stages(topo, workers, model_bytes, seed)
+            note = f"schedule: {kind}"
+    net = network(topo, unit)
+    bandwidth = run_stages(net, stages)
+    stage_rows, comm = [], tail
+    for stage, secs in zip(stages, bandwidth, strict=True):
+        lat = stage.chain_hops * latency_s * max((len(t.path) - 1 for t in stage.transfers),
+                                                 default=0)
+        stage_rows.append({"stage": stage.name, "bandwidth_s": secs, "latency_s": lat,
+                           "transfers": len(stage.transfers)})
+        comm += secs + lat
+    links, ps_in, sent = _bytes(stages, topo)
+    worker_bytes = sum(sent.get(w, 0.0) for w in workers) / len(workers)
+    iteration = compute_s + comm
+    return SchemeResult(
+        scheme=scheme, topology=topology.name, workers=len(workers), model_bytes=model_bytes,
+        unit_bps=unit, link_gbps=max(lk.capacity for lk in topo.links.values()) * unit / 1e9,
+        comm_time_s=comm, compute_s=compute_s, iteration_time_s=iteration,
+        iterations=iterations, total_time_s=iteration * iterations,
+        rate_per_worker_bps=worker_bytes * 8 / comm if comm > 0 else 0.0,
+        worker_bytes=worker_bytes, ps_ingress_bytes=ps_in, link_bytes=links,
+        wall_s=time.perf_counter() - t0, plan_rate_bps=plan_rate, plan_comm_time_s=plan_comm,
+        note=note, stages=stage_rows)
+
+
+def _bytes(stages: list[Stage], topo: Topology
+           ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Bytes per directed link, into each PS, and sent by each host, over all stages."""
+    links: dict[str, float] = defaultdict(float)
+    sent: dict[str, float] = defaultdict(float)
+    ps_in = {s: 0.0 for s in topo.pss}
+    for stage in stages:
+        for t in stage.transfers:
+            for a, b in zip(t.path, t.path[1:], strict=False):
+                links[f"{a}->{b}"] += t.size
+            sent[t.path[0]] += t.size
+            if t.path[-1] in ps_in:
+                ps_in[t.path[-1]] += t.size
+    return dict(links), ps_in, dict(sent)

@@ -1,0 +1,146 @@
+"""The flow-level simulation: plans reproduced, byte models, units, errors, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from control_plane.cli.main import main
+from control_plane.model.topologies import build_topology, fig1
+from control_plane.solver.solve import plan_for
+from simulation import ina
+from simulation.profiles import BUILTIN, ProfileError, load_profile
+from simulation.run import INA_SCHEMES, SCHEMES, SimulationError, simulate
+
+MB = 97_500_000
+
+
+@pytest.fixture(scope="module")
+def fattree6():
+    return build_topology("fattree:6")
+
+
+@pytest.mark.parametrize("scheme", INA_SCHEMES)
+@pytest.mark.parametrize("spec", ["fig1", "fattree:6"])
+def test_a_paced_plan_runs_at_its_own_rate(spec, scheme, fattree6) -> None:
+    """The plan's gradients, each segment paced to f x_s through every link, C(v) and B(s)
+    of the model, take the plan's communication time: within 1%, at 100 Gbit/s."""
+    topo = fattree6 if spec == "fattree:6" else fig1()
+    plan = plan_for(topo, scheme, 0)
+    r = simulate(topo, scheme, plan=plan, model_bytes=MB, link_gbps=100, results=False)
+    assert r.plan_rate_bps == pytest.approx(plan.rate * r.unit_bps)
+    assert r.comm_time_s == pytest.approx(r.plan_comm_time_s, rel=0.01)
+    assert r.rate_per_worker_bps == pytest.approx(r.plan_rate_bps, rel=0.01)
+
+
+def test_a_plan_faster_than_its_constraints_is_slowed_by_them() -> None:
+    """The check can fail: senders paced 1.5x above fig1's InArt plan (bound by B(s) and
+    C(v)) only get what the links, switches and PSs carry."""
+    topo = fig1()
+    r = simulate(topo, "inart", model_bytes=MB, link_gbps=10, pace=1.5, results=False)
+    assert r.comm_time_s > 1.2 * r.plan_comm_time_s / 1.5
+
+
+def test_switch_and_ps_capacities_constrain() -> None:
+    """Without C(v) and B(s) in the model, fig1's ATP plan (bound by them) would run
+    faster when paced above its rate; with them it runs at the plan's rate."""
+    plan = plan_for(fig1(), "atp", 0)
+    r = simulate(fig1(), "atp", plan=plan, model_bytes=MB, link_gbps=10, pace=3.0,
+                 results=False)
+    assert plan.evaluate().binding.split()[0] in ("switch", "ps")
+    assert r.comm_time_s == pytest.approx(r.plan_comm_time_s, rel=0.01)
+
+
+def test_ina_bytes_are_frames_and_aggregation_cuts_ps_ingress() -> None:
+    topo = fig1()
+    inart = simulate(topo, "inart", model_bytes=MB, link_gbps=10)
+    lbmm = simulate(topo, "lbmm", model_bytes=MB, link_gbps=10)
+    frames = ina.shard_frames(MB, 1.0)
+    assert frames / MB == pytest.approx(ina.FRAME / ina.PAYLOAD, rel=1e-4)
+    # lbmm: every worker's full gradient reaches the PSs
+    assert sum(lbmm.ps_ingress_bytes.values()) == pytest.approx(6 * frames, rel=1e-4)
+    assert sum(inart.ps_ingress_bytes.values()) < 0.5 * sum(lbmm.ps_ingress_bytes.values())
+    assert inart.worker_bytes == pytest.approx(frames, rel=1e-4)
+
+
+def test_ring_sends_its_byte_model_at_line_rate() -> None:
+    """Ring: 2(n-1)/n of the gradient per worker in TCP frames (1.046x: 66 header bytes per
+    1448) plus an ACK per two segments it receives (1.023x), and on fig1 (every link 10
+    Gbit/s here, one ring hop per direction of v1-v2) at line rate."""
+    r = simulate(fig1(), "ring", model_bytes=MB, link_gbps=10, latency_us=0)
+    payload = 2 * 5 / 6 * MB
+    assert r.worker_bytes / payload == pytest.approx(1 + 66 / 1448 + 33 / 1448, rel=1e-3)
+    data = max(r.link_bytes.values())
+    assert r.comm_time_s == pytest.approx(data * 8 / 10e9, rel=0.01)
+
+
+def test_latency_adds_per_hop_on_the_ring_chain() -> None:
+    fast = simulate(fig1(), "ring", model_bytes=MB, link_gbps=10, latency_us=0)
+    slow = simulate(fig1(), "ring", model_bytes=MB, link_gbps=10, latency_us=100)
+    # 2(n-1) = 10 steps, the longest route w4 -> v1 -> v2 -> w5 has 3 hops
+    assert slow.comm_time_s - fast.comm_time_s == pytest.approx(10 * 3 * 100e-6, rel=1e-6)
+
+
+def test_units() -> None:
+    topo = fig1()
+    assert simulate(topo, "ring", model_bytes=MB, link_gbps=25).link_gbps == pytest.approx(25)
+    emu = simulate(topo, "inart", model_bytes=MB, scale_mbps=0.5, results=False)
+    assert emu.plan_rate_bps == pytest.approx(2.5 * 0.5e6)  # fig1 InArt 2.5 units
+    default = simulate(topo, "ring", model_bytes=MB)
+    assert default.link_gbps == pytest.approx(6)  # one unit is 1 Gbit/s
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"model_bytes": 0}, "model_bytes"), ({"link_gbps": -1}, "link_gbps"),
+    ({"iterations": 0}, "iterations"), ({"latency_us": -1}, "latency_us"),
+    ({"link_gbps": 10, "scale_mbps": 1}, "scale_mbps")])
+def test_bad_arguments_name_the_field(kwargs, field) -> None:
+    args = {"model_bytes": MB} | kwargs
+    with pytest.raises(SimulationError, match=field):
+        simulate(fig1(), "ring", **args)
+    with pytest.raises(SimulationError, match="scheme"):
+        simulate(fig1(), "torus", model_bytes=MB)
+
+
+def test_profiles(tmp_path) -> None:
+    assert BUILTIN["resnet50"].model_bytes / 2**20 == pytest.approx(97.5, abs=0.05)
+    assert BUILTIN["vgg19"].model_bytes / 2**20 == pytest.approx(548.0, abs=0.05)
+    assert load_profile("synthetic:1e6").model_bytes == 1_000_000
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"name": "mlp", "model_bytes": 4000, "compute_s": 0.01}))
+    assert load_profile(str(f)).compute_s == 0.01
+    assert load_profile(str(f), compute_s=0.5).compute_s == 0.5
+    f.write_text(json.dumps({"model_bytes": -3}))
+    with pytest.raises(ProfileError, match="model_bytes"):
+        load_profile(str(f))
+    with pytest.raises(ProfileError, match="synthetic"):
+        load_profile("synthetic:x")
+
+
+def test_cli_prints_every_scheme(tmp_path, capsys) -> None:
+    out = tmp_path / "r.json"
+    assert main(["simulate", "-t", "fig1", "-s", "all", "--link-gbps", "100",
+                 "--compute-ms", "5", "--json", str(out), "--csv", str(tmp_path / "r.csv"),
+                 "--plot", str(tmp_path / "r.png")]) == 0
+    text = capsys.readouterr().out
+    rows = [line.split() for line in text.splitlines() if line.startswith("fig1 ")]
+    assert [r[2] for r in rows] == list(SCHEMES)
+    data = json.loads(out.read_text())
+    assert [r["scheme"] for r in data["results"]] == list(SCHEMES)
+    assert all(r["iteration_time_s"] == pytest.approx(r["comm_time_s"] + 0.005)
+               for r in data["results"])
+    assert (tmp_path / "r.png").stat().st_size > 0
+    assert (tmp_path / "r.csv").read_text().startswith("topology,")
+
+
+def test_cli_plots_several_topologies_and_takes_a_plan(tmp_path, capsys) -> None:
+    plan = plan_for(fig1(), "atp", 0)
+    plan.save(tmp_path / "atp.json")
+    assert main(["simulate", "-t", "fig1", "-s", "atp", "--plan", str(tmp_path / "atp.json"),
+                 "--link-gbps", "10"]) == 0
+    assert main(["simulate", "-t", "fig1", "fattree:4", "-s", "inart,ring", "--model",
+                 "synthetic:1000000", "--plot", str(tmp_path / "w.png")]) == 0
+    assert (tmp_path / "w.png").stat().st_size > 0
+    with pytest.raises(SystemExit, match="--schemes"):
+        main(["simulate", "-t", "fig1", "-s", "ring,torus"])
