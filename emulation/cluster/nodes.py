@@ -142,11 +142,6 @@ def host_class():
     return ClusterHost
 
 
-def switch_mixin():
-    """The mix-in for a P4 switch node on a server (emulation/network.py adds the switch)."""
-    return cluster_mixin()
-
-
 class Tunnels:
     """The tunnels of one run between servers: VXLAN devices with this run's VNIs and UDP port
     (or SSH Ethernet tunnels), what each link got, and their MTU (hosts get the smallest)."""

@@ -164,15 +164,6 @@ class Cluster:
             except (subprocess.TimeoutExpired, OSError):
                 pass  # unreachable: the next run's claims remove them
 
-    def leftovers(self) -> list[str]:
-        """Switch interfaces of this run still on a server (empty when clean)."""
-        found = []
-        for name, launcher in self.launchers.items():
-            for sw in (s for s in self.topo.switches if self.where[s] == name):
-                out = launcher.shell(f"ls /sys/class/net | grep '^{sw}-eth' || true")
-                found += [f"interface {i} on {name}" for i in out.stdout.split()]
-        return found
-
     def stop(self) -> None:
         """Stop this run's processes on every server, release its names, close connections."""
         for proc in self.claims.values():

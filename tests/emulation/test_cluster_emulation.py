@@ -18,7 +18,7 @@ from emulation.cluster.spec import parse
 from emulation.emulate import Emulation
 from emulation.network import NetworkError
 from host_stack.train.hostrun import TrafficConfig
-from tests.realhost.cluster_rig import rig_unavailable, start_servers
+from tests.realhost.cluster_rig import rig_unavailable, server_leftovers, start_servers
 
 RATE_SLACK = 0.05
 SCALE = 0.25  # Mbit/s per unit: a 2-core machine keeps up with every sender at this scale
@@ -56,6 +56,8 @@ def test_fig1_over_two_servers_matches_one_machine(needs_rig, tmp_path, capfd):
     with ExitStack() as stack:
         doc = start_servers(2, tmp_path, stack)
         spread = run_fig1(tmp_path / "cluster", parse(tmp_path / "servers.yaml", doc))
+        left = [x for s in doc["servers"] for x in server_leftovers(s)]
+    assert left == []
     out = capfd.readouterr().out
     assert alone["exact"] and spread["exact"]
     ratio = spread["rate_mbps"] / alone["rate_mbps"]
@@ -73,4 +75,5 @@ def test_too_few_ssh_sessions_refused_before_anything_starts(needs_rig, tmp_path
         with pytest.raises(NetworkError, match=r"server 'server1': only \d+ of the 13 SSH "
                                                r"sessions .* raise MaxSessions"):
             run_fig1(tmp_path / "cluster", parse(tmp_path / "servers.yaml", doc))
+        assert [x for s in doc["servers"] for x in server_leftovers(s)] == []
     assert machine_state() == before

@@ -16,6 +16,26 @@ from emulation.targets.base import port_open
 from host_stack.netns import ip
 
 SUBNET = "192.168.247"
+NAMESPACES: dict[str, str] = {}  # server name -> its namespace, of the latest rig
+
+
+def server_leftovers(server: str) -> list[str]:
+    """What a run left on a rig server: interfaces besides its own, processes besides sshd."""
+    ns = NAMESPACES[server]
+    links = subprocess.run(["ip", "-n", ns, "-br", "link"], capture_output=True, text=True,
+                           check=True).stdout.split("\n")
+    found = [f"interface {line.split()[0]} on {server}" for line in links
+             if line.strip() and line.split()[0].split("@")[0] not in ("lo", "eth0")]
+    pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True,
+                          check=True).stdout.split()
+    for pid in pids:
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "sshd" not in cmd:
+            found.append(f"process {pid} ({cmd[:80]}) on {server}")
+    return found
 
 
 def rig_unavailable() -> str | None:
@@ -28,7 +48,7 @@ def rig_unavailable() -> str | None:
 
 def start_servers(count: int, tmp: Path, stack: ExitStack, max_sessions: int = 100) -> dict:
     """``count`` namespace servers (sshd ``MaxSessions`` as given); the servers file document
-    that reaches them."""
+    that reaches them (each server's namespace in ``NAMESPACES[name]``)."""
     tag = f"icr{os.getpid() % 10000}"
     bridge = f"{tag}br"
     ip("link", "add", bridge, "type", "bridge")
@@ -66,6 +86,7 @@ def start_servers(count: int, tmp: Path, stack: ExitStack, max_sessions: int = 1
         log.close()
         stack.callback(lambda p=proc: (p.terminate(), p.wait(10)))
         servers[f"server{i}"] = {"address": address}
+        NAMESPACES[f"server{i}"] = ns
     deadline = time.monotonic() + 10
     for entry in servers.values():  # sshd listens once its socket is bound
         while not port_open(f"{entry['address']}:22") and time.monotonic() < deadline:
