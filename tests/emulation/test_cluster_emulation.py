@@ -20,6 +20,8 @@ from emulation.network import NetworkError
 from host_stack.train.hostrun import TrafficConfig
 from tests.realhost.cluster_rig import rig_unavailable, server_leftovers, start_servers
 
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
 RATE_SLACK = 0.05
 SCALE = 0.25  # Mbit/s per unit: a 2-core machine keeps up with every sender at this scale
 
