@@ -7,7 +7,8 @@ the same paths (its python imports inart from there), this run's output director
 path and shared (the switches' logs and the job's plan and address files are read and written
 there), VXLAN in its kernel when a VXLAN tunnel ends there, the switch target's binary, and an
 sshd whose ``MaxSessions`` lets every node shell and process of the server share one connection
-(sshd's default, 10, is too few past a handful of nodes; Mininet issue 1078).
+(sshd's default, 10, is too few past a handful of nodes: sessions beyond it fall back to
+connections of their own, which sshd's MaxStartups drops when many start at once).
 """
 
 from __future__ import annotations
