@@ -10,10 +10,23 @@ import subprocess
 def stop_process(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
     """SIGTERM the process and its group, SIGKILL them after ``grace`` seconds.
 
-    The process itself is always signalled too: one started a moment ago may not have become
-    its group's leader yet (mnexec calls setsid after the fork), so killpg alone could miss it.
+    A process with ``signal_remote`` (realhosts' SshProcess) is signalled where it runs: ending
+    its local ssh client would leave it running.  Else the process itself is always signalled
+    too: one started a moment ago may not have become its group's leader yet (mnexec calls
+    setsid after the fork), so killpg alone could miss it.
     """
     if proc is None or proc.poll() is not None:
+        return
+    remote = getattr(proc, "signal_remote", None)
+    if remote is not None:  # the local ssh client of a process on another machine
+        for sig in ("TERM", "KILL"):
+            remote(sig)
+            try:
+                proc.wait(timeout=grace if sig == "TERM" else 10)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+        proc.kill()
         return
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for send, target in ((os.killpg, proc.pid), (os.kill, proc.pid)):

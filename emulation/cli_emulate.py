@@ -31,6 +31,8 @@ from control_plane.cli.args import command, names_of
 from control_plane.model.topologies import build_topology
 from control_plane.repo import out_dir
 from control_plane.solver.solve import SCHEMES, plan_for
+from emulation.cluster.spec import CLUSTER_HELP
+from emulation.cluster.spec import argument as cluster_argument
 from emulation.emulate import Emulation
 from emulation.fidelity import ranking_lines
 from emulation.measure import table, write_rows
@@ -68,6 +70,8 @@ def add_emulation_args(p: argparse.ArgumentParser, kernel_pacing: bool = True) -
     p.add_argument("--seed", type=int, default=0, help="solver and gradient seed")
     p.add_argument("--deadline", type=float, default=600.0, help="seconds per scheme run")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--cluster", metavar="SERVERS_YAML", type=cluster_argument, default=None,
+                   help=CLUSTER_HELP)
     p.add_argument("--no-fork-server", dest="fork_server", action="store_false",
                    help="start every training worker as its own interpreter (mnexec) instead "
                         "of forking it from one that imported torch once (shared pages)")
@@ -196,7 +200,7 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
     rows, sweep, verdicts = [], [], []
     t0 = time.monotonic()
     with Emulation(topo, out, args.target, scale, args.loss, args.quiet,
-                   fork_server=args.fork_server) as emu:
+                   fork_server=args.fork_server, cluster=args.cluster) as emu:
         cfg = traffic_config(args, emu.unit_bps)
         for plan in plans:
             compiled = emu.install(plan)

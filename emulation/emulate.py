@@ -27,6 +27,8 @@ from control_plane.deploy.transaction import addressed_switches, install
 from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
 from control_plane.repo import EMULATION_STATE
+from emulation.cluster.run import Cluster
+from emulation.cluster.spec import ClusterSpec
 from emulation.fidelity import Verdict, judge
 from emulation.host_pacing import Stream
 from emulation.measure import event_names, link_bytes, summarize
@@ -78,17 +80,21 @@ class Emulation:
                  scale: float = 0.5, loss: float = 0.0, quiet: bool = False,
                  program: Pipeline | None = None, window: int = TrafficConfig.window,
                  loss_links: list[tuple[str, str]] | None = None,
-                 fork_server: bool = True) -> None:
+                 fork_server: bool = True, cluster: ClusterSpec | None = None) -> None:
         self.topo = topology
         self.out_dir = out_dir.resolve()  # hosts' processes and switches get absolute paths
         self.addr: Addressing = assign(topology)
+        servers = None
+        if cluster is not None:  # nodes on several servers; P4Runtime on their addresses
+            servers = Cluster(cluster, topology, self.addr, target)
+            self.addr = servers.addressing(self.addr)
         self.program = program or Pipeline()
         self.quiet = quiet
         self.scale = scale
         self.window = window  # the most any run's TrafficConfig may keep in flight per stream
         self.net = Network(topology, self.addr, self.out_dir / "logs", target, scale, loss, quiet,
                            queue_for(len(topology.workers), len(topology.pss), window),
-                           loss_links, fork_server)
+                           loss_links, fork_server, servers)
         self.installed: str | None = None
         self.paced: dict[str, list[Stream]] = {}  # the workers' pacing classes now
         self.pacing_fallback: str | None = None  # why the kernel could not pace, if so

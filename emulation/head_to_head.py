@@ -45,6 +45,8 @@ from control_plane.model.topologies import build_topology
 from control_plane.report import format_table, to_csv
 from control_plane.solver.solve import plan_for
 from emulation.cli_emulate import add_pace_arg, add_pacing_arg
+from emulation.cluster.spec import CLUSTER_HELP
+from emulation.cluster.spec import argument as cluster_argument
 from emulation.emulate import Emulation
 from emulation.fidelity import Verdict, ranking_lines
 from emulation.measure import directed_link_bytes
@@ -73,6 +75,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="random packet loss %% each way on the --loss-links (nftables)")
     parser.add_argument("--loss-links", type=link_list, default=None, metavar="A-B,...",
                         help="the links --loss applies to, by their end nodes (default: all)")
+    parser.add_argument("--cluster", metavar="SERVERS_YAML", type=cluster_argument,
+                        default=None, help=CLUSTER_HELP)
     parser.set_defaults(func=run)
 
 
@@ -337,7 +341,7 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
     rows = []
     loss, links = getattr(args, "loss", 0.0), getattr(args, "loss_links", None)
     with Emulation(topo, out / "emulation", "embedded", args.scale, loss, quiet=True,
-                   loss_links=links) as emu, \
+                   loss_links=links, cluster=getattr(args, "cluster", None)) as emu, \
             tqdm(total=len(schemes) * args.seeds, desc=desc, unit="run") as bar:
         for seed in range(args.seeds):
             cfg = TrafficConfig(mode="train", model=args.model, rounds=args.rounds,

@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from control_plane.deploy.addressing import Addressing
 from control_plane.model.topology import Topology
@@ -49,6 +50,9 @@ from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, g
 from emulation.targets.base import START_TIMEOUT_S
 from emulation.targets.embedded.farm import SwitchFarm
 from host_stack.train.forkserver import ForkServer, ForkServerError, forked_module
+
+if TYPE_CHECKING:
+    from emulation.cluster.run import Cluster
 
 QUEUE_PACKETS = 64  # per interface at least; see queue_for()
 
@@ -87,7 +91,7 @@ def mininet_available() -> str | None:
     return None
 
 
-def _switch_class():
+def _switch_class(cluster: bool = False):
     from mininet.node import Switch
 
     class P4Switch(Switch):
@@ -105,12 +109,20 @@ def _switch_class():
 
         def start(self, controllers) -> None:  # noqa: ARG002 (Mininet's signature)
             ports = {self.ports[i]: i.name for i in self.intfList() if i.name != "lo"}
-            for iface in ports.values():  # no IPv6 chatter from the root namespace's kernel
+            launcher = getattr(self, "launcher", None)  # on a server of a cluster run
+            if launcher is not None:
+                self.cmd("; ".join(f"sysctl -qw net.ipv6.conf.{i}.disable_ipv6=1"
+                                   for i in ports.values()))
+            for iface in ports.values() if launcher is None else ():
+                # no IPv6 chatter from the root namespace's kernel
                 subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1"],
                                capture_output=True, timeout=10)
             spec = SwitchSpec(self.device_id, ports, self.grpc, log_file=self.log_path)
+            launch = None if launcher is None else (
+                lambda cmd, env, out: launcher.popen_in(self.pid, cmd, env, stdout=out,
+                                                        stderr=subprocess.STDOUT))
             self.switch = SwitchProcess(get_target(self.target), spec, log=self.log_path,
-                                        farm=self.farm)
+                                        farm=self.farm, launch=launch)
             try:
                 self.switch.start()
             except TargetError as exc:
@@ -129,6 +141,14 @@ def _switch_class():
             self.switch = None
             super().stop(deleteIntfs)
 
+    if cluster:
+        from emulation.cluster.nodes import cluster_mixin
+
+        class ClusterP4Switch(cluster_mixin(), P4Switch):
+            """A P4 switch node on a server; its target starts there through the node's
+            connection and serves P4Runtime on the server's address."""
+
+        return ClusterP4Switch
     return P4Switch
 
 
@@ -154,7 +174,7 @@ class Network:
                  target: str = "embedded", scale: float = 0.5, loss: float = 0.0,
                  quiet: bool = False, queue_packets: int = QUEUE_PACKETS,
                  loss_links: list[tuple[str, str]] | None = None,
-                 fork_server: bool = True) -> None:
+                 fork_server: bool = True, cluster: Cluster | None = None) -> None:
         if target not in TARGETS:
             raise NetworkError(f"target '{target}': expected one of {', '.join(TARGETS)}")
         if not scale > 0:
@@ -162,6 +182,9 @@ class Network:
         if not 0 <= loss < 100:
             raise NetworkError(f"loss {loss}: expected a percentage 0 <= loss < 100")
         self.lossy = lossy_links(topology, loss_links)
+        if loss and cluster is not None:
+            raise NetworkError(f"loss {loss}: not offered with several servers (the loss "
+                               f"rules live in each server's nftables); expected 0")
         reason = mininet_available()
         if reason:
             raise NetworkError(reason)
@@ -172,10 +195,13 @@ class Network:
         self.queue_packets = queue_packets
         self.out_dir = out_dir.resolve()  # switch logs and host files: absolute for children
         self.net = None
+        self.cluster = cluster  # nodes on other servers (emulation/cluster); None: all here
         # embedded switches fork from one parent that imported the target once (farm.py)
-        self.farm = SwitchFarm() if target == "embedded" else None
-        # training workers fork from one server that imported torch once (forkserver.py)
-        self.forks = ForkServer(self.out_dir / "forkserver.stderr") if fork_server else None
+        self.farm = SwitchFarm() if target == "embedded" and cluster is None else None
+        # training workers fork from one server that imported torch once (forkserver.py);
+        # hosts on other servers start each worker over SSH
+        self.forks = ForkServer(self.out_dir / "forkserver.stderr") \
+            if fork_server and cluster is None else None
         self.procs: list[subprocess.Popen] = []
         self.interfaces: list[str] = []
         self._shaped: list = []
@@ -212,23 +238,31 @@ class Network:
 
         setLogLevel("error")
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            removed = self.claims.acquire()
-        except ClaimError as e:
-            raise NetworkError(str(e)) from None
-        if removed:
-            print(f"emulation: removed {len(removed)} interfaces an emulation that died left "
-                  f"behind: {', '.join(removed)}", file=sys.stderr)
-        net = Mininet(topo=None, build=False, controller=None, link=TCLink,
-                      autoSetMacs=False, autoStaticArp=False)
+        if self.cluster is None:
+            self._claim_here()
+            link, host_cls, placed = TCLink, None, lambda node: {}
+        else:
+            from emulation.cluster.nodes import ClusterError, host_class, tunnel_link_class
+
+            try:
+                self.cluster.start(self.out_dir)
+            except ClusterError as exc:
+                raise NetworkError(str(exc)) from None
+            assert self.cluster.tunnels is not None
+            link, host_cls = tunnel_link_class(self.cluster.tunnels), host_class()
+            placed = self.cluster.node_params
+        net = Mininet(topo=None, build=False, controller=None, link=link,
+                      autoSetMacs=False, autoStaticArp=False,
+                      **({"host": host_cls} if host_cls else {}))
         self.net = net
-        switch_cls = _switch_class()
+        switch_cls = _switch_class(self.cluster is not None)
         for sw in self.topo.switches:
             net.addSwitch(sw, cls=switch_cls, target=self.target,
                           grpc=self.addr.grpc_address(sw), device_id=self.addr.device_id[sw],
-                          log_dir=str(self.out_dir), farm=self.farm)
+                          log_dir=str(self.out_dir), farm=self.farm, **placed(sw))
         for host in self.topo.workers + self.topo.pss:
-            net.addHost(host, ip=f"{self.addr.ip[host]}/8", mac=self.addr.mac[host])
+            net.addHost(host, ip=f"{self.addr.ip[host]}/8", mac=self.addr.mac[host],
+                        **placed(host))
         done: set[frozenset[str]] = set()
         for (a, b) in self.topo.links:
             key = frozenset((a, b))
@@ -254,6 +288,18 @@ class Network:
             self._queue_and_loss(intf, lossy)
         for host in self.topo.workers:
             self._egress(host, [])
+        if self.cluster is not None:  # where each node runs and which tunnel each link got
+            print("\n".join(self.cluster.describe()), flush=True)
+
+    def _claim_here(self) -> None:
+        """This machine's claims on the switch names (a cluster run claims on each server)."""
+        try:
+            removed = self.claims.acquire()
+        except ClaimError as e:
+            raise NetworkError(str(e)) from None
+        if removed:
+            print(f"emulation: removed {len(removed)} interfaces an emulation that died left "
+                  f"behind: {', '.join(removed)}", file=sys.stderr)
 
     def _queue_and_loss(self, intf, lossy: bool) -> None:
         """A short FIFO under the htb class, and random loss on the interface's egress (both
@@ -299,7 +345,10 @@ class Network:
             node = self.net.get(host)
             lines = [f"neigh replace {self.addr.ip[p]} lladdr {self.addr.mac[p]} "
                      f"dev {host}-eth0 nud permanent" for p in hosts if p != host]
-            out = node.cmd(f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1; "
+            mtu = self._tunnel_mtu()
+            # frames that cross a tunnel between servers must fit its MTU
+            mtu_cmd = f"ip link set dev {host}-eth0 mtu {mtu}; " if mtu else ""
+            out = node.cmd(f"sysctl -qw net.ipv6.conf.all.disable_ipv6=1; {mtu_cmd}"
                            f"ethtool -K {host}-eth0 tx off >/dev/null && echo TX-OK")
             if "TX-OK" not in out:
                 raise NetworkError(f"host '{host}': turning checksum offload off failed "
@@ -338,6 +387,12 @@ class Network:
             for k, v in stream_counts(out, len(mine)).items():
                 total[k] += v
         return total
+    def _tunnel_mtu(self) -> int | None:
+        """The smallest MTU of the run's tunnels between servers (None: none below 1500)."""
+        if self.cluster is None or self.cluster.tunnels is None:
+            return None
+        mtu = self.cluster.tunnels.mtu
+        return mtu if mtu is not None and mtu < 1500 else None
 
     def _ip_batch(self, host: str, lines: list[str], what: str) -> None:
         """Run ``ip`` commands in a host's namespace at once; NetworkError naming ``what``."""
@@ -385,7 +440,9 @@ class Network:
         env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
         node = self.net.get(host)
         module = forked_module(cmd)
-        if self.forks is not None and module is not None:
+        if self.cluster is not None:
+            proc = self.cluster.popen(node, cmd, env, **kwargs)
+        elif self.forks is not None and module is not None:
             # forked into the host's namespaces (its shell's), a session leader like mnexec's
             proc = self.forks.spawn(module, cmd[3:], env, node.pid, **kwargs)
         else:
@@ -413,6 +470,9 @@ class Network:
                         sw.switch.stop()
                 net.stop()
         finally:
+            if self.cluster is not None:
+                self.cluster.remove_interfaces()
+                self.cluster.stop()
             if self.forks is not None:
                 self.forks.close()
             if self.farm is not None:
@@ -421,7 +481,7 @@ class Network:
                 subprocess.run(["nft", "delete", "table", "netdev", table], capture_output=True,
                                timeout=10)
             self._nft_tables.clear()
-            for name in self.interfaces:
+            for name in self.interfaces if self.cluster is None else ():  # else on servers
                 if Path(f"/sys/class/net/{name}").exists():
                     subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=10)
             self.claims.release()
@@ -433,14 +493,17 @@ class Network:
     def switch_pids(self) -> list[int]:
         """Every switch process (and the farm that forked them): what the switches cost."""
         pids = [] if self.farm is None or self.farm.pid is None else [self.farm.pid]
-        if self.net is not None:
+        if self.net is not None and self.cluster is None:  # else on other servers
             pids += [sw.switch.proc.pid for sw in self.net.switches
                      if getattr(sw, "switch", None) is not None and sw.switch.proc is not None]
         return pids
 
     def host_pids(self) -> list[int]:
         """The hosts' processes started with ``popen`` (PSs, workers) that still run, and
-        the fork server the workers share (its PSS is their shared pages' other share)."""
+        the fork server the workers share (its PSS is their shared pages' other share); none
+        here when they run on other servers."""
+        if self.cluster is not None:
+            return []
         pids = [] if self.forks is None or self.forks.pid is None else [self.forks.pid]
         for p in list(self.procs):
             try:
@@ -456,7 +519,10 @@ class Network:
         return sum(retrans_segs(self.net.get(h).cmd("cat /proc/net/snmp")) for h in hosts)
 
     def interface_bytes(self) -> dict[str, tuple[int, int]]:
-        """(tx_bytes, rx_bytes) of every switch interface (all live in the root namespace)."""
+        """(tx_bytes, rx_bytes) of every switch interface (all live in the root namespace of
+        this machine or of the switch's server)."""
+        if self.cluster is not None:
+            return self.cluster.interface_bytes(self.interfaces)
         out = {}
         for name in self.interfaces:
             base = Path(f"/sys/class/net/{name}/statistics")

@@ -81,3 +81,32 @@ class SwitchClaims:
         for sock in self._sockets:
             sock.close()
         self._sockets.clear()
+
+
+def hold(switches: list[str]) -> int:
+    """Claim ``switches`` in this process's network namespace until end of input: how a server
+    of a cluster run (emulation/cluster) holds the names of the switches it runs."""
+    import sys
+
+    claims = SwitchClaims(switches)
+    try:
+        removed = claims.acquire()
+    except ClaimError as exc:
+        print(exc, file=sys.stderr, flush=True)
+        return 1
+    note = f" removed interfaces a dead run left: {', '.join(removed)}" if removed else ""
+    print(f"held{note}", flush=True)
+    try:
+        sys.stdin.read()
+    finally:
+        claims.release()
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) < 2:
+        sys.exit("usage: python -m emulation.switch_claims SWITCH... (holds the names until "
+                 "end of input)")
+    sys.exit(hold(sys.argv[1:]))

@@ -193,11 +193,15 @@ class SshProcess(subprocess.Popen):
         super().__init__(argv, **kwargs)
         self.launcher, self.pidfile = launcher, pidfile
 
+    def signal_remote(self, sig: str) -> None:
+        """Send ``sig`` (TERM, KILL) to the remote process (control_plane/processes.py)."""
+        self.launcher.signal(self.pidfile, sig)
+
     def terminate(self) -> None:
-        self.launcher.signal(self.pidfile, "TERM")
+        self.signal_remote("TERM")
 
     def kill(self) -> None:
-        self.launcher.signal(self.pidfile, "KILL")
+        self.signal_remote("KILL")
         super().kill()
 
 

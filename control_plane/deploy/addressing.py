@@ -54,10 +54,12 @@ class Addressing:
     device_id: dict[str, int]  # switch id -> P4Runtime device id
     grpc_port: dict[str, int] = field(default_factory=dict)  # switch id -> loopback TCP port
     tor: dict[str, str] = field(default_factory=dict)  # host -> the one switch it hangs off
+    grpc_host: dict[str, str] = field(default_factory=dict)  # switch -> its server's address
 
     def grpc_address(self, switch: str) -> str:
-        """host:port of a switch's P4Runtime server (loopback only)."""
-        return f"127.0.0.1:{self.grpc_port[switch]}"
+        """host:port of a switch's P4Runtime server (loopback, or the address of the server
+        that runs it in an emulation over several servers)."""
+        return f"{self.grpc_host.get(switch, '127.0.0.1')}:{self.grpc_port[switch]}"
 
     @staticmethod
     def result_addr(job: int) -> str:

@@ -14,10 +14,10 @@ import subprocess
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from control_plane.deploy.pipeline import Pipeline, pipeline_for
 from control_plane.localhost import port_holder
@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from emulation.targets.embedded.farm import ForkedSwitch, SwitchFarm
 
 START_TIMEOUT_S = 60.0
+
+# starts a switch's command line (with this environment, output to this file) elsewhere: on
+# another server of an emulation (emulation/cluster)
+Launch = Callable[[list[str], dict[str, str], IO[bytes] | None], subprocess.Popen]
 
 
 class TargetError(RuntimeError):
@@ -93,13 +97,16 @@ class SwitchProcess:
     """A running switch of some target; a context manager that always stops it.
 
     ``netns`` runs it inside a network namespace (its ports live there); ``log`` receives its
-    output (a file path; default: this process's stdout/stderr).  ``farm`` (embedded target,
+    output (a file path; default: this process's stdout/stderr).  ``launch`` starts the
+    command somewhere else (a server of a cluster run; the switch listens on ``spec.grpc``
+    there).  ``farm`` (embedded target,
     root namespace): fork it from that SwitchFarm instead of starting a new interpreter, so
     many switches share their imported code (emulation/targets/embedded/farm.py).
     """
 
     def __init__(self, target: Target, spec: SwitchSpec, netns: str | None = None,
-                 log: Path | None = None, farm: SwitchFarm | None = None) -> None:
+                 log: Path | None = None, farm: SwitchFarm | None = None,
+                 launch: Launch | None = None) -> None:
         if farm is not None and (netns is not None or target.name != "embedded"):
             raise TargetError(f"a switch farm forks embedded switches in the root namespace, "
                               f"not target {target.name!r} in netns {netns!r}")
@@ -109,10 +116,11 @@ class SwitchProcess:
             spec = replace(spec, log_file=spec.log_file.resolve())
         self.target, self.spec, self.netns, self.log = target, spec, netns, log
         self.farm = farm
+        self.launch = launch
         self.proc: subprocess.Popen | ForkedSwitch | None = None
 
     def start(self) -> SwitchProcess:
-        reason = self.target.unavailable()
+        reason = self.target.unavailable() if self.launch is None else None  # else: its server's
         if reason:
             raise TargetError(f"target '{self.target.name}': {reason}")
         if port_open(self.spec.grpc, self.netns):
@@ -128,6 +136,9 @@ class SwitchProcess:
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         out = open(self.log, "ab") if self.log else None  # noqa: SIM115
         try:
+            if self.launch is not None:
+                self.proc = self.launch(self.target.command(self.spec), self.target.env(), out)
+                return self
             self.proc = subprocess.Popen([*prefix, *self.target.command(self.spec)], stdout=out,
                                          stderr=subprocess.STDOUT if out else None,
                                          env=self.target.env(),

@@ -83,3 +83,20 @@ def test_two_claims_in_one_process_collide():
     finally:
         first.release()
     SwitchClaims(["zqsw3"]).acquire()  # released: free again
+
+
+def test_a_server_holds_names_until_end_of_input():
+    """`python -m emulation.switch_claims` (what each server of a cluster run runs): holds the
+    names while its input is open, refuses a second holder, releases them at end of input."""
+    name = f"zc{os.getpid()}"
+    cmd = [sys.executable, "-m", "emulation.switch_claims", name]
+    first = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "held"
+        second = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=30)
+        assert second.returncode == 1 and f"switch names {name} are in use" in second.stderr
+    finally:
+        first.stdin.close()
+        assert first.wait(timeout=30) == 0
+    again = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=30)
+    assert again.returncode == 0 and again.stdout.strip() == "held"

@@ -1,0 +1,81 @@
+"""fig1 over two servers (network namespaces with their own sshd: tests/realhost/cluster_rig.py)
+against the same emulation on this machine alone: exact sums, the same rate within 5%, the run
+names where each node ran and which tunnel each link got, and nothing is left behind (no
+interface, namespace, sshd, process or run directory).  Also: a server whose sshd allows too few
+sessions is refused before anything starts, with the fix named."""
+
+from __future__ import annotations
+
+import subprocess
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from control_plane.model.topologies import build_topology
+from control_plane.solver.solve import plan_for
+from emulation.cluster.spec import parse
+from emulation.emulate import Emulation
+from emulation.network import NetworkError
+from host_stack.train.hostrun import TrafficConfig
+from tests.realhost.cluster_rig import rig_unavailable, server_leftovers, start_servers
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+RATE_SLACK = 0.05
+SCALE = 0.25  # Mbit/s per unit: a 2-core machine keeps up with every sender at this scale
+
+
+@pytest.fixture
+def needs_rig(needs_mininet_and_program: None) -> None:
+    reason = rig_unavailable()
+    if reason:
+        pytest.skip(reason)
+
+
+def machine_state() -> tuple[set[str], set[str], set[str]]:
+    links = {line.split()[0].split("@")[0] for line in
+             subprocess.run(["ip", "-br", "link"], capture_output=True, text=True,
+                            check=True).stdout.splitlines()}
+    netns = set(subprocess.run(["ip", "netns"], capture_output=True, text=True,
+                               check=True).stdout.split())
+    runs = {p.name for p in Path("/tmp").glob("inart-cluster-*")}
+    return links, netns, runs
+
+
+def run_fig1(out: Path, cluster=None) -> dict:
+    topo = build_topology("fig1")
+    plan = plan_for(topo, "inart", 0)
+    with Emulation(topo, out, scale=SCALE, quiet=True, cluster=cluster) as emu:
+        compiled = emu.install(plan)
+        cfg = TrafficConfig(rounds=2, values=32 * 600, unit_bps=emu.unit_bps)
+        return emu.run(plan, compiled, cfg, "inart").row
+
+
+def test_fig1_over_two_servers_matches_one_machine(needs_rig, tmp_path, capfd):
+    before = machine_state()
+    alone = run_fig1(tmp_path / "alone")
+    with ExitStack() as stack:
+        doc = start_servers(2, tmp_path, stack)
+        spread = run_fig1(tmp_path / "cluster", parse(tmp_path / "servers.yaml", doc))
+        left = [x for s in doc["servers"] for x in server_leftovers(s)]
+    assert left == []
+    out = capfd.readouterr().out
+    assert alone["exact"] and spread["exact"]
+    ratio = spread["rate_mbps"] / alone["rate_mbps"]
+    assert abs(ratio - 1) <= RATE_SLACK, (alone["rate_mbps"], spread["rate_mbps"])
+    assert "server1 (192.168.247.11): v1 w1 w2 w3 w4" in out
+    assert "server2 (192.168.247.12): v2 w5 w6 s1 s2" in out
+    assert "link v1-v2: server1 <-> server2 over VXLAN VNI" in out
+    assert machine_state() == before
+
+
+def test_too_few_ssh_sessions_refused_before_anything_starts(needs_rig, tmp_path):
+    before = machine_state()
+    with ExitStack() as stack:
+        doc = start_servers(2, tmp_path, stack, max_sessions=4)
+        with pytest.raises(NetworkError, match=r"server 'server1': only \d+ of the 13 SSH "
+                                               r"sessions .* raise MaxSessions"):
+            run_fig1(tmp_path / "cluster", parse(tmp_path / "servers.yaml", doc))
+        assert [x for s in doc["servers"] for x in server_leftovers(s)] == []
+    assert machine_state() == before
