@@ -6,8 +6,9 @@ capacity C(v), a PS's ingress capacity B(s)), every one at its spare capacity in
 Routes are the transfers' own: each distinct (route, rate bound) gets a source host in a star
 zone whose route to the zone's centre is exactly those links, so every flow follows the path
 its plan or collective gives it (SimGrid's shortest-path zones could not express per-flow
-routes).  A rate bound is a FATPIPE link of that bandwidth on the route (FATPIPE limits each
-flow alone, unshared).  All destinations are one sink behind a FATPIPE link.
+routes).  A rate bound is a FATPIPE link of that bandwidth, private to the route (FATPIPE
+limits each flow alone).  Destinations are
+sinks behind FATPIPE links (never a constraint), one per SINK_GROUP sources.
 
 Sharing: SimGrid's CM02 model with zero link latency and no TCP window (``TCP-gamma`` 0) is
 max-min fairness with per-flow bounds; with latencies, CM02 weights each flow by its route's
@@ -33,6 +34,7 @@ import traceback
 from dataclasses import dataclass, field
 
 SINK = "sink"
+SINK_GROUP = 16  # sources per sink
 PRECISION = 5e-3  # of a stage's lower bound: flows ending this close together end together
 HUGE_BPS = 1e18  # the sink's FATPIPE: never a constraint
 
@@ -143,21 +145,20 @@ def _simulate(net: Network, stages: list[Stage]) -> list[float]:
         links[(u, v)] = sg.LinkInRoute(zone.create_link(f"{u}->{v}", bps).seal())
     for name, bps in net.resources.items():
         links[name] = sg.LinkInRoute(zone.create_link(name, bps).seal())
-    bounds: dict[float, object] = {}
+    sinks: list = []
 
-    def bound_link(rate: float):
-        if rate not in bounds:
-            link = zone.create_link(f"bound{len(bounds)}", rate)
+    def sink_for(i: int):
+        """Sinks in groups of SINK_GROUP sources: SimGrid's solver walks every flow of a
+        FATPIPE constraint when it fixes one, so one sink for all flows was quadratic."""
+        if i // SINK_GROUP >= len(sinks):
+            host = zone.create_host(f"{SINK}{len(sinks)}", 1.0).seal()
+            link = zone.create_link(f"{SINK}{len(sinks)}", HUGE_BPS)
             link.set_sharing_policy(fatpipe, None)
-            bounds[rate] = sg.LinkInRoute(link.seal())
-        return bounds[rate]
-
-    sink = zone.create_host(SINK, 1.0).seal()
-    sink_link = zone.create_link("sink", HUGE_BPS)
-    sink_link.set_sharing_policy(fatpipe, None)
-    zone.add_route(sink.netpoint, None, None, None, [sg.LinkInRoute(sink_link.seal())], True)
+            zone.add_route(host.netpoint, None, None, None, [sg.LinkInRoute(link.seal())], True)
+            sinks.append(host)
+        return sinks[i // SINK_GROUP]
     sources: dict[tuple, object] = {}
-    plan: list[list[tuple[object, int]]] = []
+    plan: list[list[tuple[object, object, int]]] = []
     units: list[float] = []
     for stage in stages:
         unit = lower_bound(net, stage)
@@ -165,17 +166,20 @@ def _simulate(net: Network, stages: list[Stage]) -> list[float]:
         comms = []
         for t in stage.transfers:
             key = (t.path, t.via, t.bound)
-            host = sources.get(key)
-            if host is None:
-                host = zone.create_host(f"r{len(sources)}", 1.0).seal()
+            found = sources.get(key)
+            if found is None:
+                i = len(sources)
+                host = zone.create_host(f"r{i}", 1.0).seal()
                 route = [links[(a, b)] for a, b in zip(t.path, t.path[1:], strict=False)]
                 route += [links[r] for r in t.via if r in links]  # absent: no capacity
-                if t.bound is not None:
-                    route.append(bound_link(t.bound))
+                if t.bound is not None:  # its own link: a shared one is quadratic (above)
+                    link = zone.create_link(f"bound{i}", t.bound)
+                    link.set_sharing_policy(fatpipe, None)  # each of its flows alone
+                    route.append(sg.LinkInRoute(link.seal()))
                 zone.add_route(host.netpoint, None, None, None, route, False)
-                sources[key] = host
+                found = sources[key] = (host, sink_for(i))
             if t.size + t.acks >= 1:
-                comms.append((host, max(1, int(round((t.size + t.acks) / unit)))))
+                comms.append((*found, max(1, int(round((t.size + t.acks) / unit)))))
         plan.append(comms)
     zone.seal()
     durations: list[float] = []
@@ -184,9 +188,9 @@ def _simulate(net: Network, stages: list[Stage]) -> list[float]:
         for comms, unit in zip(plan, units, strict=True):
             start = engine.clock
             if comms:
-                sg.Comm.wait_all([sg.Comm.sendto_async(h, sink, n) for h, n in comms])
+                sg.Comm.wait_all([sg.Comm.sendto_async(h, d, n) for h, d, n in comms])
             durations.append((engine.clock - start) * unit)
 
-    sg.Actor.create("driver", sink, driver)
+    sg.Actor.create("driver", sink_for(0), driver)
     engine.run()
     return durations
