@@ -1,7 +1,8 @@
 """v1model programs written as bmv2 JSON by hand, following p4c's conventions, for the
 constructs the target's reach covers (header stacks, unions and union stacks, varbit fields,
 const entries with bits outside their mask or prefix, error-typed keys, an action the P4Info
-lists but the JSON omits).
+lists but the JSON omits, checksums over the payload, a table the P4Info lists but the JSON
+omits beside tables in nested switches).
 
 WHY by hand: CI has no p4c, and these documents name each construct exactly as bmv2's JSON
 format does (bmv2's own tests ship hand-written JSON too).  Each program dispatches on the
@@ -474,11 +475,12 @@ def valid(header: str) -> dict[str, Any]:
 
 
 def l4_checksum() -> dict[str, Any]:
-    """tests/embedded/p4/l4_checksum.p4 as p4c's bmv2 back end lays it out: IPv4 header
-    checksum, TCP and UDP checksums over pseudo-header, header and payload (the calculation's
+    """A v1model program as p4c's bmv2 back end lays it out (names as p4c gives them): IPv4
+    header checksum, TCP and UDP checksums over pseudo-header, header and payload (the calculation's
     last input is ``{"type": "payload", "value": null}``, which p4c writes for
     ``verify/update_checksum_with_payload``), verified in the parser and updated before the
-    deparser; ``MyIngress.nat`` rewrites the destination address and port."""
+    deparser; ``MyIngress.nat`` rewrites the destination address and port (``rewrite``) or
+    changes the frame as p4c's checksum-l4-bmv2 sample does (``bump``)."""
     p = Program("l4_checksum")
     p.doc["header_types"][0]["fields"] = [["userMetadata.l4Len", 16, False]]
     for name, fields in (("ipv4_t", IPV4_P4), ("tcp_t", TCP), ("udp_t", UDP)):
@@ -519,6 +521,14 @@ def l4_checksum() -> dict[str, Any]:
         SET(F("tcp", "dstPort"), {"type": "runtime_data", "value": 1}),
         SET(F("udp", "dstPort"), {"type": "runtime_data", "value": 1})],
         [("addr", 32), ("port", 16)])
+
+    def plus(header: str, name: str, k: int, width: int) -> dict[str, Any]:
+        mask = (1 << width) - 1
+        return SET(F(header, name), E("&", E("+", F(header, name), C(k & mask)), C(mask)))
+
+    bump = p.action("MyIngress.bump", [
+        plus("tcp", "srcPort", 1, 16), plus("udp", "srcPort", 1, 16), plus("ipv4", "ttl", -1, 8),
+        plus("ipv4", "dstAddr", 4, 32)])
     p.cond("ingress", "node_2", E("==", F("standard_metadata", "checksum_error"), C(1)),
            "tbl_drop", "tbl_port")
     p.run("ingress", "tbl_drop", [P("mark_to_drop", H("standard_metadata"))], None)
@@ -526,21 +536,24 @@ def l4_checksum() -> dict[str, Any]:
     p.cond("ingress", "node_5", valid("ipv4"), "MyIngress.nat", None)
     p.table("ingress", "MyIngress.nat", [{"match_type": "exact", "name": "hdr.ipv4.dstAddr",
                                           "target": ["ipv4", "dstAddr"], "mask": None}],
-            [rewrite, noop], noop, None)
+            [rewrite, bump, noop], noop, None)
     return p.build(["eth", "ipv4", "tcp", "udp"], "node_2")
 
 
 def l4_checksum_p4info() -> p4info_pb2.P4Info:
-    return p4info([("NoAction", []), ("MyIngress.rewrite", [("addr", 32), ("port", 16)])],
+    return p4info([("NoAction", []), ("MyIngress.rewrite", [("addr", 32), ("port", 16)]),
+                   ("MyIngress.bump", [])],
                   [("MyIngress.nat", [("hdr.ipv4.dstAddr", 32)],
-                    ["MyIngress.rewrite", "NoAction"])])
+                    ["MyIngress.rewrite", "MyIngress.bump", "NoAction"])])
 
 
 def nested_switch() -> dict[str, Any]:
-    """tests/embedded/p4/nested_switch.p4 as p4c's bmv2 back end lays it out: ``switch
+    """A v1model program as p4c's bmv2 back end lays it out: ``switch
     (classify.apply().action_run)`` whose set_port case applies ``inner`` in a nested switch
-    (the nodes' ``next_tables`` per action); the table ``removed``, behind a branch constant
-    folding rules out, is not in the JSON, while the P4Info (nested_switch_p4info) lists it."""
+    (the nodes' ``next_tables`` per action), then ``if (limit <= 5) return;`` with ``limit =
+    2`` and, after it, a switch on a third table ``removed``: p4c's mid end folds the branch and
+    drops ``removed`` from the JSON, while the P4Info (nested_switch_p4info), written from the
+    front end's program, lists it (as in p4c's gauntlet_nested_switch-bmv2 sample)."""
     p = Program("nested_switch")
     p.state("start", [P("extract", {"type": "regular", "value": "eth"})])
     noop = p.action("NoAction", [])

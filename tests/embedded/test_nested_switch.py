@@ -1,9 +1,9 @@
-"""Tables inside nested ``switch`` statements (tests/embedded/p4/nested_switch.p4, as p4c lays
-it out in bmv2 JSON: handwritten.nested_switch, and p4c's own build where committed): the
-pipeline loads although the P4Info lists a table p4c's mid end left out of the JSON (it
-sits behind a branch constant folding rules out); the table applied in the inner switch takes
-entries by its P4Info name and they take effect; the left-out one refuses entries, as bmv2
-does, and reads find nothing in it."""
+"""Tables inside nested ``switch`` statements (handwritten.nested_switch, a v1model program
+laid out as p4c's bmv2 back end does; also p4c's own build of it where tests/embedded/p4/build
+has one): the pipeline loads although the P4Info lists a table p4c's mid end left out of the
+JSON (it sits behind a branch constant folding rules out); the table applied in the inner
+switch takes entries by its P4Info name and they take effect; the left-out one refuses
+entries, as bmv2 does, and reads find nothing in it."""
 
 from __future__ import annotations
 

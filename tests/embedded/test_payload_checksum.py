@@ -1,8 +1,9 @@
 """TCP and UDP checksums over the payload (``verify/update_checksum_with_payload``) in
-tests/embedded/p4/l4_checksum.p4 (as p4c lays it out in bmv2 JSON: handwritten.l4_checksum,
-and p4c's own build where committed): every checksum the switch writes is the one
-scapy computes for the rewritten frame, and a frame whose payload no longer matches its
-checksum fails verification (so the payload is part of it)."""
+handwritten.l4_checksum (a v1model program laid out as p4c's bmv2 back end does; also p4c's
+own build of it where tests/embedded/p4/build has one): every checksum the switch writes is
+the one scapy computes for the rewritten frame, a frame whose payload no longer matches its
+checksum fails verification (so the payload is part of it), and the frames of p4c's
+checksum-l4-bmv2 sample come out as bmv2 gave them."""
 
 from __future__ import annotations
 
@@ -87,3 +88,24 @@ def test_payload_changed_in_flight_fails_verification(sw: Any, l4: Any) -> None:
     assert sw.send(1, bad) == []
     assert sw.switch.errors["checksum_error"] == 1
     assert sw.switch.drops["ingress_drop"] == 1
+
+
+# p4c's testdata/p4_16_samples/checksum-l4-bmv2.stf: frames in and the frames bmv2 gave back
+# (the TCP one and the UDP one; their IPv4 headers have no options), for a program that adds 1
+# to the source port, 4 to the destination address and -1 to the TTL, as MyIngress.bump does
+BMV2_STF = [
+    ("525400123502080027018bbc08004500003800010000400664af0a00020f0a01000116a10050000000000000"
+     "00005002200047a6000064656164626565666465616462656566",
+     "525400123502080027018BBC080045000038000100003F0665AB0A00020F0A01000516A20050000000000000"
+     "00005002200047A1000064656164626565666465616462656566"),
+    ("CA0107FC001C11111111111108004500002C00010000401166BA0A0100040A01000116A100500018B99B6465"
+     "6164626565666465616462656566",
+     "CA0107FC001C11111111111108004500002C000100003F1167B60A0100040A01000516A200500018B9966465"
+     "6164626565666465616462656566"),
+]
+
+
+def test_frames_are_those_bmv2_gave_for_p4cs_checksum_l4_sample(sw: Any) -> None:
+    sw.insert("MyIngress.nat", {"hdr.ipv4.dstAddr": 0x0A010001}, "MyIngress.bump", {})
+    for sent_hex, bmv2_hex in BMV2_STF:
+        assert sent(sw, bytes.fromhex(sent_hex)) == bytes.fromhex(bmv2_hex)
