@@ -66,3 +66,12 @@ def test_left_out_table_refuses_entries_and_reads_empty(sw: Any) -> None:
     removed = sw.p4info.table("MyIngress.removed").preamble.id
     one = p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=removed))
     assert list(read_entity(state.switch.pre, state.map, one)) == []
+
+
+def test_direct_counter_of_the_left_out_table_does_not_stop_the_load(device: Any) -> None:
+    info = hw.nested_switch_p4info()
+    removed = next(t for t in info.tables if t.preamble.name == "MyIngress.removed")
+    counter = info.direct_counters.add(direct_table_id=removed.preamble.id)
+    counter.preamble.id, counter.preamble.name = 0x14000001, "MyIngress.removed_hits"
+    dev = device("nested_switch", (json.dumps(hw.nested_switch()).encode(), P4Info(info)))
+    assert dev.servicer.state.map.direct_counters == {}
