@@ -547,6 +547,100 @@ def l4_checksum_p4info() -> p4info_pb2.P4Info:
                     ["MyIngress.rewrite", "MyIngress.bump", "NoAction"])])
 
 
+IPV4_VB = [["version", 4, False], ["ihl", 4, False], ["diffserv", 8, False],
+           ["totalLen", 16, False], ["identification", 16, False], ["flags", 3, False],
+           ["fragOffset", 13, False], ["ttl", 8, False], ["protocol", 8, False],
+           ["hdrChecksum", 16, False], ["srcAddr", 32, False], ["dstAddr", 32, False],
+           ["options", "*"]]
+TCP_VB = [["srcPort", 16, False], ["dstPort", 16, False], ["seqNo", 32, False],
+          ["ackNo", 32, False], ["dataOffset", 4, False], ["res", 3, False], ["ecn", 3, False],
+          ["ctrl", 6, False], ["window", 16, False], ["checksum", 16, False],
+          ["urgentPtr", 16, False], ["options", "*"]]
+UDP_S = [["srcPort", 16, False], ["dstPort", 16, False], ["length_", 16, False],
+         ["checksum", 16, False]]
+
+
+def checksum_l4_sample() -> dict[str, Any]:
+    """p4c's testdata/p4_16_samples/checksum-l4-bmv2.p4 as p4c's bmv2 back end lays it out,
+    but for its parser ``verify`` calls: IPv4 and TCP headers whose options are varbit fields
+    extracted with lengths read by ``lookahead``, the IPv4 checksum over fields and options,
+    TCP and UDP checksums over pseudo-header, header (TCP options too) and payload; const
+    entries on destination port 80 add 1 to the source port, 4 to the destination address and
+    -1 to the TTL.  Tested against the frames bmv2 gave for the sample's STF file."""
+    p = Program("checksum-l4-bmv2")
+    p.doc["header_types"][0]["fields"] = [["tmp", 4, False], ["tmp_0", 4, False],
+                                          ["userMetadata.l4Len", 16, False]]
+    p.htype("ipv4_t", IPV4_VB, max_length=60)
+    p.htype("tcp_t", TCP_VB, max_length=60)
+    p.htype("udp_t", UDP_S)
+    for name in ("ipv4", "tcp", "udp"):
+        p.header(name, f"{name}_t")
+    l4len = F("scalars", "userMetadata.l4Len")
+
+    def vl_len(tmp: str) -> dict[str, Any]:
+        """(bit<32>)(8 * (4 * (bit<9>) tmp - 20)): the options' length in bits."""
+        return E("&", E("*", E("&", E("+", E("*", F("scalars", tmp), C(4)), C(0x1EC)),
+                                C(0x1FF)), C(8)), C(0xFFFFFFFF))
+
+    p.state("start", [P("extract", {"type": "regular", "value": "eth"})], [F("eth", "type")],
+            [(0x0800, "parse_ipv4"), (None, None)])
+    p.state("parse_ipv4", [
+        P("set", F("scalars", "tmp"), {"type": "lookahead", "value": [4, 4]}),
+        {"op": "extract_VL", "parameters": [{"type": "regular", "value": "ipv4"},
+                                             {"type": "expression", "value": vl_len("tmp")}]},
+        P("set", l4len, E("&", E("-", F("ipv4", "totalLen"),
+                                  E("&", E("*", F("ipv4", "ihl"), C(4)), C(0xFFFF))),
+                           C(0xFFFF)))],
+        [F("ipv4", "protocol")], [(6, "parse_tcp"), (17, "parse_udp"), (None, None)], 1)
+    p.state("parse_tcp", [
+        P("set", F("scalars", "tmp_0"), {"type": "lookahead", "value": [96, 4]}),
+        {"op": "extract_VL", "parameters": [{"type": "regular", "value": "tcp"},
+                                             {"type": "expression", "value": vl_len("tmp_0")}]}])
+    p.state("parse_udp", [P("extract", {"type": "regular", "value": "udp"})])
+    pseudo = [F("ipv4", "srcAddr"), F("ipv4", "dstAddr"),
+              {"type": "hexstr", "value": "0x00", "bitwidth": 8}, F("ipv4", "protocol"), l4len]
+    payload = {"type": "payload", "value": None}
+    inputs = {
+        "ipv4": [F("ipv4", f[0]) for f in IPV4_VB if f[0] != "hdrChecksum"],
+        "tcp": [*pseudo, *(F("tcp", f[0]) for f in TCP_VB if f[0] != "checksum"), payload],
+        "udp": [*pseudo, *(F("udp", f[0]) for f in UDP_S if f[0] != "checksum"), payload]}
+    target = {"ipv4": "hdrChecksum", "tcp": "checksum", "udp": "checksum"}
+    for verify in (True, False):
+        for header, fields in inputs.items():
+            calc = f"calc_{len(p.doc['calculations'])}"
+            p.doc["calculations"].append({"name": calc, "id": len(p.doc["calculations"]),
+                                          "algo": "csum16", "input": fields})
+            p.doc["checksums"].append({
+                "name": f"cksum_{len(p.doc['checksums'])}", "id": len(p.doc["checksums"]),
+                "target": [header, target[header]], "type": "generic", "calculation": calc,
+                "verify": verify, "update": not verify,
+                "if_cond": valid(header) if header != "ipv4" else {"type": "bool", "value": True}})
+
+    def plus(header: str, name: str, k: int, width: int) -> dict[str, Any]:
+        mask = (1 << width) - 1
+        return SET(F(header, name), E("&", E("+", F(header, name), C(k & mask)), C(mask)))
+
+    common = [plus("ipv4", "ttl", -1, 8), plus("ipv4", "dstAddr", 4, 32)]
+    noop = p.action("NoAction", [])
+    foot = p.action("cIngress.foot", [plus("tcp", "srcPort", 1, 16), *common])
+    foou = p.action("cIngress.foou", [plus("udp", "srcPort", 1, 16), *common])
+
+    def port80(action: int) -> list[dict[str, Any]]:
+        """The const entry ``(16w80) : action();``."""
+        return [{"match_key": [{"match_type": "exact", "key": "0x0050"}],
+                 "action_entry": {"action_id": action, "action_data": []}, "priority": 1}]
+
+    p.cond("ingress", "node_2", valid("tcp"), "cIngress.guh", "node_4")
+    p.table("ingress", "cIngress.guh", [{"match_type": "exact", "name": "hdr.tcp.dstPort",
+                                         "target": ["tcp", "dstPort"], "mask": None}],
+            [foot, noop], noop, "node_4", port80(foot))
+    p.cond("ingress", "node_4", valid("udp"), "cIngress.huh", None)
+    p.table("ingress", "cIngress.huh", [{"match_type": "exact", "name": "hdr.udp.dstPort",
+                                         "target": ["udp", "dstPort"], "mask": None}],
+            [foou, noop], noop, None, port80(foou))
+    return p.build(["eth", "ipv4", "tcp", "udp"], "node_2")
+
+
 def nested_switch() -> dict[str, Any]:
     """A v1model program as p4c's bmv2 back end lays it out: ``switch
     (classify.apply().action_run)`` whose set_port case applies ``inner`` in a nested switch

@@ -16,6 +16,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from control_plane.drivers.p4runtime import P4Info
+from emulation.targets.embedded.pipeline import Switch, load_program
 from tests.embedded import handwritten as hw
 from tests.embedded.conftest import BUILD, compiled
 
@@ -90,22 +91,39 @@ def test_payload_changed_in_flight_fails_verification(sw: Any, l4: Any) -> None:
     assert sw.switch.drops["ingress_drop"] == 1
 
 
-# p4c's testdata/p4_16_samples/checksum-l4-bmv2.stf: frames in and the frames bmv2 gave back
-# (the TCP one and the UDP one; their IPv4 headers have no options), for a program that adds 1
-# to the source port, 4 to the destination address and -1 to the TTL, as MyIngress.bump does
+# p4c's testdata/p4_16_samples/checksum-l4-bmv2.stf: the frames sent and those bmv2 gave back
+# (TCP; TCP after IPv4 options; UDP; TCP with IPv4 and TCP options), for a program that adds 1
+# to the source port, 4 to the destination address and -1 to the TTL
 BMV2_STF = [
     ("525400123502080027018bbc08004500003800010000400664af0a00020f0a01000116a10050000000000000"
      "00005002200047a6000064656164626565666465616462656566",
      "525400123502080027018BBC080045000038000100003F0665AB0A00020F0A01000516A20050000000000000"
      "00005002200047A1000064656164626565666465616462656566"),
+    ("525400123502080027018bbc08004600003c000100004006174bc0a801bf0a02030483031000157d00500000"
+     "000000000000500220008f6d000064656164626565666465616462656566",
+     "525400123502080027018BBC08004600003C000100003F061847C0A801BF0A02030883031000157E00500000"
+     "000000000000500220008F68000064656164626565666465616462656566"),
     ("CA0107FC001C11111111111108004500002C00010000401166BA0A0100040A01000116A100500018B99B6465"
      "6164626565666465616462656566",
      "CA0107FC001C11111111111108004500002C000100003F1167B60A0100040A01000516A200500018B9966465"
      "6164626565666465616462656566"),
+    ("525400123502080027018bbc0800460000440001000040061743c0a801bf0a02030483031000157d00500000"
+     "000000000000700220006ae500000204027c0000000064656164626565666465616462656566",
+     "525400123502080027018BBC080046000044000100003F06183FC0A801BF0A02030883031000157E00500000"
+     "000000000000700220006AE000000204027C0000000064656164626565666465616462656566"),
 ]
 
 
 def test_frames_are_those_bmv2_gave_for_p4cs_checksum_l4_sample(sw: Any) -> None:
+    """MyIngress.bump on the frames without IPv4 options (l4_checksum parses only those)."""
     sw.insert("MyIngress.nat", {"hdr.ipv4.dstAddr": 0x0A010001}, "MyIngress.bump", {})
-    for sent_hex, bmv2_hex in BMV2_STF:
+    for sent_hex, bmv2_hex in (BMV2_STF[0], BMV2_STF[2]):
         assert sent(sw, bytes.fromhex(sent_hex)) == bytes.fromhex(bmv2_hex)
+
+
+def test_checksum_l4_sample_gives_every_frame_bmv2_gave() -> None:
+    """The sample itself (varbit IPv4 and TCP options inside the checksums), all four frames."""
+    switch = Switch(load_program(json.dumps(hw.checksum_l4_sample())))
+    for sent_hex, bmv2_hex in BMV2_STF:
+        assert switch.process(0, bytes.fromhex(sent_hex)) == [(0, bytes.fromhex(bmv2_hex))]
+    assert not switch.errors
