@@ -127,3 +127,15 @@ def test_checksum_l4_sample_gives_every_frame_bmv2_gave() -> None:
     for sent_hex, bmv2_hex in BMV2_STF:
         assert switch.process(0, bytes.fromhex(sent_hex)) == [(0, bytes.fromhex(bmv2_hex))]
     assert not switch.errors
+
+
+def test_reparsed_frames_keep_their_payload_for_verification() -> None:
+    """The general path (resubmit, recirculation, clones) parses with Switch.parse_into."""
+    switch = Switch(load_program(json.dumps(hw.checksum_l4_sample())))
+    good = bytes.fromhex(BMV2_STF[3][0])
+    bad = good[:-1] + b"\x00"  # payload changed, headers intact
+    checksum_error = switch.program.std["checksum_error"]
+    for data, flagged in ((good, 0), (bad, 1)):
+        S = switch.fresh_state(1, data, 0)
+        switch.parse_into(S, data)
+        assert S[checksum_error] == flagged
