@@ -24,8 +24,9 @@ def compiled(name: str) -> tuple[bytes, P4Info]:
 class Device:
     """An in-process switch programmed through the P4Runtime service code."""
 
-    def __init__(self, name: str) -> None:
-        self.config, self.p4info = compiled(name)
+    def __init__(self, name: str, source: tuple[bytes, P4Info] | None = None) -> None:
+        """The committed p4c build ``name``, or ``source``: (bmv2 JSON bytes, P4Info)."""
+        self.config, self.p4info = source or compiled(name)
         self.switch, self.servicer = local_device(self.config, self.p4info.proto)
         self.program = self.switch.program
 

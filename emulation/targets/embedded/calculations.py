@@ -2,7 +2,10 @@
 
 bmv2 concatenates the input fields bit by bit (skipping fields of invalid headers), pads the
 last byte with zero bits and runs the algorithm over those bytes; we reproduce that exactly so
-hashes and checksums match simple_switch bit for bit.
+hashes and checksums match simple_switch bit for bit.  A ``payload`` input (p4c's
+``verify/update_checksum_with_payload``, e.g. TCP and UDP checksums) appends, as bmv2's
+``BufBuilder`` does, the bytes the parser left unparsed after the padded fields, wherever the
+input lists it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emulation.targets.embedded.expressions import Namespace, parse_hexstr
-from emulation.targets.embedded.json_loader import Layout, PipelineError
+from emulation.targets.embedded.json_loader import PAYLOAD, Layout, PipelineError
 
 LITTLE = sys.byteorder == "little"
 
@@ -93,6 +96,7 @@ class Calculation:
 
     fn: Callable[[list[Any]], int]
     inline: str | None = None
+    payload: bool = False  # reads the unparsed bytes (slot PAYLOAD) after the fields
 
 
 def input_items(layout: Layout, calc: dict[str, Any], where: str
@@ -124,7 +128,7 @@ def input_items(layout: Layout, calc: dict[str, Any], where: str
             items.append((None, str(value), width, None))
             continue
         elif t == "payload":
-            raise PipelineError(iw, "payload as a calculation input is not supported")
+            continue  # appended after every field (with_payload), see compile_calculation
         else:
             raise PipelineError(iw, f"calculation input type {t!r} is not supported")
         for h, j in hdrs:
@@ -183,6 +187,7 @@ def compile_calculation(layout: Layout, ns: Namespace, calc: dict[str, Any],
         raise PipelineError(where, f"hash algorithm {calc.get('algo')!r} is not supported "
                                    f"(supported: {sorted(ALGORITHMS)})")
     items = input_items(layout, calc, where)
+    payload = any(item.get("type") == "payload" for item in calc.get("input", []))
     lines = ["def calc(S):", "    acc = 0", "    nbits = 0"]
     for valid, src, width, length in items:
         cond = f"if S[{valid}]: " if valid is not None else ""
@@ -190,9 +195,10 @@ def compile_calculation(layout: Layout, ns: Namespace, calc: dict[str, Any],
             lines.append(f"    {cond}L = {length}; acc = (acc << L) | {src}; nbits += L")
         else:
             lines.append(f"    {cond}acc = (acc << {width}) | {src}; nbits += {width}")
+    tail = f" + S[{PAYLOAD}]" if payload else ""
     lines += ["    pad = -nbits % 8",
-              "    return ALGO((acc << pad).to_bytes((nbits + pad) // 8, 'big'))"]
+              f"    return ALGO((acc << pad).to_bytes((nbits + pad) // 8, 'big'){tail})"]
     env = {"ALGO": algo}
     exec("\n".join(lines), env)  # noqa: S102 - source generated from validated JSON
-    inline = csum16_inline(items) if calc.get("algo") == "csum16" else None
-    return Calculation(env["calc"], inline)
+    inline = csum16_inline(items) if calc.get("algo") == "csum16" and not payload else None
+    return Calculation(env["calc"], inline, payload)

@@ -26,7 +26,8 @@ RESUBMIT_FL = 2  # resubmit requested: field list id + 1 (0: none)
 RECIRC_FL = 3  # recirculate requested: field list id + 1 (0: none)
 TRUNCATE = 4  # truncate length in bytes (0: none)
 INGRESS_LEN = 5  # frame length at ingress (bytes counted by counters, as bmv2 does)
-N_INTRINSIC = 6
+PAYLOAD = 6  # the bytes the parser left (checksums over the payload); set only where one is
+N_INTRINSIC = 7
 
 
 class PipelineError(ValueError):
@@ -271,6 +272,7 @@ def build_layout(doc: dict[str, Any]) -> Layout:
 
     headers: dict[str, HeaderInfo] = {}
     template: list[Any] = [0] * N_INTRINSIC
+    template[PAYLOAD] = b""
 
     def place(h: dict[str, Any]) -> HeaderInfo:
         if h["name"] in headers:

@@ -3,8 +3,11 @@
 p4c writes the same fully qualified names into the P4Info and the bmv2 JSON, and match fields
 and action parameters in the same order, so the binding is by name and position.  A P4Info
 object with no counterpart in the JSON makes SetForwardingPipelineConfig fail, except an
-action p4c left out of the JSON (e.g. a ``NoAction`` no table can run): bmv2 accepts such a
-pipeline and refuses entries that use the action, and so do we.  A match field of type
+action or a table p4c left out of the JSON: p4c writes the P4Info from the front end's program,
+and its mid end then drops what no path can reach (a ``NoAction`` no table can run; a table
+applied only behind a branch that constant folding rules out, e.g. inside a nested ``switch``).
+bmv2 accepts such a pipeline and refuses entries that use the action or go to the table, and so
+do we; reading such a table finds no entries.  A match field of type
 ``error`` has bitwidth 0 in the P4Info (p4c treats the type as a string): its values are the
 errors' names.  Parser value sets are bound by name; the P4Info gives their size.
 """
@@ -52,6 +55,7 @@ class P4InfoMap:
     value_sets: dict[int, tuple[ValueSet, list[int]]] = field(default_factory=dict)
     table_ids: dict[str, int] = field(default_factory=dict)
     absent_actions: dict[int, str] = field(default_factory=dict)  # P4Info-only actions
+    absent_tables: dict[int, str] = field(default_factory=dict)  # P4Info-only tables
     errors: dict[str, int] = field(default_factory=dict)  # error name -> value
     error_names: dict[int, str] = field(default_factory=dict)
 
@@ -82,7 +86,9 @@ def bind(p4info: p4info_pb2.P4Info, program: Program) -> P4InfoMap:
         name = t.preamble.name
         table = program.tables.get(name)
         if table is None:
-            raise PipelineError(f"p4info table {name!r}", "no table of that name in the JSON")
+            m.absent_tables[t.preamble.id] = name
+            m.table_ids[name] = t.preamble.id
+            continue
         if len(t.match_fields) != len(table.keys):
             raise PipelineError(f"p4info table {name!r}",
                                 f"{len(t.match_fields)} match fields, JSON key has "
@@ -110,6 +116,8 @@ def bind(p4info: p4info_pb2.P4Info, program: Program) -> P4InfoMap:
             raise PipelineError(f"p4info counter {c.preamble.name!r}", "not in the JSON")
         m.counters[c.preamble.id] = arr
     for c in p4info.direct_counters:
+        if c.direct_table_id in m.absent_tables:
+            continue  # left out of the JSON with its table: it never counts
         binding = m.tables.get(c.direct_table_id)
         if binding is None:
             raise PipelineError(f"p4info direct counter {c.preamble.name!r}",

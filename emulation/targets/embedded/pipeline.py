@@ -84,6 +84,8 @@ class Program:
         self.layout = jl.build_layout(doc)
         self.ns = Namespace()
         self.res = build_resources(doc, self.layout, self.ns)
+        # a checksum over the payload reads the unparsed bytes, kept in a slot after parsing
+        self.keeps_payload = any(c.payload for c in self.res.calculations.values())
         self.pc = PrimitiveCompiler(self.layout, self.ns, self.res)
         self.actions: dict[int, Action] = compile_actions(doc, self.pc)
         self.parse = compile_parser(self.pc, doc)
@@ -182,6 +184,7 @@ class Program:
             f"    S[{std['ingress_port']}] = port",
             f"    S[{std['packet_length']}] = S[{j.INGRESS_LEN}] = n",
             "    off, err = parse(S, buf)",
+            *([f"    S[{j.PAYLOAD}] = buf[off:]"] if self.keeps_payload else []),
             f"    S[{std['parser_error']}] = err",
             "    bad = 0",
             *self.verify_src,
@@ -305,6 +308,8 @@ class Switch:
         prog = self._program
         assert prog is not None
         off, S[prog.std["parser_error"]] = prog.parse(S, frame)
+        if prog.keeps_payload:
+            S[jl.PAYLOAD] = frame[off:]
         S[prog.std["checksum_error"]] = prog.verify_checksums(S)
         return off
 

@@ -79,6 +79,8 @@ def read_tables(pmap: P4InfoMap, te: Any, with_counters: bool = False) -> Iterat
     """Entries of one table (or all, table id 0), narrowed to one match when one is given."""
     want_counters = with_counters or te.HasField("counter_data")
     for tid in all_or_one(te.table_id, pmap.tables):
+        if tid in pmap.absent_tables:
+            continue  # left out of the JSON: it holds no entries
         b = binding(pmap, tid)
         if te.is_default_action:
             yield default_entity(pmap, b)

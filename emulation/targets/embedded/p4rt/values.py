@@ -51,6 +51,11 @@ def key_bytes(b: TableBinding, pos: int, value: int) -> bytes:
 def binding(pmap: P4InfoMap, table_id: int) -> TableBinding:
     b = pmap.tables.get(table_id)
     if b is None:
+        if table_id in pmap.absent_tables:
+            raise EntryError("INVALID_ARGUMENT", f"table {pmap.absent_tables[table_id]!r} is in "
+                                                 "the P4Info but p4c left it out of the JSON "
+                                                 "(no path of the program applies it): no entry "
+                                                 "can go to it (bmv2 refuses it too)")
         raise EntryError("NOT_FOUND", f"unknown table id {table_id}")
     return b
 
