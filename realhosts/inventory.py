@@ -28,11 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import Topology, TopologyError
 from control_plane.repo import REPO
+from control_plane.yamlfile import read_yaml
 
 SCHEMA = "inart.inventory/1"
 LAUNCHERS = ("ssh", "netns")
@@ -286,11 +285,5 @@ def parse(path: Path, doc: object) -> Inventory:
 def load(path: str | Path) -> Inventory:
     """Read and validate an inventory file (YAML or JSON)."""
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise InventoryError(f"inventory {path}: cannot read it ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise InventoryError(f"inventory {path}: not YAML ({exc})") from None
-    return parse(path, doc)
+    return parse(path, read_yaml(path, "inventory", InventoryError))
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from control_plane.cli.args import names_of
 from control_plane.model.plan import Plan, PlanError
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import TopologyError
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--topology", "-t", action="extend", nargs="+", metavar="TOPOLOGY",
                    help="fig1 | fattree:K | leafspine:L,S,H | FILE (several: a sweep)")
-    p.add_argument("--schemes", "-s", default="all",
+    p.add_argument("--schemes", "-s", default="all", type=names_of(SCHEMES, every="all"),
                    help=f"comma-separated from {', '.join(SCHEMES)}, or 'all'")
     p.add_argument("--plan", type=Path, help="an `inart plan` file for its scheme (one topology)")
     p.add_argument("--link-gbps", type=float,
@@ -64,17 +65,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_schemes(text: str) -> list[str]:
-    if text == "all":
-        return list(SCHEMES)
-    schemes = [s for s in text.split(",") if s]
-    unknown = sorted(set(schemes) - set(SCHEMES))
-    if unknown or not schemes:
-        raise SystemExit(f"--schemes: {', '.join(unknown) or 'empty'}: expected from "
-                         f"{', '.join(SCHEMES)} or 'all'")
-    return schemes
-
-
 def row(r: dict[str, Any]) -> dict[str, Any]:
     """The printed columns of one result."""
     ratio = (r["comm_time_s"] / r["plan_comm_time_s"]) if r["plan_comm_time_s"] else None
@@ -91,7 +81,7 @@ def row(r: dict[str, Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     specs = args.topology or ["fig1"]
-    schemes = parse_schemes(args.schemes)
+    schemes = args.schemes
     try:
         prof = load_profile(args.model, None if args.compute_ms is None
                             else args.compute_ms / 1e3)

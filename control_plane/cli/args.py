@@ -7,17 +7,20 @@ import argparse
 from collections.abc import Callable, Iterable
 
 
-def names_of(allowed: Iterable[str]) -> Callable[[str], list[str]]:
+def names_of(allowed: Iterable[str], every: str | None = None) -> Callable[[str], list[str]]:
     """An argparse ``type``: ``a,b,c`` -> names, each one of ``allowed`` (argparse reports a
-    bad list as an error of the option, exit status 2)."""
+    bad list as an error of the option, exit status 2); ``every`` (e.g. "all") names them all."""
     allowed = list(allowed)
 
     def parse(text: str) -> list[str]:
+        if every is not None and text.strip() == every:
+            return list(allowed)
         names = [t.strip() for t in text.split(",") if t.strip()]
         bad = [n for n in names if n not in allowed]
         if bad or not names:
             raise argparse.ArgumentTypeError(
                 f"{text!r}: expected a comma-separated list of {', '.join(allowed)}"
+                + (f" or {every!r}" if every is not None else "")
                 + (f" (unknown: {', '.join(bad)})" if bad else ""))
         return names
 

@@ -18,6 +18,7 @@ from typing import Any
 import networkx as nx
 
 from control_plane.quote import quote
+from control_plane.yamlfile import read_yaml
 
 NODE_KINDS = ("worker", "ps", "switch")
 # the fields a topology file may give (anything else is a typo, e.g. 'bandwidth')
@@ -257,23 +258,14 @@ class Topology:
     def load(cls, path: str | Path) -> Topology:
         """Read a topology from a JSON or YAML file written by hand."""
         path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise TopologyError(f"{path}: cannot read the topology file ({exc.strerror})") from None
         if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            try:
-                data = yaml.safe_load(text)
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-                problem = getattr(exc, "problem", None) or str(exc)
-                raise TopologyError(f"{path}: not valid YAML ({at}{problem})") from None
+            data = read_yaml(path, "topology file", TopologyError)
         else:
             try:
-                data = json.loads(text)
+                data = json.loads(path.read_text())
+            except OSError as exc:
+                raise TopologyError(f"topology file {path}: cannot read it ({exc.strerror})"
+                                    ) from None
             except json.JSONDecodeError as exc:
                 raise TopologyError(f"{path}: not valid JSON ({exc})") from None
         if isinstance(data, dict) and "topology" in data and "nodes" not in data:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from control_plane.yamlfile import read_yaml
 
 AXES = ("topologies", "schemes", "link_gbps", "models", "seeds")
 
@@ -117,10 +117,7 @@ def parse_models(value: Any, check: str) -> list[str | None]:
 
 def load_grid_file(path: Path) -> dict[str, Any]:
     """A YAML grid: a mapping with kind, the axes and settings (every field optional)."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise GridError(f"--grid {path}: {exc}") from exc
+    data = read_yaml(path, "--grid", GridError)
     if data is None:
         data = {}
     if not isinstance(data, dict):

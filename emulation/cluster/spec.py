@@ -23,9 +23,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from control_plane.model.topology import Topology
+from control_plane.yamlfile import read_yaml
 from realhosts.inventory import InventoryError, SshSpec, _Fields, _ssh_defaults
 
 SCHEMA = "inart.cluster/1"
@@ -159,13 +158,7 @@ def parse(path: Path, doc: object) -> ClusterSpec:
 def load(path: str | Path) -> ClusterSpec:
     """Read and validate a servers file (YAML or JSON)."""
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ClusterSpecError(f"servers file {path}: cannot read it ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ClusterSpecError(f"servers file {path}: not YAML ({exc})") from None
-    return parse(path, doc)
+    return parse(path, read_yaml(path, "servers file", ClusterSpecError))
 
 
 def argument(text: str) -> ClusterSpec:

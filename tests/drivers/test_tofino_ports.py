@@ -58,7 +58,7 @@ def test_unreadable_and_not_yaml(tmp_path):
     with pytest.raises(PortsError, match="cannot read"):
         load_ports(tmp_path / "none.yaml")
     (tmp_path / "bad.yaml").write_text("ports: [\n")
-    with pytest.raises(PortsError, match="not YAML"):
+    with pytest.raises(PortsError, match=r"not valid YAML \(line \d+, column \d+: "):
         load_ports(tmp_path / "bad.yaml")
 
 

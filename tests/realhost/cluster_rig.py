@@ -14,6 +14,7 @@ from pathlib import Path
 
 from emulation.targets.base import port_open
 from host_stack.netns import ip
+from tests.realhost.sshd import sshd_files
 
 SUBNET = "192.168.247"
 NAMESPACES: dict[str, str] = {}  # server name -> its namespace, of the latest rig
@@ -55,15 +56,7 @@ def start_servers(count: int, tmp: Path, stack: ExitStack, max_sessions: int = 1
     stack.callback(subprocess.run, ["ip", "link", "del", bridge], capture_output=True)
     ip("addr", "add", f"{SUBNET}.1/24", "dev", bridge)
     ip("link", "set", bridge, "up")
-    key, hostkey = tmp / "id_ed25519", tmp / "ssh_host_ed25519_key"
-    for k in (key, hostkey):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(k)],
-                       check=True)
-    keys = tmp / "authorized_keys"
-    keys.write_text(Path(f"{key}.pub").read_text())
-    keys.chmod(0o600)
-    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
-    Path("/run/sshd").mkdir(exist_ok=True)  # its privilege separation directory
+    key, hostkey, keys, sshd = sshd_files(tmp)
     servers = {}
     for i in range(1, count + 1):
         ns, veth, address = f"{tag}s{i}", f"{tag}v{i}", f"{SUBNET}.{10 + i}"

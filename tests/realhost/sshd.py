@@ -22,6 +22,20 @@ def sshd_unavailable() -> str | None:
     return None
 
 
+def sshd_files(tmp: Path) -> tuple[Path, Path, Path, str]:
+    """Throwaway client and host keys under ``tmp``, the client's key authorized, and the sshd
+    binary (its privilege separation directory made): (key, host key, authorized_keys, sshd)."""
+    key, hostkey = tmp / "id_ed25519", tmp / "ssh_host_ed25519_key"
+    for k in (key, hostkey):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(k)],
+                       check=True)
+    keys = tmp / "authorized_keys"
+    keys.write_text(Path(f"{key}.pub").read_text())
+    keys.chmod(0o600)
+    Path("/run/sshd").mkdir(exist_ok=True)
+    return key, hostkey, keys, shutil.which("sshd") or "/usr/sbin/sshd"
+
+
 def start_sshd(lab: Lab, host: str, tmp: Path, stack: ExitStack, index: int = 1) -> dict:
     """sshd inside ``host``'s namespace on a management link, a throwaway key; the inventory
     fields that reach it."""
@@ -34,15 +48,7 @@ def start_sshd(lab: Lab, host: str, tmp: Path, stack: ExitStack, index: int = 1)
     ip("link", "set", root_side, "up")
     ip("-n", ns, "addr", "add", f"{mine}/30", "dev", "mgmt0")
     ip("-n", ns, "link", "set", "mgmt0", "up")
-    key, hostkey = tmp / "id_ed25519", tmp / "ssh_host_ed25519_key"
-    for k in (key, hostkey):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(k)],
-                       check=True)
-    keys = tmp / "authorized_keys"
-    keys.write_text(Path(f"{key}.pub").read_text())
-    keys.chmod(0o600)
-    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
-    Path("/run/sshd").mkdir(exist_ok=True)  # its privilege separation directory
+    key, hostkey, keys, sshd = sshd_files(tmp)
     proc = subprocess.Popen(["ip", "netns", "exec", ns, sshd, "-D", "-e", "-f", "/dev/null",
                              "-o", f"ListenAddress={mine}", "-o", f"HostKey={hostkey}",
                              "-o", f"AuthorizedKeysFile={keys}", "-o", "PermitRootLogin=yes",

@@ -105,5 +105,5 @@ def test_unreadable_and_not_yaml(tmp_path):
         load(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("hosts: [unclosed")
-    with pytest.raises(InventoryError, match="not YAML"):
+    with pytest.raises(InventoryError, match=r"not valid YAML \(line \d+, column \d+: "):
         load(bad)

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from control_plane.yamlfile import read_yaml
 
 SCHEMA = "inart.ports/1"
 # ports file value -> bf_switchd $PORT table value
@@ -153,10 +153,4 @@ def parse_ports(doc: object, path: str = "<ports>") -> PortsFile:
 
 def load_ports(path: str | Path) -> PortsFile:
     """Read and validate a ports file."""
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise PortsError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise PortsError(f"{path}: not YAML: {exc}") from None
-    return parse_ports(doc, str(path))
+    return parse_ports(read_yaml(path, "ports file", PortsError), str(path))
