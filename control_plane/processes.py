@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 
 
 def stop_process(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
@@ -39,3 +40,17 @@ def stop_process(proc: subprocess.Popen | None, grace: float = 5.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def exited_children() -> Iterator[tuple[int, int]]:
+    """Reap every child that has exited, without blocking: (pid, status as
+    ``Popen.returncode``, negative when a signal killed it).  For servers that fork workers
+    (the switch farm, the training fork server) and report each one's end."""
+    while True:
+        try:
+            pid, raw = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, -os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)

@@ -46,7 +46,7 @@ import time
 import traceback
 from pathlib import Path
 
-from control_plane.processes import stop_process
+from control_plane.processes import exited_children, stop_process
 from control_plane.repo import child_env
 
 REPLY_TIMEOUT_S = 120.0  # a preload of torch on a loaded 2-core machine takes tens of seconds
@@ -82,11 +82,6 @@ def forked_module(cmd: list[str]) -> str | None:
 
 
 # -- the server process ---------------------------------------------------------------------------
-def _status(raw: int) -> int:
-    """A wait status as ``Popen.returncode`` (negative: killed by that signal)."""
-    return -os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
-
-
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
@@ -218,16 +213,10 @@ def serve(fd: int) -> int:
     sel.register(wake_r, selectors.EVENT_READ)
 
     def reap() -> None:
-        while children:
-            try:
-                pid, raw = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+        for pid, status in exited_children():
             children.discard(pid)
             with contextlib.suppress(OSError):
-                _send(sock, {"exited": pid, "status": _status(raw)})
+                _send(sock, {"exited": pid, "status": status})
 
     while not stopping:
         for key, _ in sel.select():

@@ -26,31 +26,21 @@ import sys
 import time
 from pathlib import Path
 
+from control_plane.processes import exited_children, stop_process
 from control_plane.repo import child_env
 
 REPLY_TIMEOUT_S = 30.0
 
 
 # -- the parent process ---------------------------------------------------------------------------
-def _status(raw: int) -> int:
-    """A wait status as ``Popen.returncode`` (negative: killed by that signal)."""
-    return -os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
-
-
 def _say(obj: dict) -> None:
     """One line on stdout with one write (atomic on a pipe), safe inside a signal handler."""
     os.write(1, (json.dumps(obj) + "\n").encode())
 
 
 def _reap(*_: object) -> None:
-    while True:
-        try:
-            pid, raw = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        _say({"exited": pid, "status": _status(raw)})
+    for pid, status in exited_children():
+        _say({"exited": pid, "status": status})
 
 
 def _child(argv: list[str], log: str | None) -> None:
@@ -206,8 +196,6 @@ class SwitchFarm:
         """EOF to the parent: it stops every child, waits for them, exits."""
         if self.proc is None:
             return
-        from control_plane.processes import stop_process
-
         try:
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
