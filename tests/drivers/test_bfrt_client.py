@@ -99,7 +99,7 @@ def test_the_push_has_its_own_timeout_and_binds_nothing():
         client = BfrtClient(STUBS, fake.address, timeout=0.2, push_timeout=30).connect()
         try:
             client.push(PROGRAM)  # longer than the per-call timeout: the push's own applies
-            assert 25 < fake.deadlines[0] <= 30
+            assert 25 < fake.deadlines[0] < 31  # rounded on the wire, as below
             (push,) = fake.of(PB2.SetForwardingPipelineConfigRequest)
             assert push.action == push.VERIFY_AND_WARM_INIT_BEGIN_AND_END
         finally:
@@ -146,7 +146,9 @@ def test_inart_install_bfrt_takes_a_push_timeout(fig1_plan, tmp_path, monkeypatc
         assert main(args) == 0, capsys.readouterr().err
         for fake in (f1, f2):
             (deadline,) = fake.deadlines
-            assert 37 < deadline <= 42
+            # the push's 42 s, not --timeout's 5 (the deadline crosses the wire as a rounded
+            # grpc-timeout header: a loaded run saw 42.09 s left on arrival)
+            assert 37 < deadline < 43
     assert "install: " in capsys.readouterr().out
 
 
