@@ -2,8 +2,11 @@
 driver uses (declared here from bfruntime.proto's field numbers and oneof names, so the bytes
 on the wire are what bf_switchd would parse) and a fake ``BfRuntime`` gRPC server that records
 every request, keeps table entries and checks each one against the schemas as bf_switchd has
-them: the program's bfrt.json (from the push) and the device's fixed tables, which are the
-SDE's own (tests/drivers/data/bfrt_fixed_tf1.json, from open-p4studio).  Like bf_switchd it
+them: the program's bfrt.json (from the push) and the device's fixed tables as the SDE
+defines them (their shape, written from open-p4studio: tests/drivers/data/), and against the
+rules bf_switchd's port and PRE table code adds (a port add needs speed and FEC; a
+multicast group's lists are of one length and name existing nodes of no other group).
+Like bf_switchd it
 answers a Write or Read with refused entries UNKNOWN "Write Error Status" with one
 ``bfrt_proto.Error`` per update packed in the status details, and counters from its last
 hardware sync unless a Read asks ``from_hw``.  No SDE code is copied; the real driver imports
@@ -183,16 +186,21 @@ def write_stub_package(pkg: Path) -> None:
                                                "BfRuntimeStub = GRPC.BfRuntimeStub\n")
 STUBS = BfrtStubs(PB2, GRPC, origin=__import__("pathlib").Path(__file__))
 
-# the fixed tables bf_switchd describes in its non-P4 bfrt.json: the SDE's own (see data/)
+# the fixed tables bf_switchd describes in its non-P4 bfrt.json, as the SDE defines them (data/)
 FIXED_JSON = Path(__file__).parent / "data" / "bfrt_fixed_tf1.json"
 NON_P4 = json.loads(FIXED_JSON.read_text())
 FIXED = {t["name"]: t for t in NON_P4["tables"]}
 PORT_ID, PORT_STR_INFO_ID = FIXED["$PORT"]["id"], FIXED["$PORT_STR_INFO"]["id"]
 NODE_ID, MGID_ID = FIXED["$pre.node"]["id"], FIXED["$pre.mgid"]["id"]
 WIDTHS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
-# what bf_switchd requires beyond the schema's 'mandatory' (bf_rt_port_table_impl.cpp: a port
-# add needs both speed and FEC)
+# what bf_switchd requires of an add (bf_rt_port_table_impl.cpp: a port add needs both speed
+# and FEC).  A schema's 'mandatory' is not enforced: bf_switchd leaves such a field unset
+# when an entry omits it (bf_rt_p4_table_data_impl.hpp), and open-p4studio's own tna_mirror
+# test adds a $pre.node without its mandatory $MULTICAST_LAG_ID
 REQUIRED_ON_INSERT = {"$PORT": ("$SPEED", "$FEC")}
+# a $pre.mgid entry's lists that go by position (bf_rt_pre_table_impl.cpp checks their sizes)
+MGID_LISTS = (("$MULTICAST_NODE_ID", "$MULTICAST_NODE_L1_XID", "$MULTICAST_NODE_L1_XID_VALID"),
+              ("$MULTICAST_ECMP_ID", "$MULTICAST_ECMP_L1_XID", "$MULTICAST_ECMP_L1_XID_VALID"))
 
 
 class Refused(Exception):
@@ -205,8 +213,7 @@ class Refused(Exception):
 
 def _fields(raw: list) -> dict[int, dict]:
     """id -> field of a schema's key or data list (data fields unwrapped from 'singleton')."""
-    return {d.get("singleton", d)["id"]: {**d.get("singleton", d),
-                                          "mandatory": d.get("mandatory", False)} for d in raw}
+    return {d.get("singleton", d)["id"]: d.get("singleton", d) for d in raw}
 
 
 def _nbytes(f: dict) -> int:
@@ -250,11 +257,11 @@ def check_entry(table: dict, te, insert: bool) -> None:
                           f"{name}: no data field id {df.field_id} (fake)")
         seen.add(df.field_id)
         _check_value(name, f, df)
-    missing = [f["name"] for fid, f in schema.items() if fid not in seen and (
-        f["mandatory"] or f["name"] in REQUIRED_ON_INSERT.get(name, ()))]
+    missing = [f["name"] for fid, f in schema.items()
+               if fid not in seen and f["name"] in REQUIRED_ON_INSERT.get(name, ())]
     if missing:
         raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
-                      f"{name}: mandatory field(s) {', '.join(missing)} not set (fake)")
+                      f"{name}: an add needs {', '.join(missing)} (fake)")
 
 
 def _check_value(table: str, f: dict, df) -> None:
@@ -277,6 +284,11 @@ def _check_value(table: str, f: dict, df) -> None:
     if want == "str_val" and f["type"].get("choices") and df.str_val not in f["type"]["choices"]:
         raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
                       f"{table} {f['name']}: {df.str_val!r} is not a choice (fake)")
+
+
+def _exact(te) -> int:
+    """The integer of a one-field exact key (the PRE tables' ids)."""
+    return int.from_bytes(te.key.fields[0].exact.value, "big")
 
 
 def error_status(message: str, errors: dict[int, Refused]) -> bytes:
@@ -311,6 +323,7 @@ class FakeBfRuntime(FakeServer):
         self.fail_after = fail_after
         self.fail_deletes_after = fail_deletes_after
         self.deletes = 0
+        self.groups: dict[int, int] = {}  # $pre.node id -> the $MGID whose group holds it
         self.program: str | None = None
         self.schema: dict[int, dict] = {t["id"]: t for t in NON_P4["tables"]}
         self.entries: dict[tuple, object] = {}
@@ -358,6 +371,8 @@ class FakeBfRuntime(FakeServer):
                 if te.table_id == PORT_ID:
                     return  # bf_switchd's port manager takes an added port's add as done
                 raise Refused(grpc.StatusCode.ALREADY_EXISTS, "entry exists (fake)")
+            if te.table_id == MGID_ID:
+                self._join_group(te)
             self.entries[self._key(te)] = te
         elif up.type == PB2.Update.DELETE:
             if self.fail_deletes_after is not None and self.deletes >= self.fail_deletes_after:
@@ -365,6 +380,36 @@ class FakeBfRuntime(FakeServer):
             if self.entries.pop(self._key(te), None) is None:
                 raise Refused(grpc.StatusCode.NOT_FOUND, "no such entry (fake)")
             self.deletes += 1
+            if te.table_id in (MGID_ID, NODE_ID):  # a deleted node leaves its group
+                key = _exact(te)
+                self.groups = {n: g for n, g in self.groups.items()
+                               if (g, n)[te.table_id == NODE_ID] != key}
+
+    def _join_group(self, te) -> None:
+        """A new group's members, checked as bf_switchd's PRE table and multicast manager
+        check them: lists of one length, nodes that exist and belong to no other group."""
+        names = {d["singleton"]["id"]: d["singleton"]["name"] for d in FIXED["$pre.mgid"]["data"]}
+        lists = {names[df.field_id]: list(getattr(df, df.WhichOneof("value")).val)
+                 for df in te.data.fields}
+        for group in MGID_LISTS:
+            sizes = [len(lists.get(name, [])) for name in group]
+            if len(set(sizes)) > 1:
+                raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
+                              f"$pre.mgid: {', '.join(group)} have {sizes} elements; one "
+                              f"per member expected (fake)")
+        mgid, nodes = _exact(te), lists.get("$MULTICAST_NODE_ID", [])
+        for node in nodes:
+            key = (NODE_ID, PB2.TableKey(fields=[PB2.KeyField(
+                field_id=1, exact=PB2.KeyField.Exact(value=node.to_bytes(4, "big")))])
+                   .SerializeToString(deterministic=True))
+            if key not in self.entries:
+                raise Refused(grpc.StatusCode.NOT_FOUND,
+                              f"$pre.mgid {mgid}: no $pre.node {node} (fake)")
+            if node in self.groups:
+                raise Refused(grpc.StatusCode.ALREADY_EXISTS,
+                              f"$pre.mgid {mgid}: $pre.node {node} is in group "
+                              f"{self.groups[node]} already (fake)")
+        self.groups.update((node, mgid) for node in nodes)
 
     def _write(self, req, ctx):
         with self.lock:
@@ -439,6 +484,7 @@ class FakeBfRuntime(FakeServer):
             ctx.abort(grpc.StatusCode.UNIMPLEMENTED, "only pushes are faked")
         with self.lock:  # a fast-reconfig push keeps the ports (bf_switchd replays them)
             self.entries = {k: te for k, te in self.entries.items() if k[0] == PORT_ID}
+            self.groups.clear()
             self.counters.clear()
             self.synced.clear()
             self.program = req.config[0].p4_name

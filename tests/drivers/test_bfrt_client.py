@@ -12,7 +12,7 @@ import yaml
 
 from control_plane.deploy.addressing import assign
 from control_plane.drivers.bfrt.client import BfrtClient, BfrtError
-from control_plane.drivers.bfrt.entities import multicast_entries
+from control_plane.drivers.bfrt.entities import multicast_entries, table_entry
 from control_plane.drivers.bfrt.info import BfrtInfo
 from control_plane.drivers.bfrt.install import BfrtInstallError, BfrtSwitch, install, program_of
 from tests.drivers.bfrt_fake import PB2, PORT_ID, STUBS, FakeBfRuntime, write_stub_package
@@ -43,10 +43,16 @@ def test_a_refused_write_names_each_entry_and_the_reason():
                 client.write(pb2.Update.INSERT, again, "inart", "group 6")
             err = info.value
             assert err.code == grpc.StatusCode.UNKNOWN
-            assert err.failures == [(1, "ALREADY_EXISTS", "entry exists (fake)")]
-            assert str(err) == (f"{fake.address}: Write (group 6): 1 of 3 refused:\n    "
+            # node 101 exists, and a node belongs to one group only (bf_switchd's multicast
+            # manager refuses the group that lists it again); node 102 went in
+            assert err.failures == [
+                (1, "ALREADY_EXISTS", "entry exists (fake)"),
+                (2, "ALREADY_EXISTS", "$pre.mgid 6: $pre.node 101 is in group 5 already (fake)")]
+            assert str(err) == (f"{fake.address}: Write (group 6): 2 of 3 refused:\n    "
                                 f"INSERT $pre.node($MULTICAST_NODE_ID=101): ALREADY_EXISTS: "
-                                f"entry exists (fake)")
+                                f"entry exists (fake)\n    "
+                                f"INSERT $pre.mgid($MGID=6): ALREADY_EXISTS: $pre.mgid 6: "
+                                f"$pre.node 101 is in group 5 already (fake)")
         finally:
             client.close()
 
@@ -64,6 +70,33 @@ def test_a_wrong_value_kind_is_refused_as_a_switch_would():
                                                 r"INVALID_ARGUMENT: \$pre.node \$DEV_PORT: "
                                                 r"stream for a repeated uint32 field"):
                 client.write(client.pb2.Update.INSERT, [node], "inart", "node")
+        finally:
+            client.close()
+
+
+def test_a_group_is_checked_as_the_multicast_manager_checks_it():
+    """A group must list existing nodes, with one L1 exclusion id and valid bit per node; a
+    node without LAG ids is fine (a schema's 'mandatory' is not enforced by bf_switchd)."""
+    with FakeBfRuntime() as fake:
+        client = _pushed(fake)
+        try:
+            pb2, info = client.pb2, client.info
+            *nodes, group = multicast_entries(pb2, info, 5, [(16, 101)])
+            with pytest.raises(BfrtError, match=r"INSERT \$pre.mgid\(\$MGID=5\): NOT_FOUND: "
+                                                r"\$pre.mgid 5: no \$pre.node 101"):
+                client.write(pb2.Update.INSERT, [group], "inart", "group before its nodes")
+            node = table_entry(pb2, info, "$pre.node", {"$MULTICAST_NODE_ID": 101}, None,
+                               {"$MULTICAST_RID": 101, "$DEV_PORT": [16]})
+            client.write(pb2.Update.INSERT, [node], "inart", "node without LAG ids")
+            uneven = table_entry(pb2, info, "$pre.mgid", {"$MGID": 5}, None,
+                                 {"$MULTICAST_NODE_ID": [101],
+                                  "$MULTICAST_NODE_L1_XID_VALID": [False],
+                                  "$MULTICAST_NODE_L1_XID": []})
+            with pytest.raises(BfrtError, match=r"INVALID_ARGUMENT: \$pre.mgid: "
+                                                r"\$MULTICAST_NODE_ID, \$MULTICAST_NODE_L1_XID, "
+                                                r"\$MULTICAST_NODE_L1_XID_VALID have \[1, 0, 1\]"):
+                client.write(pb2.Update.INSERT, [uneven], "inart", "uneven group")
+            client.write(pb2.Update.INSERT, [group], "inart", "group")
         finally:
             client.close()
 
@@ -112,6 +145,25 @@ def test_the_push_has_its_own_timeout_and_binds_nothing():
                 client.push(PROGRAM)
         finally:
             client.close()
+
+
+def test_the_push_waits_longer_than_other_calls_by_default():
+    """Without a push timeout the push gets DEFAULT_PUSH_TIMEOUT_S (the Tofino model's warm
+    init can take minutes), not the 20 s of other calls; `inart install` and `inart ptf`
+    default to it too."""
+    from control_plane.cli.main import build_parser
+    from control_plane.drivers.bfrt.client import DEFAULT_PUSH_TIMEOUT_S, DEFAULT_TIMEOUT_S
+
+    assert DEFAULT_PUSH_TIMEOUT_S >= 120 > DEFAULT_TIMEOUT_S
+    with SlowPush(delay=0) as fake:
+        client = BfrtClient(STUBS, fake.address).connect()
+        try:
+            client.push(PROGRAM)
+        finally:
+            client.close()
+        assert DEFAULT_PUSH_TIMEOUT_S - 6 < fake.deadlines[0] <= DEFAULT_PUSH_TIMEOUT_S + 1
+    for argv in (["install", "--plan", "p.json"], ["ptf", "--target", "tofino"]):
+        assert build_parser(argv).parse_args(argv).push_timeout == DEFAULT_PUSH_TIMEOUT_S
 
 
 def test_install_without_push_needs_the_program_running(fig1_compiled):
