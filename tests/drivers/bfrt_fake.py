@@ -16,6 +16,7 @@ the SDE's own ``bfrt_grpc`` outside of tests.
 from __future__ import annotations
 
 import json
+import os
 import types
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import grpc
 from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
 from google.rpc import code_pb2, status_pb2
 
-from control_plane.drivers.bfrt.sde import BfrtStubs
+from control_plane.drivers.bfrt.sde import BfrtStubs, load_stubs
 from tests.drivers.fake_server import FakeServer
 
 F = descriptor_pb2.FieldDescriptorProto
@@ -184,7 +185,22 @@ def write_stub_package(pkg: Path) -> None:
                                           "globals().update(vars(PB2))\n")
     (pkg / "bfruntime_pb2_grpc.py").write_text("from tests.drivers.bfrt_fake import GRPC\n"
                                                "BfRuntimeStub = GRPC.BfRuntimeStub\n")
-STUBS = BfrtStubs(PB2, GRPC, origin=__import__("pathlib").Path(__file__))
+
+
+def stubs_for_tests(env: dict[str, str] | None = None) -> BfrtStubs:
+    """The stubs the driver tests drive the fake with: this module's declared subset, or the
+    ``bfrt_grpc`` package in the folder ``$INART_TEST_BFRT_GRPC`` names (an SDE's
+    ``lib/python3.X/site-packages/tofino``, or stubs regenerated from its bfruntime.proto),
+    so that the driver is tested with the messages bf_switchd itself parses.  The fake
+    answers either: it reads the bytes on the wire with its own subset."""
+    env = dict(os.environ) if env is None else env
+    folder = env.get("INART_TEST_BFRT_GRPC")
+    if folder:
+        return load_stubs({"INART_BFRT_GRPC": folder})
+    return BfrtStubs(PB2, GRPC, origin=Path(__file__))
+
+
+STUBS = stubs_for_tests()
 
 # the fixed tables bf_switchd describes in its non-P4 bfrt.json, as the SDE defines them (data/)
 FIXED_JSON = Path(__file__).parent / "data" / "bfrt_fixed_tf1.json"

@@ -190,7 +190,7 @@ def test_inart_install_bfrt_takes_a_push_timeout(fig1_plan, tmp_path, monkeypatc
     fig1_plan.save(plan)
     with SlowPush(delay=0) as f1, SlowPush(delay=0) as f2:
         args = ["install", "--plan", str(plan), "--target", "tofino", "--bfrt",
-                "--timeout", "5", "--push-timeout", "42"]
+                "--timeout", "5", "--push-timeout", "42", "--out", str(tmp_path / "out")]
         for name, fake in (("v1", f1), ("v2", f2)):
             ports = tmp_path / f"{name}.yaml"
             ports.write_text(yaml.safe_dump(ports_for_file(fig1_plan, name)))

@@ -1,7 +1,7 @@
 """BF Runtime entries built against the SDE's fixed-table schemas (their shape as
-open-p4studio's bf_rt_port and bf_rt_pre JSON define them, tests/drivers/data/): list fields are ``"repeated": true`` on
-a scalar type and go as arrays, scalars by their type and width, strings among the field's
-choices; bad values are refused naming the table and field."""
+open-p4studio's bf_rt_port and bf_rt_pre JSON define them, tests/drivers/data/): list fields
+are ``"repeated": true`` on a scalar type and go as arrays, scalars by their type and width,
+strings among the field's choices; bad values are refused naming the table and field."""
 
 from __future__ import annotations
 

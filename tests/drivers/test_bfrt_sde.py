@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from control_plane.drivers.bfrt.sde import SdeError, load_stubs, sde_missing
-from tests.drivers.bfrt_fake import write_stub_package
+from tests.drivers.bfrt_fake import GRPC, PB2, stubs_for_tests, write_stub_package
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +33,16 @@ def test_the_sde_package_is_imported(tmp_path):
     assert stubs.origin == pkg.parent
     assert stubs.pb2.WriteRequest().DESCRIPTOR.full_name == "bfrt_proto.WriteRequest"
     assert hasattr(stubs.grpc, "BfRuntimeStub")
+
+
+def test_the_driver_tests_can_use_the_sdes_stubs(tmp_path):
+    """$INART_TEST_BFRT_GRPC runs the driver tests with another bfrt_grpc (the SDE's, or stubs
+    regenerated from its proto) in place of the fake's declared subset."""
+    assert (stubs_for_tests({}).pb2, stubs_for_tests({}).grpc) == (PB2, GRPC)
+    pkg = tmp_path / "tofino" / "bfrt_grpc"
+    write_stub_package(pkg)
+    stubs = stubs_for_tests({"INART_TEST_BFRT_GRPC": str(pkg.parent)})
+    assert stubs.origin == pkg.parent and stubs.pb2.__file__ == str(pkg / "bfruntime_pb2.py")
 
 
 def _sde_with(tmp_path, pb2_source: str, grpc_source: str = "") -> dict[str, str]:
