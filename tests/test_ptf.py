@@ -20,6 +20,7 @@ sys.path.insert(0, str(PTF_DIR))
 import run_ptf  # noqa: E402
 
 from emulation.targets import TargetError, get_target  # noqa: E402
+from tests.drivers.bfrt_fake import write_stub_package  # noqa: E402
 
 pytestmark = [pytest.mark.root]
 
@@ -115,5 +116,10 @@ def test_tofino_over_bfrt_command_line(tmp_path, monkeypatch):
     assert f"driver='bfrt';ports_file='{ports.resolve()}';push_timeout=600.0" in params
     assert "port_map" not in params
     monkeypatch.delenv("SDE_INSTALL", raising=False)
+    monkeypatch.delenv("INART_BFRT_GRPC", raising=False)
     reason = run_ptf.tofino_skip_reason("10.0.0.5:50052", ports, bfrt=True)
-    assert reason is not None and "$SDE_INSTALL is unset" in reason
+    assert reason is not None and "$SDE_INSTALL is not set" in reason
+    # stubs regenerated from the SDE's proto are enough on a host without the SDE
+    write_stub_package(tmp_path / "stubs" / "bfrt_grpc")
+    monkeypatch.setenv("INART_BFRT_GRPC", str(tmp_path / "stubs"))
+    assert run_ptf.tofino_skip_reason("10.0.0.5:50052", ports, bfrt=True) is None

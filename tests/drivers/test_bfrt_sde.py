@@ -15,7 +15,8 @@ def _fresh(fresh_bfrt_grpc):
 
 def test_no_sde_says_so():
     assert "$SDE_INSTALL is not set" in sde_missing({})
-    with pytest.raises(SdeError, match=r"source the SDE's set_sde.sh"):
+    with pytest.raises(SdeError, match=r"source the SDE's environment script.*or point "
+                                       r"\$INART_BFRT_GRPC at a bfrt_grpc package"):
         load_stubs({})
 
 

@@ -40,6 +40,7 @@ if (HERE.parent.parent / "emulation").is_dir():  # run as a script from a checko
     sys.path.insert(0, str(HERE.parent.parent))  # (installed: the packages are importable)
 
 from control_plane.drivers.bfrt.client import DEFAULT_PUSH_TIMEOUT_S  # noqa: E402
+from control_plane.drivers.bfrt.sde import sde_missing  # noqa: E402
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target  # noqa: E402
 from host_stack.netns import Netns, NetnsError  # noqa: E402
 
@@ -110,8 +111,9 @@ def tofino_skip_reason(switch: str | None, ports: Path | None, bfrt: bool = Fals
         return (f"no Tofino switch or model to test ({where}): give --switch HOST:PORT "
                 f"(Stratum's P4Runtime, or bf_switchd's BF Runtime with --bfrt) or set "
                 f"$INART_TOFINO_SWITCH")
-    if bfrt and not sde:
-        return "--bfrt needs the SDE's bfrt_grpc: $SDE_INSTALL is unset (source set_sde.bash)"
+    stubs_missing = sde_missing() if bfrt else None
+    if stubs_missing:
+        return f"--bfrt needs the SDE's bfrt_grpc: {stubs_missing}"
     if ports is None:
         return "no ports file: give --ports ports.yaml (docs/tofino.md)"
     return None

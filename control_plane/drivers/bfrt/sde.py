@@ -76,7 +76,9 @@ def sde_missing(env: dict[str, str] | None = None) -> str | None:
     dirs = candidate_dirs(env)
     if not dirs:
         if not env.get("SDE_INSTALL"):
-            return "no Intel P4 Studio SDE: $SDE_INSTALL is not set (source the SDE's set_sde.sh)"
+            return ("no Intel P4 Studio SDE: $SDE_INSTALL is not set (source the SDE's "
+                    "environment script, e.g. the one open-p4studio's create-setup-script.sh "
+                    "writes; or point $INART_BFRT_GRPC at a bfrt_grpc package)")
         return (f"$SDE_INSTALL={env['SDE_INSTALL']} has no "
                 f"{{{','.join(SDE_LIBS)}}}/python3*/site-packages/tofino (an SDE built without "
                 f"BF Runtime gRPC?)")
