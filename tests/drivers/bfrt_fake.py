@@ -5,10 +5,9 @@ every request, keeps table entries and checks each one against the schemas as bf
 them: the program's bfrt.json (from the push) and the device's fixed tables as the SDE
 defines them (their shape, written from open-p4studio: tests/drivers/data/), and against the
 rules bf_switchd's port and PRE table code adds (a port add needs speed and FEC; a
-multicast group's lists are of one length and name existing nodes of no other group).
-Like bf_switchd it
-answers a Write or Read with refused entries UNKNOWN "Write Error Status" with one
-``bfrt_proto.Error`` per update packed in the status details, and counters from its last
+multicast group's lists are of one length and name existing nodes of no other group).  Like
+bf_switchd it answers a Write or Read with refused entries UNKNOWN "Write Error Status" with
+one ``bfrt_proto.Error`` per update packed in the status details, and counters from its last
 hardware sync unless a Read asks ``from_hw``.  No SDE code is copied; the real driver imports
 the SDE's own ``bfrt_grpc`` outside of tests.
 """
@@ -396,10 +395,10 @@ class FakeBfRuntime(FakeServer):
             if self.entries.pop(self._key(te), None) is None:
                 raise Refused(grpc.StatusCode.NOT_FOUND, "no such entry (fake)")
             self.deletes += 1
-            if te.table_id in (MGID_ID, NODE_ID):  # a deleted node leaves its group
-                key = _exact(te)
-                self.groups = {n: g for n, g in self.groups.items()
-                               if (g, n)[te.table_id == NODE_ID] != key}
+            if te.table_id == NODE_ID:  # a deleted node leaves its group
+                self.groups.pop(_exact(te), None)
+            elif te.table_id == MGID_ID:  # a deleted group frees its nodes
+                self.groups = {n: g for n, g in self.groups.items() if g != _exact(te)}
 
     def _join_group(self, te) -> None:
         """A new group's members, checked as bf_switchd's PRE table and multicast manager
@@ -414,11 +413,9 @@ class FakeBfRuntime(FakeServer):
                               f"$pre.mgid: {', '.join(group)} have {sizes} elements; one "
                               f"per member expected (fake)")
         mgid, nodes = _exact(te), lists.get("$MULTICAST_NODE_ID", [])
+        existing = {_exact(e) for e in self.entries.values() if e.table_id == NODE_ID}
         for node in nodes:
-            key = (NODE_ID, PB2.TableKey(fields=[PB2.KeyField(
-                field_id=1, exact=PB2.KeyField.Exact(value=node.to_bytes(4, "big")))])
-                   .SerializeToString(deterministic=True))
-            if key not in self.entries:
+            if node not in existing:
                 raise Refused(grpc.StatusCode.NOT_FOUND,
                               f"$pre.mgid {mgid}: no $pre.node {node} (fake)")
             if node in self.groups:

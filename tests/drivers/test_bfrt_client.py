@@ -97,6 +97,10 @@ def test_a_group_is_checked_as_the_multicast_manager_checks_it():
                                                 r"\$MULTICAST_NODE_L1_XID_VALID have \[1, 0, 1\]"):
                 client.write(pb2.Update.INSERT, [uneven], "inart", "uneven group")
             client.write(pb2.Update.INSERT, [group], "inart", "group")
+            # deleting a group frees its nodes for another group
+            client.write(pb2.Update.DELETE, [group], "inart", "group")
+            (*_, other) = multicast_entries(pb2, info, 6, [(16, 101)])
+            client.write(pb2.Update.INSERT, [other], "inart", "another group, same node")
         finally:
             client.close()
 
