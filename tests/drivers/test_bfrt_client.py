@@ -14,8 +14,21 @@ from control_plane.deploy.addressing import assign
 from control_plane.drivers.bfrt.client import BfrtClient, BfrtError
 from control_plane.drivers.bfrt.entities import multicast_entries, table_entry
 from control_plane.drivers.bfrt.info import BfrtInfo
-from control_plane.drivers.bfrt.install import BfrtInstallError, BfrtSwitch, install, program_of
-from tests.drivers.bfrt_fake import PB2, PORT_ID, STUBS, FakeBfRuntime, write_stub_package
+from control_plane.drivers.bfrt.install import (
+    BATCH,
+    BfrtInstallError,
+    BfrtSwitch,
+    install,
+    program_of,
+)
+from tests.drivers.bfrt_fake import (
+    PB2,
+    PORT_ID,
+    STUBS,
+    FakeBfRuntime,
+    Refused,
+    write_stub_package,
+)
 from tests.drivers.test_bfrt_driver import FILES, FRONT_DEV, ports_for
 
 PROGRAM = program_of(FILES)
@@ -53,6 +66,32 @@ def test_a_refused_write_names_each_entry_and_the_reason():
                                 f"entry exists (fake)\n    "
                                 f"INSERT $pre.mgid($MGID=6): ALREADY_EXISTS: $pre.mgid 6: "
                                 f"$pre.node 101 is in group 5 already (fake)")
+        finally:
+            client.close()
+
+
+class RefuseAll(FakeBfRuntime):
+    """A bf_switchd that refuses every update with a message as long as its own (its
+    messages name the table, the field and the driver's status)."""
+
+    def _update(self, up) -> None:
+        raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "Table Add failed: " + "x" * 200)
+
+
+def test_a_full_batch_of_refusals_keeps_every_reason():
+    """A refused batch of BATCH updates packs more than gRPC's default 16 KiB of trailing
+    metadata; the client reads it whole (as the SDE's own client allows) instead of
+    answering "received metadata size exceeds hard limit"."""
+    with RefuseAll() as fake:
+        client = _pushed(fake)
+        try:
+            entries = multicast_entries(client.pb2, client.info, 5,
+                                        [(16, 100 + i) for i in range(BATCH)])[:BATCH]
+            with pytest.raises(BfrtError) as info:
+                client.write(client.pb2.Update.INSERT, entries, "inart", "a batch")
+            assert len(info.value.failures) == BATCH
+            assert f"{BATCH} of {BATCH} refused" in str(info.value)
+            assert "RESOURCE_EXHAUSTED: Table Add failed: xxx" in str(info.value)
         finally:
             client.close()
 

@@ -5,13 +5,17 @@ entries, ports rewritten to dev ports."""
 
 from __future__ import annotations
 
+import grpc
+import pytest
+from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.deploy.portmap import remap_compiled
 from control_plane.deploy.transaction import SwitchAddress, install
-from control_plane.drivers.p4runtime.values import encode_value
+from control_plane.drivers.p4runtime.client import P4RuntimeClient
+from control_plane.drivers.p4runtime.values import P4RuntimeError, encode_value
 from control_plane.drivers.tofino.stratum import TofinoFiles, unpack
 from control_plane.p4build.sources import BUILD_DIR
 from tests.drivers.p4rt_fake import FakeStratum
@@ -117,3 +121,33 @@ def test_inart_install_target_tofino(fig1_plan, tmp_path, capsys):
         sent = {r.egress_port for w in s1.of(p4runtime_pb2.WriteRequest) for u in w.updates
                 for r in u.entity.packet_replication_engine_entry.multicast_group_entry.replicas}
         assert sent and sent <= set(MAPPING.values())
+
+
+class RefusingStratum(FakeStratum):
+    """A P4Runtime server that refuses every update of a Write, with one p4.v1.Error each
+    packed in the status details, as the P4Runtime spec has it."""
+
+    def Write(self, request, context):
+        status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failed")
+        for _ in request.updates:
+            status.details.add().Pack(p4runtime_pb2.Error(
+                canonical_code=code_pb2.RESOURCE_EXHAUSTED, message="table full: " + "x" * 200))
+        context.set_trailing_metadata(
+            (("grpc-status-details-bin", status.SerializeToString()),))
+        context.abort(grpc.StatusCode.UNKNOWN, "Write failed")
+
+
+def test_a_refused_batch_keeps_every_reason():
+    """Refusals of a hundred updates are more than gRPC's default 16 KiB of trailing
+    metadata; the client still reads each one."""
+    with RefusingStratum() as fake:
+        client = P4RuntimeClient(fake.address, device_id=1, timeout=5).connect()
+        try:
+            updates = [p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
+                       for _ in range(128)]
+            with pytest.raises(P4RuntimeError) as info:
+                client.write(updates)
+            assert len(info.value.errors) == 128
+            assert "update 127: RESOURCE_EXHAUSTED table full: xxx" in str(info.value)
+        finally:
+            client.close()
