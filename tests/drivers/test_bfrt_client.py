@@ -96,6 +96,32 @@ def test_a_full_batch_of_refusals_keeps_every_reason():
             client.close()
 
 
+class SlowWrite(FakeBfRuntime):
+    """A bf_switchd (the Tofino model) whose writes take ``delay`` seconds each."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def _write(self, req, ctx):
+        time.sleep(self.delay)
+        return super()._write(req, ctx)
+
+
+def test_a_write_past_its_deadline_says_which_timeout():
+    with SlowWrite(delay=1.0) as fake:
+        client = _pushed(fake)
+        client.timeout = 0.3
+        try:
+            *nodes, _ = multicast_entries(client.pb2, client.info, 5, [(16, 101)])
+            with pytest.raises(BfrtError, match=r"Write \(node\) failed: DEADLINE_EXCEEDED: .*"
+                                                r"\(not done within the calls' timeout, 0.3 s; "
+                                                r"the Tofino model is slow"):
+                client.write(client.pb2.Update.INSERT, nodes, "inart", "node")
+        finally:
+            client.close()
+
+
 def test_a_wrong_value_kind_is_refused_as_a_switch_would():
     """The fake checks entries against the SDE's schema: a scalar where the schema has a
     repeated field is refused with the field named."""

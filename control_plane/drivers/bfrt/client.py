@@ -220,8 +220,12 @@ class BfrtClient:
         bf_switchd's code and message, or the RPC's status where it packed none."""
         failures = update_errors(self.pb2, exc)
         if not failures:
+            hint = ""
+            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:  # bf_switchd stops mid-batch
+                hint = (f" (not done within the calls' timeout, {self.timeout:g} s; the Tofino "
+                        f"model is slow: give it longer, e.g. inart install --timeout)")
             return BfrtError(f"{self.address}: {call} failed: {exc.code().name}: "
-                             f"{exc.details()}", exc.code())
+                             f"{exc.details()}{hint}", exc.code())
         lines = [f"{verb} {self._describe(sent[i]) if i < len(sent) else f'update {i}'}: "
                  f"{code}: {message}" for i, code, message in failures[:SHOWN_FAILURES]]
         if len(failures) > SHOWN_FAILURES:
