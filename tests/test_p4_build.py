@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
 
 from control_plane.drivers.p4runtime import P4Info
-from control_plane.p4build import sources, tna, v1model
+from control_plane.p4build import sources, tna, tofino_resources, v1model
+from control_plane.repo import REPO
 from host_stack.ina import wire
 
 
@@ -187,3 +189,42 @@ def test_tna_bfrt_json_names_match_the_p4info(tna_p4info):
 def test_tna_resource_report_shows_one_pipe():
     text = (tna.TNA_BUILD / "resources.txt").read_text()
     assert "fits one pipe: yes" in text
+
+
+_DOC_STAGE_ROW = re.compile(r"^\| (\d+) \| (.*) \|$")
+_DOC_NAME = re.compile(r"`([A-Za-z_][\w.]*?)(?:_(\d+) \.\. \w+?_(\d+))?`")
+
+
+def _doc_stage_rows(text: str) -> dict[int, list[str]]:
+    """The ingress stage table of docs/tofino.md: stage -> the P4 names it lists (a range
+    `slot_sum_9 .. slot_sum_11` expanded)."""
+    rows: dict[int, list[str]] = {}
+    for line in text.splitlines():
+        m = _DOC_STAGE_ROW.match(line)
+        if not m:
+            continue
+        names = []
+        for name, lo, hi in _DOC_NAME.findall(m.group(2)):
+            names += [f"{name}_{i}" for i in range(int(lo), int(hi) + 1)] if lo else [name]
+        rows[int(m.group(1))] = names
+    return rows
+
+
+def test_docs_stage_table_is_the_compilers_placement():
+    """docs/tofino.md's ingress stage table names each table, register and counter in the
+    stage pipe/context.json places it in (rebuild, then update the table)."""
+    placed = tofino_resources.stage_map(
+        json.loads((tna.TNA_BUILD / "pipe" / "context.json").read_text()))
+    rows = _doc_stage_rows((REPO / "docs" / "tofino.md").read_text())
+    assert sorted(rows) == list(range(12))
+    for stage, names in rows.items():
+        for name in names:
+            full = name if "." in name else f"InaIngress.{name}"
+            assert stage in placed.get(full, set()), (name, stage, placed.get(full))
+
+
+def test_doc_stage_rows_reader():
+    rows = _doc_stage_rows("| 6 | `slot_count`, `slot_sum_9 .. slot_sum_11` |\n"
+                           "| 10 | `route_dst`, the `InaIngress.events` counter |\n| x | y |")
+    assert rows == {6: ["slot_count", "slot_sum_9", "slot_sum_10", "slot_sum_11"],
+                    10: ["route_dst", "InaIngress.events"]}
