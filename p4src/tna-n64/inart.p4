@@ -11,16 +11,19 @@
  * completes a slot gets the sums of v0..v31 in its first pass and takes a SECOND pass (the
  * "harvest", through its pipe's recirculation port) that reads v32..v63, the union bitmap and
  * the overflow guard, frees the slot and sends the aggregate on.  Every other packet takes one
- * pass, except the first packet of a chunk on a slot, which is resubmitted once to claim it.
+ * pass, except the first packet of a chunk on a slot, which is resubmitted once to claim it
+ * (slot_tag's two comparisons cannot tell MATCH, free-or-older and newer apart in one
+ * access), and a packet whose claim lost to another one, which goes round the recirculation
+ * port once to try again as a MATCH (two first packets of one chunk).
  *
  * Expected stage map (ingress; egress only rewrites RESULT replicas and counts overflow_out):
  *   s0   ina_aggregate (job, PS, worker), bitmap_rank, the packet checks
- *   s1   slot_tag {round, chunk}: MATCH (first pass), claim if free or older (claim pass),
- *        free (harvest pass); fan_in_class (fan-in -> overflow guard class)
+ *   s1   slot_tag {round + 1, chunk}: MATCH / same round / other round (first pass), claim
+ *        if free or older (claim pass), free (harvest); fan_in_class (fan-in -> guard class)
  *   s2   slot_bitmap_lo, slot_bitmap_hi (each returns old & mine: the duplicate test);
  *        guard_lo, guard_hi (a contribution's values outside the guard range)
- *   s3   slot_count (contributions still missing), slot_guard_lo, slot_guard_hi
- *   s4+  slot_sum_0 .. slot_sum_31, four per stage (s4 .. s11), routing, counters
+ *   s3   slot_count, slot_guard_lo, slot_guard_hi, slot_sum_0
+ *   s4+  slot_sum_1 .. slot_sum_31 (s4 .. s11: 32 SALUs for 31), routing, counters
  *
  * Overflow: a pair SALU has one comparison per value, too few for the sticky saturation of
  * p4src/tna's earlier one-value-per-SALU layout, so overflow is detected from the inputs: a
@@ -50,15 +53,13 @@ const bit<3> FATE_DROP = 1;
 const bit<3> FATE_MULTICAST = 2;
 const bit<3> FATE_RESUBMIT = 3;     /* first packet of a chunk: claim the slot in a second pass */
 const bit<3> FATE_HARVEST = 4;      /* completed the slot: read the rest in a second pass */
+const bit<3> FATE_RETRY = 5;        /* lost a claim: once more from the start */
 
-/* SALU predicate outputs (this.predicate(cmplo, cmphi)): one bit per outcome. */
-const bit<4> PRED_NONE = 0b0001;    /* neither comparison true */
+/* SALU predicate outputs (this.predicate(cmplo, cmphi)): one bit per outcome, 0b0001 when
+ * neither comparison holds. */
 const bit<4> PRED_LO = 0b0010;      /* only the first */
 const bit<4> PRED_HI = 0b0100;      /* only the second */
 const bit<4> PRED_BOTH = 0b1000;
-
-/* slot_tag's chunk word of a free slot (a freed slot keeps its round for the stale test). */
-const bit<32> CHUNK_FREE = 0xffffffff;
 
 /* Tofino 1's recirculation port is pipe-local port 68 (dev ports 68, 196, 324, 452). */
 const bit<7> RECIRC_PORT_LOCAL = 68;
@@ -71,9 +72,12 @@ header resubmit_h {
     bit<56> pad;
 }
 
-/* In front of a completing packet sent round its pipe's recirculation port (egress bypassed):
- * the slot its harvest pass reads. */
-header harvest_h {
+/* In front of a packet sent round its pipe's recirculation port (egress bypassed): a
+ * completing packet for its harvest (with the slot to read), or a packet whose claim lost. */
+const bit<8> RECIRC_HARVEST = 1;
+const bit<8> RECIRC_RETRY = 2;
+header recirc_h {
+    bit<8> kind;
     bit<16> idx;
 }
 
@@ -86,7 +90,7 @@ header bridge_h {
 
 struct ig_meta_t {
     resubmit_h resub;
-    harvest_h harvest;
+    recirc_h recirc;
     bridge_h bridge;
     bit<3> fate;
     bit<8> ev;
@@ -94,8 +98,8 @@ struct ig_meta_t {
     bit<32> slot32;
     bit<32> idx;
     bit<16> room;
-    bit<32> fan_in_m1;
     bit<16> fan_in;
+    bit<32> fan_in32;     /* the same, as the count SALU's operand */
     bit<8> rank;
     bit<32> agg_addr;
     bit<1> agg_hit;
@@ -110,6 +114,7 @@ struct ig_meta_t {
     bit<32> dup_lo;
     bit<32> dup_hi;
     bit<4> count_pred;
+    bit<32> count_old;
     bit<8> flags_out;     /* an aggregate's flags but OVERFLOW: AGGREGATED set, RETX cleared */
 }
 
@@ -142,7 +147,7 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
     state start {
         pkt.extract(ig_intr_md);
         meta.resub.setInvalid();
-        meta.harvest.setInvalid();
+        meta.recirc.setInvalid();
         /* constants set here cost no pipeline stage */
         meta.fate = FATE_ROUTE;
         meta.ev = EV_NONE;
@@ -153,6 +158,8 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
         meta.guard_class = 0;
         meta.guard_lo = 0;
         meta.guard_hi = 0;
+        meta.guard_out_lo = 0;
+        meta.guard_out_hi = 0;
         transition select(ig_intr_md.resubmit_flag) {
             1: parse_resubmit;
             default: parse_port_metadata;
@@ -165,13 +172,13 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
     state parse_port_metadata {
         pkt.advance(PORT_METADATA_SIZE);
         transition select(ig_intr_md.ingress_port[6:0]) {
-            RECIRC_PORT_LOCAL: parse_harvest;
+            RECIRC_PORT_LOCAL: parse_recirc;
             default: parse_ethernet;
         }
     }
-    state parse_harvest {
-        pkt.extract(meta.harvest);
-        meta.idx = 16w0 ++ meta.harvest.idx;
+    state parse_recirc {
+        pkt.extract(meta.recirc);
+        meta.idx = 16w0 ++ meta.recirc.idx;  /* a retry's is computed again from the table */
         transition parse_ethernet;
     }
     state parse_ethernet {
@@ -339,28 +346,31 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
 
     /* ---- slot state ---- */
 
-    /* (round, chunk) of the slot's current aggregation; chunk CHUNK_FREE once harvested. */
-    Register<pair32_t, bit<12>>(INA_SLOTS, {0, CHUNK_FREE}) slot_tag;
+    /* (round + 1, chunk) of the slot's aggregation; round word 0 = free (harvested), so
+     * "free or older" is one comparison (round word <= round).  check: PRED_BOTH = MATCH,
+     * PRED_LO = same round, another chunk (busy), else another round or free. */
+    Register<pair32_t, bit<12>>(INA_SLOTS, {0, 0}) slot_tag;
     RegisterAction<pair32_t, bit<12>, bit<4>>(slot_tag) tag_check = {
         void apply(inout pair32_t value, out bit<4> rv) {
-            rv = this.predicate(value.lo == hdr.ina.round, value.hi == hdr.ina.chunk);
+            rv = this.predicate(value.lo == hdr.ina.round + 1, value.hi == hdr.ina.chunk);
         }
     };
-    /* Claim pass: take the slot if it is free or holds an older round (stale reclaim). */
+    /* Claim pass: take the slot if it is free or holds an older round (PRED_LO: taken). */
     RegisterAction<pair32_t, bit<12>, bit<4>>(slot_tag) tag_claim = {
         void apply(inout pair32_t value, out bit<4> rv) {
-            rv = this.predicate(value.lo < hdr.ina.round, value.hi == CHUNK_FREE);
-            if (value.lo < hdr.ina.round || value.hi == CHUNK_FREE) {
-                value.lo = hdr.ina.round;
+            rv = this.predicate(value.lo <= hdr.ina.round);
+            if (value.lo <= hdr.ina.round) {
+                value.lo = hdr.ina.round + 1;
                 value.hi = hdr.ina.chunk;
             }
         }
     };
-    /* Harvest pass: free the slot unless a newer round took it meanwhile. */
+    /* Harvest pass: free the slot if it still holds this chunk (PRED_BOTH: it did). */
     RegisterAction<pair32_t, bit<12>, bit<4>>(slot_tag) tag_free = {
-        void apply(inout pair32_t value) {
-            if (value.lo == hdr.ina.round && value.hi == hdr.ina.chunk) {
-                value.hi = CHUNK_FREE;
+        void apply(inout pair32_t value, out bit<4> rv) {
+            rv = this.predicate(value.lo == hdr.ina.round + 1, value.hi == hdr.ina.chunk);
+            if (value.lo == hdr.ina.round + 1 && value.hi == hdr.ina.chunk) {
+                value.lo = 0;
             }
         }
     };
@@ -394,20 +404,26 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
     };
 
-    /* Contributions still missing (0: none pending).  add: PRED_LO = this one completes the
-     * slot, PRED_HI = nothing pending (never for a consistent slot: the bitmap catches the
-     * late duplicates first), PRED_NONE = absorbed. */
+    /* Contributions so far (0: none pending).  add: PRED_LO = this one completes the slot,
+     * PRED_HI = nothing pending (not for a consistent slot: once it completes, the bitmap
+     * holds every contributor, so a packet of that chunk is a duplicate), neither =
+     * absorbed.  The sums do not wait for this answer (a stray add on a slot with nothing
+     * pending is overwritten by the next claim), so they can share its stage. */
     Register<bit<32>, bit<12>>(INA_SLOTS, 0) slot_count;
-    RegisterAction<bit<32>, bit<12>, bit<4>>(slot_count) count_claim = {
-        void apply(inout bit<32> value) { value = meta.fan_in_m1; }
+    /* claim: returns the count it replaces (not 0: a stale aggregation was dropped) */
+    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_count) count_claim = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            rv = value;
+            value = 1;
+        }
     };
     RegisterAction<bit<32>, bit<12>, bit<4>>(slot_count) count_add = {
         void apply(inout bit<32> value, out bit<4> rv) {
-            rv = this.predicate(value == 1, value == 0);
-            if (value == 1) {
+            rv = this.predicate(value + 1 == meta.fan_in32, value == 0);
+            if (value + 1 == meta.fan_in32) {
                 value = 0;
             } else if (value != 0) {
-                value = value - 1;
+                value = value + 1;
             }
         }
     };
@@ -469,12 +485,14 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     }
 
     /* ---- aggregation: one entry per (job, PS, worker) this switch aggregates ---- */
+    /* One operation per field and at most one action-data operand in each (two, such as
+     * fan_in - 1, would cost a stage before this table: bf-p4c's $precompute). */
     action aggregate(bit<32> pool_base, bit<16> pool_size, bit<16> fan_in, bit<8> rank,
                      bit<32> agg_addr) {
         meta.idx = pool_base + meta.slot32;
         meta.room = pool_size |-| hdr.ina.slot;
         meta.fan_in = fan_in;
-        meta.fan_in_m1 = (bit<32>)(fan_in - 1);
+        meta.fan_in32 = (bit<32>)fan_in;
         meta.rank = rank;
         meta.agg_addr = agg_addr;
         meta.agg_hit = 1;
@@ -594,7 +612,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     apply {
         /* the lookups first and unconditionally: every check below can then be a gateway
          * in the same stages as the slot registers */
-        if (!meta.harvest.isValid()) {
+        if (!meta.recirc.isValid() || meta.recirc.kind != RECIRC_HARVEST) {
             ina_aggregate.apply();
         }
         bitmap_rank.apply();
@@ -613,20 +631,25 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             drop_event(EV_MALFORMED_DROP);
         } else if (hdr.ina.isValid() && hdr.udp.length != INA_UDP_LENGTH) {
             drop_event(EV_MALFORMED_DROP);
-        } else if (meta.harvest.isValid()) {
+        } else if (meta.recirc.isValid() && meta.recirc.kind == RECIRC_HARVEST) {
             /* second pass of the completing packet: v0..v31 hold their sums already */
-            tag_free.execute(meta.idx[11:0]);
+            meta.tag = tag_free.execute(meta.idx[11:0]);
             hdr.ina.bitmap[31:0] = bitmap_lo_read.execute(meta.idx[11:0]);
             hdr.ina.bitmap[63:32] = bitmap_hi_read.execute(meta.idx[11:0]);
-            meta.guard_out_lo = guard_lo_take.execute(meta.idx[11:0]);
-            meta.guard_out_hi = guard_hi_take.execute(meta.idx[11:0]);
             INA_PAIRS(INA_SUM_READ_HI)
+            if (meta.tag == PRED_BOTH) {
+                meta.guard_out_lo = guard_lo_take.execute(meta.idx[11:0]);
+                meta.guard_out_hi = guard_hi_take.execute(meta.idx[11:0]);
+            } else {
+                /* another round took the slot between the two passes (a packet of a past
+                 * round completed it late): its sums are not this chunk's to vouch for */
+                meta.guard_out_lo = 1;
+            }
             if (meta.guard_out_lo != 0) {
                 hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
             } else if (meta.guard_out_hi != 0) {
                 hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
             }
-            meta.harvest.setInvalid();
             meta.ev = EV_AGGREGATED_OUT;
             meta.bridge.emitted = 1;
         } else if (hdr.ipv4.ttl <= 1) {
@@ -643,29 +666,29 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                         drop_event(EV_SPOOFED_BITMAP_DROP);
                     } else if (meta.room == 0 || meta.idx[31:12] != 0) {
                         meta.ev = EV_SLOT_OUT_OF_POOL;
+                    } else if (meta.fan_in <= 1) {
+                        /* the packet is the aggregate (a duplicate is sent again, as the
+                         * v1model program claims its freed slot again; the PS drops it) */
+                        emit_aggregate();
+                        meta.ev = EV_AGGREGATED_OUT;
+                        meta.bridge.emitted = 1;
                     } else if (meta.resub.isValid()) {
-                        /* claim pass: the slot is ours if it is free or holds an older round */
+                        /* claim pass */
                         meta.tag = tag_claim.execute(meta.idx[11:0]);
-                        if (meta.tag == PRED_NONE) {
-                            meta.ev = EV_COLLISION;
-                        } else {
+                        if (meta.tag == PRED_LO) {
                             bitmap_lo_set.execute(meta.idx[11:0]);
                             bitmap_hi_set.execute(meta.idx[11:0]);
-                            count_claim.execute(meta.idx[11:0]);
-                            if (meta.tag == PRED_LO) {
+                            meta.count_old = count_claim.execute(meta.idx[11:0]);
+                            guard_lo_or.execute(meta.idx[11:0]);
+                            guard_hi_or.execute(meta.idx[11:0]);
+                            INA_PAIRS(INA_SUM_STORE)
+                            drop_event(EV_ABSORBED_DROP);
+                            if (meta.count_old != 0) {
                                 meta.ev2 = EV_STALE_RECLAIMED;
                             }
-                            if (meta.fan_in <= 1) {
-                                /* the packet is the aggregate: nothing to keep */
-                                emit_aggregate();
-                                meta.ev = EV_AGGREGATED_OUT;
-                                meta.bridge.emitted = 1;
-                            } else {
-                                guard_lo_or.execute(meta.idx[11:0]);
-                                guard_hi_or.execute(meta.idx[11:0]);
-                                INA_PAIRS(INA_SUM_STORE)
-                                drop_event(EV_ABSORBED_DROP);
-                            }
+                        } else {
+                            /* taken meanwhile (maybe by this chunk) or a newer round's */
+                            meta.fate = FATE_RETRY;
                         }
                     } else {
                         meta.tag = tag_check.execute(meta.idx[11:0]);
@@ -681,20 +704,22 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                                 meta.count_pred = count_add.execute(meta.idx[11:0]);
                                 guard_lo_or.execute(meta.idx[11:0]);
                                 guard_hi_or.execute(meta.idx[11:0]);
-                                if (meta.count_pred == PRED_HI) {
+                                INA_PAIRS(INA_SUM_ADD)
+                                if (meta.count_pred == PRED_LO) {
+                                    emit_aggregate();
+                                    meta.fate = FATE_HARVEST;
+                                } else if (meta.count_pred == PRED_HI) {
                                     meta.ev = EV_COLLISION;
                                 } else {
-                                    INA_PAIRS(INA_SUM_ADD)
-                                    if (meta.count_pred == PRED_LO) {
-                                        emit_aggregate();
-                                        meta.fate = FATE_HARVEST;
-                                    } else {
-                                        drop_event(EV_ABSORBED_DROP);
-                                    }
+                                    drop_event(EV_ABSORBED_DROP);
                                 }
                             }
+                        } else if (meta.tag == PRED_LO || meta.recirc.isValid()) {
+                            /* same round, another chunk; or a retry that found another
+                             * round again: forwarded unaggregated */
+                            meta.ev = EV_COLLISION;
                         } else {
-                            /* another chunk's, free, or stale: decide in a claim pass */
+                            /* free, or another round's: decide in a claim pass */
                             meta.fate = FATE_RESUBMIT;
                         }
                     }
@@ -718,14 +743,17 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             meta.resub.setValid();
             meta.resub.claim = 1;
             meta.resub.pad = 0;
-        } else if (meta.fate == FATE_HARVEST) {
-            /* round this pipe's recirculation port, egress bypassed: the harvest header goes
-             * first and the bridge header not at all */
+        } else if (meta.fate == FATE_HARVEST || meta.fate == FATE_RETRY) {
+            /* round this pipe's recirculation port, egress bypassed: the recirculation header
+             * goes first and the bridge header not at all */
             ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port[8:7] ++ RECIRC_PORT_LOCAL;
             ig_tm_md.bypass_egress = 1;
-            meta.harvest.setValid();
-            meta.harvest.idx = meta.idx[15:0];
+            meta.recirc.setValid();
+            meta.recirc.kind = (meta.fate == FATE_HARVEST ? RECIRC_HARVEST : RECIRC_RETRY);
+            meta.recirc.idx = meta.idx[15:0];
             meta.bridge.setInvalid();
+        } else {
+            meta.recirc.setInvalid();
         }
         if (meta.ev != EV_NONE) {
             events.count(meta.ev);
@@ -743,7 +771,7 @@ control InaIngressDeparser(packet_out pkt, inout headers_t hdr, in ig_meta_t met
         if (ig_dprsr_md.resubmit_type == 1) {
             resubmit.emit(meta.resub);
         }
-        pkt.emit(meta.harvest);
+        pkt.emit(meta.recirc);
         pkt.emit(meta.bridge);
         pkt.emit(hdr);
     }
