@@ -196,10 +196,15 @@ _DOC_NAME = re.compile(r"`([A-Za-z_][\w.]*?)(?:_(\d+) \.\. \w+?_(\d+))?`")
 
 
 def _doc_stage_rows(text: str) -> dict[int, list[str]]:
-    """The ingress stage table of docs/tofino.md: stage -> the P4 names it lists (a range
-    `slot_sum_9 .. slot_sum_11` expanded)."""
+    """The table of docs/tofino.md headed "ingress stage (from `pipe/context.json`)": stage
+    -> the P4 names it lists (a range `slot_sum_9 .. slot_sum_11` expanded)."""
     rows: dict[int, list[str]] = {}
-    for line in text.splitlines():
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "from `pipe/context.json`" in line
+                 and line.startswith("|"))
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
         m = _DOC_STAGE_ROW.match(line)
         if not m:
             continue
@@ -224,7 +229,9 @@ def test_docs_stage_table_is_the_compilers_placement():
 
 
 def test_doc_stage_rows_reader():
-    rows = _doc_stage_rows("| 6 | `slot_count`, `slot_sum_9 .. slot_sum_11` |\n"
-                           "| 10 | `route_dst`, the `InaIngress.events` counter |\n| x | y |")
+    rows = _doc_stage_rows("| 0 | `x` |\n\n| stage (from `pipe/context.json`) | what |\n|-|-|\n"
+                           "| 6 | `slot_count`, `slot_sum_9 .. slot_sum_11` |\n"
+                           "| 10 | `route_dst`, the `InaIngress.events` counter |\n| x | y |\n"
+                           "\n| 11 | `z` |")
     assert rows == {6: ["slot_count", "slot_sum_9", "slot_sum_10", "slot_sum_11"],
                     10: ["route_dst", "InaIngress.events"]}
