@@ -7,6 +7,7 @@ import re
 import shutil
 
 import pytest
+from p4.config.v1 import p4info_pb2
 
 from control_plane.drivers.p4runtime import P4Info
 from control_plane.p4build import sources, tna, tofino_resources, v1model
@@ -253,8 +254,6 @@ def test_doc_stage_rows_reader():
 
 
 def test_register_words_of_a_pair_register():
-    from p4.config.v1 import p4info_pb2
-
     info = p4info_pb2.P4Info()
     pair = info.type_info.structs["sum_pair_t"]
     for name in ("lo", "hi"):
