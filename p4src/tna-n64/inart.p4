@@ -108,13 +108,13 @@ struct ig_meta_t {
     bit<6> guard_class;   /* bit d-1 set: the guard tests bit 31-d of every value */
     bit<32> guard_lo;     /* 1: one of v0..v31 is outside the guard range */
     bit<32> guard_hi;     /* 1: one of v32..v63 is */
-    bit<32> guard_out_lo;
-    bit<32> guard_out_hi;
+    bit<4> guard_out_lo;  /* PRED_LO: the slot's guard bits were set */
+    bit<4> guard_out_hi;
     bit<4> tag;
     bit<32> dup_lo;
     bit<32> dup_hi;
     bit<4> count_pred;
-    bit<32> count_old;
+    bit<4> count_old;     /* PRED_LO: the claim replaced a slot with contributions pending */
     bit<8> flags_out;     /* an aggregate's flags but OVERFLOW: AGGREGATED set, RETX cleared */
 }
 
@@ -410,10 +410,10 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
      * absorbed.  The sums do not wait for this answer (a stray add on a slot with nothing
      * pending is overwritten by the next claim), so they can share its stage. */
     Register<bit<32>, bit<12>>(INA_SLOTS, 0) slot_count;
-    /* claim: returns the count it replaces (not 0: a stale aggregation was dropped) */
-    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_count) count_claim = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            rv = value;
+    /* claim: PRED_LO when it replaces pending contributions (a stale aggregation) */
+    RegisterAction<bit<32>, bit<12>, bit<4>>(slot_count) count_claim = {
+        void apply(inout bit<32> value, out bit<4> rv) {
+            rv = this.predicate(value != 0);
             value = 1;
         }
     };
@@ -429,14 +429,14 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     };
 
     /* Sticky guard bits of the slot's contributions (v0..v31, v32..v63): OR on claim and
-     * add, read and cleared by the harvest. */
+     * add, tested (PRED_LO: set) and cleared by the harvest. */
     Register<bit<32>, bit<12>>(INA_SLOTS, 0) slot_guard_lo;
     RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard_lo) guard_lo_or = {
         void apply(inout bit<32> value) { value = value | meta.guard_lo; }
     };
-    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard_lo) guard_lo_take = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            rv = value;
+    RegisterAction<bit<32>, bit<12>, bit<4>>(slot_guard_lo) guard_lo_take = {
+        void apply(inout bit<32> value, out bit<4> rv) {
+            rv = this.predicate(value != 0);
             value = 0;
         }
     };
@@ -444,9 +444,9 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard_hi) guard_hi_or = {
         void apply(inout bit<32> value) { value = value | meta.guard_hi; }
     };
-    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard_hi) guard_hi_take = {
-        void apply(inout bit<32> value, out bit<32> rv) {
-            rv = value;
+    RegisterAction<bit<32>, bit<12>, bit<4>>(slot_guard_hi) guard_hi_take = {
+        void apply(inout bit<32> value, out bit<4> rv) {
+            rv = this.predicate(value != 0);
             value = 0;
         }
     };
@@ -643,11 +643,11 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             } else {
                 /* another round took the slot between the two passes (a packet of a past
                  * round completed it late): its sums are not this chunk's to vouch for */
-                meta.guard_out_lo = 1;
+                meta.guard_out_lo = PRED_LO;
             }
-            if (meta.guard_out_lo != 0) {
+            if (meta.guard_out_lo == PRED_LO) {
                 hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
-            } else if (meta.guard_out_hi != 0) {
+            } else if (meta.guard_out_hi == PRED_LO) {
                 hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
             }
             meta.ev = EV_AGGREGATED_OUT;
@@ -683,7 +683,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                             guard_hi_or.execute(meta.idx[11:0]);
                             INA_PAIRS(INA_SUM_STORE)
                             drop_event(EV_ABSORBED_DROP);
-                            if (meta.count_old != 0) {
+                            if (meta.count_old == PRED_LO) {
                                 meta.ev2 = EV_STALE_RECLAIMED;
                             }
                         } else {
