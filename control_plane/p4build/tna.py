@@ -95,12 +95,18 @@ def check_fresh(build_dir: Path = TNA_BUILD, root: Path = P4SRC) -> None:
             raise BuildError(f"{path} differs from build-info.json artifacts['{key}']")
 
 
-def _compile(compiler: str, out: Path) -> str:
+def _rel(source: Path) -> str:
+    """``source`` as the compiler is given it: relative to the checkout when inside it."""
+    source = source.resolve()
+    return source.relative_to(REPO).as_posix() if source.is_relative_to(REPO) else str(source)
+
+
+def _compile(compiler: str, out: Path, source: Path = MAIN_SOURCE) -> str:
     """Run the back end into ``out``; its diagnostics (refused if it failed or warned)."""
     cmd = [compiler, "--target", "tofino", "--arch", "tna", "--std", "p4-16", "-g", *DISABLED,
            "-o", str(out), "--bf-rt-schema", str(out / "bfrt.json"),
            "--p4runtime-files",
-           f"{out / ARTIFACTS['p4info']},{out / ARTIFACTS['p4info_text']}", MAIN_REL]
+           f"{out / ARTIFACTS['p4info']},{out / ARTIFACTS['p4info_text']}", _rel(source)]
     # the driver's scripts run on `python3` from PATH: a venv beside the prefix (where the
     # build put jsl, jsonschema, pyyaml, pyinstaller) goes first
     prefix = Path(compiler).parent
@@ -133,13 +139,16 @@ def _install(tmp: Path, build_dir: Path, report: ResourceReport) -> None:
     (build_dir / ARTIFACTS["resources"]).write_text(report.text())
 
 
-def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD) -> dict:
-    """Compile p4src/tna with the Tofino back end and write the build and its metadata."""
+def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD,
+                    source: Path = MAIN_SOURCE) -> dict:
+    """Compile p4src/tna (or another TNA ``source``, e.g. a layout on trial, into a
+    ``build_dir`` of its own) with the Tofino back end and write the build and its
+    metadata."""
     consts = read_constants()
     with (open_compiler(compiler) as found,
           tempfile.TemporaryDirectory(prefix="inart-bf-p4c-") as tmp_name):
         tmp = Path(tmp_name)
-        _compile(found.driver, tmp)
+        _compile(found.driver, tmp, source)
         report = read_report(tmp / "pipe")
         if not report.fits:
             raise BuildError(f"the TNA program does not fit one pipe:\n{report.text()}")
@@ -150,7 +159,7 @@ def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD) ->
         "program": "inart",
         "arch": "tna",
         "target": "tofino",
-        "N": read_n(),
+        "N": read_n(source),
         "slots": consts.slots,
         "event_counter": EVENT_COUNTERS[0],
         "event_counters": EVENT_COUNTERS,
@@ -166,7 +175,7 @@ def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD) ->
         "compiler_command": f"p4c --target tofino --arch tna --std p4-16 -g "
                             f"{' '.join(DISABLED)} -o OUT --bf-rt-schema OUT/bfrt.json "
                             f"--p4runtime-files OUT/{ARTIFACTS['p4info']},"
-                            f"OUT/{ARTIFACTS['p4info_text']} {MAIN_REL}",
+                            f"OUT/{ARTIFACTS['p4info_text']} {_rel(source)}",
     }
     (build_dir / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
     return info
