@@ -4,12 +4,15 @@ build tree staged into a private driver directory (control_plane/p4build/tofino_
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from control_plane.p4build import tofino_compiler as tc
 from control_plane.p4build.sources import BuildError
+from control_plane.repo import REPO
 
 
 def _exe(path: Path, text: str = "#!/bin/sh\necho p4c 1.2.5.16\n") -> Path:
@@ -105,3 +108,32 @@ def test_the_sde_install_is_searched(tmp_path, monkeypatch):
     monkeypatch.delenv("SDE_INSTALL")
     with pytest.raises(BuildError, match="BF_P4C=/path/to/p4c/build"), tc.open_compiler():
         pass
+
+
+P4C_SRC = Path(os.environ.get("INART_P4C_SRC", "/opt/p4/src/p4c"))
+
+
+@pytest.mark.skipif(not (P4C_SRC / "build" / "p4c_src").is_dir()
+                    or not (P4C_SRC / tc.SRC_DRIVER).is_dir(),
+                    reason=f"no p4c source tree with a configured build at {P4C_SRC} "
+                           f"($INART_P4C_SRC)")
+def test_the_staged_layout_drives_p4cs_own_tofino_driver(tmp_path):
+    """p4c's real driver, staged from a real source tree (stand-ins for the two binaries, which
+    take hours to build), loads the Tofino configuration and composes the preprocessor,
+    p4c-barefoot and bfas commands (`-###` prints them and runs nothing)."""
+    tree = tmp_path / "build"
+    shutil.copytree(P4C_SRC / "build" / "p4c_src", tree / "p4c_src")
+    shutil.copy2(P4C_SRC / "build" / "p4c", tree / "p4c")
+    (tree / "CMakeCache.txt").write_text(f"CMAKE_HOME_DIRECTORY:INTERNAL={P4C_SRC}\n")
+    _exe(tree / tc.TREE_BACKEND, "#!/bin/sh\nexit 0\n")
+    _exe(tree / tc.TREE_ASSEMBLER, "#!/bin/sh\nexit 0\n")
+    out = tmp_path / "out"
+    with tc.open_compiler(str(tree)) as found:
+        staged = Path(found.driver).parent
+        proc = subprocess.run([found.driver, "--target", "tofino", "--arch", "tna", "-###",
+                               "-g", "-o", str(out), "--bf-rt-schema", str(out / "bfrt.json"),
+                               str(REPO / "p4src" / "tna" / "inart.p4")],
+                              capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{staged}/p4c-barefoot --nocpp" in proc.stdout
+    assert f"{staged}/bfas " in proc.stdout and f"-I {staged}/p4include" in proc.stdout
