@@ -3,9 +3,10 @@
 #                  build-info.json) with p4c, and the Tofino build of p4src/tna
 #                  (p4src/build/tna/) with p4c's Tofino back end
 #   make p4-check  check that both builds match the P4 sources (no compiler needed)
-# P4C=/path/to/p4c and BF_P4C=/path/to/p4c-barefoot override the compilers (defaults:
-# /opt/p4/bin/p4c; p4c-barefoot or bf-p4c on PATH or in /opt/p4/bin); ARCH=v1model or
-# ARCH=tna rebuilds one of them.  See README.md and docs/tofino.md.
+# P4C=/path/to/p4c and BF_P4C=/path/to/bf-p4c (the SDE's), or a p4c driver with p4c-barefoot
+# beside it, or a p4c build tree with p4c-barefoot and bfas built, override the compilers
+# (defaults: /opt/p4/bin/p4c; bf-p4c or p4c on PATH, in /opt/p4/bin or $SDE_INSTALL/bin);
+# ARCH=v1model or ARCH=tna rebuilds one of them.  See README.md and docs/tofino.md.
 PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 P4C ?= /opt/p4/bin/p4c
 ARCH ?= all

@@ -21,12 +21,13 @@ from control_plane.cli.args import command
 from control_plane.cli.install import check_topology
 from control_plane.deploy.addressing import AddressingError, assign
 from control_plane.deploy.entries import EntriesError
-from control_plane.deploy.pipeline import PipelineError
+from control_plane.deploy.pipeline import TNA_BUILD, PipelineError
 from control_plane.deploy.transaction import DeployError
 from control_plane.drivers.p4runtime import P4RuntimeError
 from control_plane.drivers.tofino.ports import PortsError
 from control_plane.model.plan import Plan, PlanError
 from control_plane.model.topology import TopologyError
+from control_plane.p4build.sources import BuildError, load_build_info
 from control_plane.repo import out_dir
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.measure import table, write_rows
@@ -37,9 +38,8 @@ from realhosts.inventory import Inventory, InventoryError, load
 from realhosts.launchers import Fleet, LaunchError
 from realhosts.run import run_inventory
 
-TNA_N = 12  # values per packet of the TNA program (p4src/build/tna/build-info.json)
 INPUT_ERRORS = (InventoryError, PlanError, TopologyError, AddressingError, EntriesError,
-                PipelineError, PortsError, ValueError)
+                PipelineError, PortsError, BuildError, ValueError)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="Mbit/s per topology capacity unit the hosts pace at (default 0.25, "
                         "as `inart emulate`)")
     p.add_argument("--n", type=int, default=None,
-                   help=f"values per packet (default {wire.DEFAULT_N}; {TNA_N} for tofino)")
+                   help=f"values per packet (default {wire.DEFAULT_N}; for tofino switches the "
+                        f"TNA build's N, p4src/build/tna/build-info.json)")
     p.add_argument("--seed", type=int, default=0, help="solver, gradient and training seed")
     p.add_argument("--deadline", type=float, default=600.0, help="seconds for the whole job")
     p.add_argument("--check", action="store_true",
@@ -67,6 +68,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=str(out_dir("run")), help="output directory")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
+
+
+def values_per_packet(target: str, tna_build: Path = TNA_BUILD) -> int:
+    """N the hosts must use: the TNA build's own (it is not the v1model default) for Tofino."""
+    if target != "tofino":
+        return wire.DEFAULT_N
+    return int(load_build_info(tna_build)["N"])
 
 
 def _interrupt(signum, _frame) -> None:
@@ -87,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
                                     f"topology: {exc}") from None
         else:
             plan = plan_for(inventory.topology, args.scheme, args.seed)
-        n = args.n or (TNA_N if inventory.target == "tofino" else wire.DEFAULT_N)
+        n = args.n or values_per_packet(inventory.target)
         cfg = TrafficConfig(mode=args.mode, rounds=args.rounds, values=args.values,
                             model=args.model, unit_bps=args.scale * 1e6, n=n, seed=args.seed,
                             deadline_s=args.deadline)

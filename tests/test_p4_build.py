@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
+from p4.config.v1 import p4info_pb2
 
 from control_plane.drivers.p4runtime import P4Info
-from control_plane.p4build import sources, tna, v1model
+from control_plane.p4build import sources, tna, tofino_resources, v1model
+from control_plane.repo import REPO
 from host_stack.ina import wire
 
 
@@ -152,7 +155,7 @@ def test_edited_or_missing_tna_artifact_is_detected(tmp_path, artifact):
 
 def test_tna_records_its_n_and_the_shared_constants(tna_info):
     consts = sources.read_constants()
-    assert tna_info["N"] == tna.read_n() <= consts.n
+    assert tna_info["N"] == tna.read_n() and 1 <= tna_info["N"] <= 64  # repeat.p4's range
     assert tna_info["slots"] == consts.slots and tna_info["events"] == consts.events
     assert tna_info["arch"] == "tna" and tna_info["stages"] <= 12
 
@@ -171,8 +174,23 @@ def test_tna_event_counters_and_sums(tna_info, tna_p4info):
     for name in tna_info["event_counters"]:
         assert tna_p4info.counter(name).size == tna_info["event_counter_size"]
     assert tna_p4info.counter("InaEgress.replica_drops").size == 1
-    sums = sorted(n for n in tna_p4info.registers if n.startswith("InaIngress.slot_sum_"))
-    assert sums == sorted(f"InaIngress.slot_sum_{i}" for i in range(tna_info["N"]))
+    sums = {n: r for n, r in tna_p4info.registers.items()
+            if n.startswith("InaIngress.slot_sum_")}
+    per_register = {_register_words(tna_p4info, r) for r in sums.values()}
+    assert len(per_register) == 1  # one value per register, or a pair of values per register
+    assert sorted(sums) == sorted(f"InaIngress.slot_sum_{i}"
+                                  for i in range(tna_info["N"] // per_register.pop()))
+
+
+def _register_words(p4info: P4Info, register) -> int:
+    """32-bit values per register cell: 1 for bit<32>/int<32>, the field count of a struct
+    (a pair register holds two)."""
+    spec = register.type_spec
+    if spec.HasField("bitstring"):
+        return 1
+    fields = p4info.proto.type_info.structs[spec.struct.name].members
+    assert all(f.type_spec.bitstring.WhichOneof("type_spec") in ("bit", "int") for f in fields)
+    return len(fields)
 
 
 def test_tna_bfrt_json_names_match_the_p4info(tna_p4info):
@@ -187,3 +205,64 @@ def test_tna_bfrt_json_names_match_the_p4info(tna_p4info):
 def test_tna_resource_report_shows_one_pipe():
     text = (tna.TNA_BUILD / "resources.txt").read_text()
     assert "fits one pipe: yes" in text
+
+
+_DOC_STAGE_ROW = re.compile(r"^\| (\d+) \| (.*) \|$")
+_DOC_NAME = re.compile(r"`([A-Za-z_][\w.]*?)(?:_(\d+) \.\. \w+?_(\d+))?`")
+
+
+def _doc_stage_rows(text: str) -> dict[int, list[str]]:
+    """The table of docs/tofino.md headed "ingress stage (from `pipe/context.json`)": stage
+    -> the P4 names it lists (a range `slot_sum_9 .. slot_sum_11` expanded)."""
+    rows: dict[int, list[str]] = {}
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "from `pipe/context.json`" in line
+                 and line.startswith("|"))
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        m = _DOC_STAGE_ROW.match(line)
+        if not m:
+            continue
+        names = []
+        for name, lo, hi in _DOC_NAME.findall(m.group(2)):
+            names += [f"{name}_{i}" for i in range(int(lo), int(hi) + 1)] if lo else [name]
+        rows[int(m.group(1))] = names
+    return rows
+
+
+def test_docs_stage_table_is_the_compilers_placement():
+    """docs/tofino.md's ingress stage table names each table, register and counter in the
+    stage pipe/context.json places it in (rebuild, then update the table)."""
+    placed = tofino_resources.stage_map(
+        json.loads((tna.TNA_BUILD / "pipe" / "context.json").read_text()))
+    rows = _doc_stage_rows((REPO / "docs" / "tofino.md").read_text())
+    assert sorted(rows) == list(range(12))
+    for stage, names in rows.items():
+        for name in names:
+            full = name if "." in name else f"InaIngress.{name}"
+            assert stage in placed.get(full, set()), (name, stage, placed.get(full))
+
+
+def test_doc_stage_rows_reader():
+    rows = _doc_stage_rows("| 0 | `x` |\n\n| stage (from `pipe/context.json`) | what |\n|-|-|\n"
+                           "| 6 | `slot_count`, `slot_sum_9 .. slot_sum_11` |\n"
+                           "| 10 | `route_dst`, the `InaIngress.events` counter |\n| x | y |\n"
+                           "\n| 11 | `z` |")
+    assert rows == {6: ["slot_count", "slot_sum_9", "slot_sum_10", "slot_sum_11"],
+                    10: ["route_dst", "InaIngress.events"]}
+
+
+def test_register_words_of_a_pair_register():
+    info = p4info_pb2.P4Info()
+    pair = info.type_info.structs["sum_pair_t"]
+    for name in ("lo", "hi"):
+        member = pair.members.add(name=name)
+        member.type_spec.bitstring.int.bitwidth = 32
+    reg = info.registers.add()
+    reg.preamble.name = "InaIngress.slot_sum_0"
+    reg.type_spec.struct.name = "sum_pair_t"
+    one = info.registers.add()
+    one.type_spec.bitstring.int.bitwidth = 32
+    p4info = P4Info(info)
+    assert _register_words(p4info, reg) == 2 and _register_words(p4info, one) == 1

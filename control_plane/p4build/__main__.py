@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from control_plane.p4build import tna, v1model
 from control_plane.p4build.sources import BuildError
@@ -16,8 +17,17 @@ def _run(arch: str, args: argparse.Namespace) -> str:
         if args.check:
             tna.check_fresh()
             return f"{tna.TNA_BUILD_REL} is up to date"
+        if args.tna_source:
+            if not args.tna_out:
+                raise BuildError("--tna-source needs --tna-out (a trial build never replaces "
+                                 f"{tna.TNA_BUILD_REL})")
+            info = tna.compile_program(args.bf_p4c, Path(args.tna_out), Path(args.tna_source))
+            return (f"built {args.tna_source} into {args.tna_out} with "
+                    f"{info['compiler_kind']} {info['compiler_version']} (N={info['N']}, "
+                    f"{info['stages']} stages; resources.txt there)")
         info = tna.compile_program(args.bf_p4c)
-        return (f"built {tna.TNA_BUILD_REL} with {info['compiler_version']} "
+        return (f"built {tna.TNA_BUILD_REL} with {info['compiler_kind']} "
+                f"{info['compiler_version']} "
                 f"(N={info['N']}, {info['stages']} stages, sources sha256 "
                 f"{info['sources_sha256'][:12]}...)")
     if args.check:
@@ -37,8 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--p4c", default=os.environ.get("P4C", v1model.DEFAULT_P4C),
                         help="p4c executable (default: $P4C or %(default)s)")
     parser.add_argument("--bf-p4c", default=os.environ.get("BF_P4C"),
-                        help="the Tofino back end's driver (default: $BF_P4C, else "
-                             "p4c-barefoot or bf-p4c on PATH or in /opt/p4/bin)")
+                        help="the Tofino compiler: the SDE's bf-p4c, p4c's driver with "
+                             "p4c-barefoot beside it, or a p4c build tree with p4c-barefoot "
+                             "and bfas built (default: $BF_P4C, else bf-p4c or p4c on PATH, "
+                             "in /opt/p4/bin or in $SDE_INSTALL/bin)")
+    parser.add_argument("--tna-source", help="compile this TNA program instead (a layout on "
+                                             "trial), into --tna-out")
+    parser.add_argument("--tna-out", help="directory for the --tna-source build")
     parser.add_argument("--check", action="store_true",
                         help="only check that the committed build matches the sources")
     args = parser.parse_args(argv)

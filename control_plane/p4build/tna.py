@@ -30,6 +30,7 @@ from control_plane.p4build.sources import (
     source_files,
     sources_sha256,
 )
+from control_plane.p4build.tofino_compiler import compiler_version, open_compiler
 from control_plane.p4build.tofino_resources import ResourceReport, read_report
 from control_plane.repo import REPO
 
@@ -38,8 +39,6 @@ MAIN_SOURCE = P4SRC / "tna" / "inart.p4"
 MAIN_REL = MAIN_SOURCE.relative_to(REPO).as_posix()
 TNA_BUILD = BUILD_DIR / "tna"
 TNA_BUILD_REL = TNA_BUILD.relative_to(REPO).as_posix()
-COMPILERS = ("bf-p4c", "p4c")  # the Tofino driver, or p4c's driver where p4c-barefoot is beside it
-DEFAULT_PREFIX = Path("/opt/p4/bin")
 # build-info key -> file under the build directory
 ARTIFACTS = {
     "bfrt_json": "bfrt.json",
@@ -70,29 +69,6 @@ ALLOWED_WARNINGS = (
 DISABLED = ("--Wdisable=uninitialized-out-param", "--p4runtime-force-std-externs")
 
 
-def _has_tofino(driver: str) -> bool:
-    """A bf-p4c driver, or p4c's driver with p4c-barefoot installed beside it."""
-    path = Path(driver)
-    return path.name == "bf-p4c" or (path.parent / "p4c-barefoot").exists()
-
-
-def find_compiler(explicit: str | None = None) -> str:
-    """The Tofino back end's driver: ``explicit``, else bf-p4c or p4c (with p4c-barefoot
-    beside it) on PATH or in /opt/p4/bin."""
-    if explicit:
-        found = shutil.which(explicit)
-        if found is None:
-            raise BuildError(f"Tofino back end not found at '{explicit}'")
-        return found
-    for name in COMPILERS:
-        for found in (shutil.which(name), str(DEFAULT_PREFIX / name)):
-            if found and Path(found).exists() and _has_tofino(found):
-                return found
-    raise BuildError("the Tofino back end of p4c (p4c-barefoot, driven by bf-p4c or p4c) is not "
-                     "on PATH nor in /opt/p4/bin: build p4c with -DENABLE_TOFINO=ON (README), "
-                     "or give BF_P4C=/path/to/p4c")
-
-
 def read_n(path: Path = MAIN_SOURCE) -> int:
     """N of the TNA program: its own ``#ifndef INA_N / #define INA_N`` (it holds fewer values
     per packet than the v1model default; docs/tofino.md says why)."""
@@ -119,18 +95,18 @@ def check_fresh(build_dir: Path = TNA_BUILD, root: Path = P4SRC) -> None:
             raise BuildError(f"{path} differs from build-info.json artifacts['{key}']")
 
 
-def compiler_version(compiler: str) -> str:
-    out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
-    text = (out.stdout or out.stderr).strip().splitlines()
-    return text[-1] if out.returncode == 0 and text else "?"
+def _rel(source: Path) -> str:
+    """``source`` as the compiler is given it: relative to the checkout when inside it."""
+    source = source.resolve()
+    return source.relative_to(REPO).as_posix() if source.is_relative_to(REPO) else str(source)
 
 
-def _compile(compiler: str, out: Path) -> str:
+def _compile(compiler: str, out: Path, source: Path = MAIN_SOURCE) -> str:
     """Run the back end into ``out``; its diagnostics (refused if it failed or warned)."""
     cmd = [compiler, "--target", "tofino", "--arch", "tna", "--std", "p4-16", "-g", *DISABLED,
            "-o", str(out), "--bf-rt-schema", str(out / "bfrt.json"),
            "--p4runtime-files",
-           f"{out / ARTIFACTS['p4info']},{out / ARTIFACTS['p4info_text']}", MAIN_REL]
+           f"{out / ARTIFACTS['p4info']},{out / ARTIFACTS['p4info_text']}", _rel(source)]
     # the driver's scripts run on `python3` from PATH: a venv beside the prefix (where the
     # build put jsl, jsonschema, pyyaml, pyinstaller) goes first
     prefix = Path(compiler).parent
@@ -163,23 +139,27 @@ def _install(tmp: Path, build_dir: Path, report: ResourceReport) -> None:
     (build_dir / ARTIFACTS["resources"]).write_text(report.text())
 
 
-def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD) -> dict:
-    """Compile p4src/tna with the Tofino back end and write the build and its metadata."""
-    compiler = find_compiler(compiler)
+def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD,
+                    source: Path = MAIN_SOURCE) -> dict:
+    """Compile p4src/tna (or another TNA ``source``, e.g. a layout on trial, into a
+    ``build_dir`` of its own) with the Tofino back end and write the build and its
+    metadata."""
     consts = read_constants()
-    with tempfile.TemporaryDirectory(prefix="inart-bf-p4c-") as tmp_name:
+    with (open_compiler(compiler) as found,
+          tempfile.TemporaryDirectory(prefix="inart-bf-p4c-") as tmp_name):
         tmp = Path(tmp_name)
-        _compile(compiler, tmp)
+        _compile(found.driver, tmp, source)
         report = read_report(tmp / "pipe")
         if not report.fits:
             raise BuildError(f"the TNA program does not fit one pipe:\n{report.text()}")
         _install(tmp, build_dir, report)
+        version = compiler_version(found.driver)
     info = {
         "schema": "inart.p4build/1",
         "program": "inart",
         "arch": "tna",
         "target": "tofino",
-        "N": read_n(),
+        "N": read_n(source),
         "slots": consts.slots,
         "event_counter": EVENT_COUNTERS[0],
         "event_counters": EVENT_COUNTERS,
@@ -190,11 +170,12 @@ def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD) ->
         "sources": [p.relative_to(P4SRC).as_posix() for p in source_files(P4SRC, SOURCE_DIRS)],
         "sources_sha256": sources_sha256(P4SRC, SOURCE_DIRS),
         "artifacts": {key: file_sha256(build_dir / name) for key, name in ARTIFACTS.items()},
-        "compiler_version": compiler_version(compiler),
+        "compiler_kind": found.kind,
+        "compiler_version": version,
         "compiler_command": f"p4c --target tofino --arch tna --std p4-16 -g "
                             f"{' '.join(DISABLED)} -o OUT --bf-rt-schema OUT/bfrt.json "
                             f"--p4runtime-files OUT/{ARTIFACTS['p4info']},"
-                            f"OUT/{ARTIFACTS['p4info_text']} {MAIN_REL}",
+                            f"OUT/{ARTIFACTS['p4info_text']} {_rel(source)}",
     }
     (build_dir / BUILD_INFO).write_text(json.dumps(info, indent=2) + "\n")
     return info

@@ -98,3 +98,18 @@ def read_report(pipe_dir: Path) -> ResourceReport:
         raise ResourceError(f"{exc.filename}: {exc.strerror} (compile with -g)") from None
     block, stages = _mau_tables(mau_text)
     return ResourceReport(stages, block, _phv_summary(logs), totals)
+
+
+def stage_map(context: dict) -> dict[str, set[int]]:
+    """Every table, register (stateful table) and counter of a compiled program (bf-p4c's
+    ``pipe/context.json``) -> the MAU stages it was placed in, so docs and comments can be
+    checked against the compiler's placement rather than kept by hand."""
+    stages: dict[str, set[int]] = {}
+    for table in context.get("tables", []):
+        attrs = table.get("match_attributes")
+        rows = attrs.get("stage_tables", []) if isinstance(attrs, dict) else []
+        rows = rows or table.get("stage_tables", [])
+        found = {row["stage_number"] for row in rows if row.get("stage_number", -1) >= 0}
+        if found:
+            stages.setdefault(table["name"], set()).update(found)
+    return stages

@@ -3,12 +3,18 @@ probes every host and names each problem (here: namespaces that do not exist).""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
+import pytest
 import yaml
 
+from control_plane.deploy.pipeline import TNA_BUILD
+from control_plane.p4build.sources import BuildError, load_build_info
 from control_plane.repo import REPO, child_env
+from host_stack.ina import wire
+from realhosts.cli_run import values_per_packet
 
 
 def inart_run(*args: str) -> subprocess.CompletedProcess:
@@ -49,3 +55,13 @@ def test_check_names_every_unreachable_host(tmp_path):
     assert proc.returncode == 1, proc.stderr
     for h in ["w1", "w6", "s2"]:
         assert f"host '{h}' (netns inart-missing-{h}): running " in proc.stderr
+
+
+def test_tofino_hosts_take_n_from_the_tna_build(tmp_path):
+    """N against Tofino switches is the TNA build's recorded N, not a number kept in the CLI."""
+    assert values_per_packet("bmv2") == wire.DEFAULT_N
+    assert values_per_packet("tofino") == load_build_info(TNA_BUILD)["N"]
+    (tmp_path / "build-info.json").write_text(json.dumps({"N": 64}))
+    assert values_per_packet("tofino", tmp_path) == 64
+    with pytest.raises(BuildError, match="build-info.json is missing"):
+        values_per_packet("tofino", tmp_path / "none")
