@@ -22,7 +22,9 @@ shares a bottleneck with (4,740 flows of RAT's second stage on fattree:12 ended 
 distinct times: 79 s).  Each stage is therefore simulated in its own time unit, its lower
 bound (the most loaded link's bytes over its capacity), and flows that end within
 ``PRECISION`` of that unit of each other end together (SimGrid's ``surf/precision``): 198
-events, 7 s, and the stage's time off by 0.1% on that stage.
+events, 7 s, and the stage's time off by 0.1% on that stage.  SimGrid 3.32 also removes each
+finished host-to-host communication from one list of all of them by walking it, so a stage of
+N transfers costs N^2/2 steps (255,360 on RAT's fattree:32 pod stage; docs/simulation.md).
 
 SimGrid's engine is a process-wide singleton that cannot be restarted, so every run happens
 in a forked child process.
