@@ -7,8 +7,10 @@ Routes are the transfers' own: each distinct (route, rate bound) gets a source h
 zone whose route to the zone's centre is exactly those links, so every flow follows the path
 its plan or collective gives it (SimGrid's shortest-path zones could not express per-flow
 routes).  A rate bound is a FATPIPE link of that bandwidth, private to the route (FATPIPE
-limits each flow alone).  Destinations are
-sinks behind FATPIPE links (never a constraint), one per SINK_GROUP sources.
+limits each flow alone).  Every transfer ends at one
+sink whose route has no link: a link there, even a FATPIPE one that never limits, would be a
+constraint of every flow, which SimGrid's solver walks whenever it fixes a flow's rate, and
+would join flows that share no link into one system that every event re-solves.
 
 Sharing: SimGrid's CM02 model with zero link latency and no TCP window (``TCP-gamma`` 0) is
 max-min fairness with per-flow bounds; with latencies, CM02 weights each flow by its route's
@@ -20,7 +22,9 @@ shares a bottleneck with (4,740 flows of RAT's second stage on fattree:12 ended 
 distinct times: 79 s).  Each stage is therefore simulated in its own time unit, its lower
 bound (the most loaded link's bytes over its capacity), and flows that end within
 ``PRECISION`` of that unit of each other end together (SimGrid's ``surf/precision``): 198
-events, 7 s, and the stage's time off by 0.1% on that stage.
+events, 7 s, and the stage's time off by 0.1% on that stage.  SimGrid 3.32 also removes each
+finished host-to-host communication from one list of all of them by walking it, so a stage of
+N transfers costs N^2/2 steps (255,360 on RAT's fattree:32 pod stage; docs/simulation.md).
 
 SimGrid's engine is a process-wide singleton that cannot be restarted, so every run happens
 in a forked child process.
@@ -34,9 +38,7 @@ import traceback
 from dataclasses import dataclass, field
 
 SINK = "sink"
-SINK_GROUP = 16  # sources per sink
 PRECISION = 5e-3  # of a stage's lower bound: flows ending this close together end together
-HUGE_BPS = 1e18  # the sink's FATPIPE: never a constraint
 
 
 @dataclass(frozen=True)
@@ -145,18 +147,8 @@ def _simulate(net: Network, stages: list[Stage]) -> list[float]:
         links[(u, v)] = sg.LinkInRoute(zone.create_link(f"{u}->{v}", bps).seal())
     for name, bps in net.resources.items():
         links[name] = sg.LinkInRoute(zone.create_link(name, bps).seal())
-    sinks: list = []
-
-    def sink_for(i: int):
-        """Sinks in groups of SINK_GROUP sources: SimGrid's solver walks every flow of a
-        FATPIPE constraint when it fixes one, so one sink for all flows was quadratic."""
-        if i // SINK_GROUP >= len(sinks):
-            host = zone.create_host(f"{SINK}{len(sinks)}", 1.0).seal()
-            link = zone.create_link(f"{SINK}{len(sinks)}", HUGE_BPS)
-            link.set_sharing_policy(fatpipe, None)
-            zone.add_route(host.netpoint, None, None, None, [sg.LinkInRoute(link.seal())], True)
-            sinks.append(host)
-        return sinks[i // SINK_GROUP]
+    sink = zone.create_host(SINK, 1.0).seal()
+    zone.add_route(sink.netpoint, None, None, None, [], True)  # no link: see the module
     sources: dict[tuple, object] = {}
     plan: list[list[tuple[object, object, int]]] = []
     units: list[float] = []
@@ -177,7 +169,7 @@ def _simulate(net: Network, stages: list[Stage]) -> list[float]:
                     link.set_sharing_policy(fatpipe, None)  # each of its flows alone
                     route.append(sg.LinkInRoute(link.seal()))
                 zone.add_route(host.netpoint, None, None, None, route, False)
-                found = sources[key] = (host, sink_for(i))
+                found = sources[key] = (host, sink)
             if t.size + t.acks >= 1:
                 comms.append((*found, max(1, int(round((t.size + t.acks) / unit)))))
         plan.append(comms)
@@ -191,6 +183,6 @@ def _simulate(net: Network, stages: list[Stage]) -> list[float]:
                 sg.Comm.wait_all([sg.Comm.sendto_async(h, d, n) for h, d, n in comms])
             durations.append((engine.clock - start) * unit)
 
-    sg.Actor.create("driver", sink_for(0), driver)
+    sg.Actor.create("driver", sink, driver)
     engine.run()
     return durations
