@@ -198,11 +198,21 @@ def per_round(job: JobResult) -> list[dict[str, float]]:
         slowest = max(recs, key=lambda x: x["compute_s"] + x["sync_s"])
         row = {"round": r, "compute_s": slowest["compute_s"], "comm_s": slowest["sync_s"],
                "loss": statistics.fmean(x["loss"] for x in recs)}
+        if all("sync_at" in x for x in recs):
+            row["exchange_s"] = exchange_s(recs)
         accs = [x["accuracy"] for x in recs if "accuracy" in x]
         if accs:
             row["accuracy"] = statistics.fmean(accs)
         out.append(row)
     return out
+
+
+def exchange_s(recs: list[dict[str, float]]) -> float:
+    """One round's exchange alone: from the last worker's start of its sync to the last
+    worker's end.  ``comm_s`` (the slowest worker's sync) also holds its wait for the others'
+    compute, which no network model has."""
+    return (max(x["sync_at"] + x["sync_s"] for x in recs)
+            - max(x["sync_at"] for x in recs))
 
 
 def curve(rounds: list[dict[str, float]]) -> list[tuple[float, float]]:
@@ -238,6 +248,8 @@ def summarize(scheme: str, seed: int, job: JobResult, worker_up: int, expected: 
         "compute_s": statistics.median(r["compute_s"] for r in steady),
         "comm_s": statistics.median(r["comm_s"] for r in steady),
         "iter_s": iter_s,
+        **({"exchange_s": statistics.median(r["exchange_s"] for r in steady)}
+           if all("exchange_s" in r for r in steady) else {}),
         "train_s": sum(r["compute_s"] + r["comm_s"] for r in rounds),
         "images_per_s": len(job.rounds) * batch / iter_s if iter_s > 0 else float("nan"),
         "rate_mbps": worker_rate_mbps(job),
