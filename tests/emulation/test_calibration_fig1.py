@@ -4,8 +4,8 @@ Communication time (the emulation's exchange, from the last worker's start to th
 ATP and LBMM within 10% (0.99-1.00 measured); the tree within 15% (the flow model runs its
 stages in lockstep across trees, which the emulation does not: 1.05-1.10 measured); the ring
 within 30%: its steps run at the model's link time, but on the shared 2-core machine one
-stalled transfer or wakeup delays every later step of the ring (0.78-0.79 measured at load
-9-14; before the ring posted its receives ahead, 0.41-0.55).  The schemes are ordered alike.
+stalled transfer or wakeup delays every later step of the ring (0.78-0.88 measured at load
+6-14; before the ring posted its receives ahead, 0.41-0.55).  The schemes are ordered alike.
 """
 
 from __future__ import annotations
