@@ -62,7 +62,7 @@ def emulated(rows: list[dict[str, Any]]) -> dict[str, Emulated]:
         sync = statistics.median(r["comm_s"] for r in mine)
         # older runs have no exchange time: their slowest worker's sync stands in
         comm = (statistics.median(r["exchange_s"] for r in mine)
-                if all("exchange_s" in r for r in mine) else sync)
+                if all(r.get("exchange_s") is not None for r in mine) else sync)
         out[scheme] = Emulated(scheme, comm, sync, links, len(mine), min(r["seed"] for r in mine))
     return out
 

@@ -248,8 +248,9 @@ def summarize(scheme: str, seed: int, job: JobResult, worker_up: int, expected: 
         "compute_s": statistics.median(r["compute_s"] for r in steady),
         "comm_s": statistics.median(r["comm_s"] for r in steady),
         "iter_s": iter_s,
-        **({"exchange_s": statistics.median(r["exchange_s"] for r in steady)}
-           if all("exchange_s" in r for r in steady) else {}),
+        # from the last worker's start to the last end (None: a worker did not report starts)
+        "exchange_s": statistics.median(r["exchange_s"] for r in steady)
+        if all("exchange_s" in r for r in steady) else None,
         "train_s": sum(r["compute_s"] + r["comm_s"] for r in rounds),
         "images_per_s": len(job.rounds) * batch / iter_s if iter_s > 0 else float("nan"),
         "rate_mbps": worker_rate_mbps(job),
@@ -396,8 +397,8 @@ def spread_table(rows: list[dict], keys: tuple[str, ...]) -> str:
 
 
 # every measured column, in the JSON and CSV
-COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "rate_mbps", "images_per_s",
-           "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
+COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "exchange_s", "rate_mbps",
+           "images_per_s", "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
            "expected_bytes", "bytes_ratio", "tcp_retx", "ina_retx", "ps_ingress_bytes",
            "link_bytes", "pacing", "sent_over_plan", "fidelity", "fidelity_reasons", "cpu_busy",
            "cpu_saturated_share", "run_queue_per_cpu")
