@@ -312,6 +312,8 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     per_link = directed_link_bytes(addr.port, before, after)
     row = summarize(scheme, seed, job, worker_up, expected, ps_in, sum(per_link.values()),
                     target, cfg.batch)
+    if emu.net.cluster is not None and len(emu.net.cluster.servers_used()) > 1:
+        row["exchange_s"] = None  # each server has its own monotonic clock
     row["plan_rate_units"] = plan.rate if scheme in INA else None
     row["groups"] = groups
     row["tcp_retx"] = tcp_retx
