@@ -198,11 +198,21 @@ def per_round(job: JobResult) -> list[dict[str, float]]:
         slowest = max(recs, key=lambda x: x["compute_s"] + x["sync_s"])
         row = {"round": r, "compute_s": slowest["compute_s"], "comm_s": slowest["sync_s"],
                "loss": statistics.fmean(x["loss"] for x in recs)}
+        if all("sync_at" in x for x in recs):
+            row["exchange_s"] = exchange_s(recs)
         accs = [x["accuracy"] for x in recs if "accuracy" in x]
         if accs:
             row["accuracy"] = statistics.fmean(accs)
         out.append(row)
     return out
+
+
+def exchange_s(recs: list[dict[str, float]]) -> float:
+    """One round's exchange alone: from the last worker's start of its sync to the last
+    worker's end.  ``comm_s`` (the slowest worker's sync) also holds its wait for the others'
+    compute, which no network model has."""
+    return (max(x["sync_at"] + x["sync_s"] for x in recs)
+            - max(x["sync_at"] for x in recs))
 
 
 def curve(rounds: list[dict[str, float]]) -> list[tuple[float, float]]:
@@ -238,6 +248,9 @@ def summarize(scheme: str, seed: int, job: JobResult, worker_up: int, expected: 
         "compute_s": statistics.median(r["compute_s"] for r in steady),
         "comm_s": statistics.median(r["comm_s"] for r in steady),
         "iter_s": iter_s,
+        # from the last worker's start to the last end (None: a worker did not report starts)
+        "exchange_s": statistics.median(r["exchange_s"] for r in steady)
+        if all("exchange_s" in r for r in steady) else None,
         "train_s": sum(r["compute_s"] + r["comm_s"] for r in rounds),
         "images_per_s": len(job.rounds) * batch / iter_s if iter_s > 0 else float("nan"),
         "rate_mbps": worker_rate_mbps(job),
@@ -299,6 +312,8 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     per_link = directed_link_bytes(addr.port, before, after)
     row = summarize(scheme, seed, job, worker_up, expected, ps_in, sum(per_link.values()),
                     target, cfg.batch)
+    if emu.net.cluster is not None and len(emu.net.cluster.servers_used()) > 1:
+        row["exchange_s"] = None  # each server has its own monotonic clock
     row["plan_rate_units"] = plan.rate if scheme in INA else None
     row["groups"] = groups
     row["tcp_retx"] = tcp_retx
@@ -384,8 +399,8 @@ def spread_table(rows: list[dict], keys: tuple[str, ...]) -> str:
 
 
 # every measured column, in the JSON and CSV
-COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "rate_mbps", "images_per_s",
-           "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
+COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "exchange_s", "rate_mbps",
+           "images_per_s", "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
            "expected_bytes", "bytes_ratio", "tcp_retx", "ina_retx", "ps_ingress_bytes",
            "link_bytes", "pacing", "sent_over_plan", "fidelity", "fidelity_reasons", "cpu_busy",
            "cpu_saturated_share", "run_queue_per_cpu")

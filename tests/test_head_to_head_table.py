@@ -49,3 +49,28 @@ def test_verdicts_then_a_ranking_only_when_no_run_is_marked() -> None:
     assert "ranking by" not in text
     assert "no ranking: the result is bounded by the machine, not the schemes (inart: sent " \
            "0.37 of its plan (< 0.9), machine saturated in 90% of its samples)" in text
+
+
+def test_the_exchange_runs_from_the_last_workers_start_to_the_last_end() -> None:
+    """A worker that computed longer enters the sync late: the others' sync holds the wait,
+    the exchange does not."""
+    from emulation.head_to_head import per_round
+    from host_stack.train.hostrun import JobResult
+
+    rec = {"compute_s": 0.0, "loss": 1.0}
+    job = JobResult(rounds={"w1": [rec | {"sync_at": 100.0, "sync_s": 1.5}],
+                            "w2": [rec | {"sync_at": 100.9, "sync_s": 0.6}],
+                            "w3": [rec | {"sync_at": 100.5, "sync_s": 1.2}]},
+                    done={}, ps_stats={}, chunks={}, wall_s=2.0)
+    (row,) = per_round(job)
+    assert row["comm_s"] == 1.5  # the slowest worker's (w1: waited 0.9 s for w2)
+    assert abs(row["exchange_s"] - 0.8) < 1e-9  # 100.9 -> 101.7 (w3 ends last)
+
+
+def test_rounds_without_start_times_have_no_exchange() -> None:
+    from emulation.head_to_head import per_round
+    from host_stack.train.hostrun import JobResult
+
+    job = JobResult(rounds={"w1": [{"compute_s": 0.0, "loss": 1.0, "sync_s": 1.0}]},
+                    done={}, ps_stats={}, chunks={}, wall_s=1.0)
+    assert "exchange_s" not in per_round(job)[0]

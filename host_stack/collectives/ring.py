@@ -57,28 +57,50 @@ def ring_all_reduce(tensor: torch.Tensor, ranks: Sequence[int] | None = None,
     transfers = 2 * (n - 1)
     if tag_base + transfers * per_transfer > TAG_LIMIT:
         raise ValueError("chunk_bytes: too small for this size (p2p tags would overflow)")
-    scratch = torch.empty(sum(c.numel() for c in segs[0]), dtype=flat.dtype, device=flat.device)
+    # two scratch buffers: transfer t + 1's receives are posted while t's is being reduced
+    scratch = [torch.empty(sum(c.numel() for c in segs[0]), dtype=flat.dtype,
+                           device=flat.device) for _ in range(2)]
 
     def tag(t: int, c: int) -> int:
         return tag_base + t * per_transfer + c
 
-    sends: list[list] = [[] for _ in range(transfers + 1)]
+    def post_recvs(t: int) -> tuple[list[torch.Tensor], list]:
+        """Transfer t's receive buffers (scratch while reducing, else the segment itself) and
+        their posted receives."""
+        incoming = segs[(pos - t - 1) % n]
+        bufs = (chunks(scratch[t % 2][: sum(c.numel() for c in incoming)], chunk_elems)
+                if t < n - 1 else incoming)
+        return bufs, [irecv(b, prv, tag(t, i)) for i, b in enumerate(bufs)]
+
+    sends: list[list] = [[] for _ in range(transfers)]
+    settled = 0  # sends[:settled] are complete (gloo counts waits: each one is waited once)
+
+    def settle(upto: int) -> None:
+        nonlocal settled
+        for k in range(settled, min(upto, transfers - 1) + 1):
+            for w in sends[k]:
+                wait(w, timeout_s)
+        settled = max(settled, upto + 1)
+
+    posted = post_recvs(0)
     sends[0] = [isend(c, nxt, tag(0, i)) for i, c in enumerate(segs[pos % n])]
     for t in range(transfers):
-        for w in sends[t - 1] if t > 0 else ():
-            wait(w, timeout_s)  # before this transfer may overwrite a segment sent back then
+        # before transfer t + 1 may overwrite a segment sent back then: the one transfer
+        # t + 2 - n sent
+        settle(t - 1 if n > 2 else t)
+        bufs, recvs = posted
+        # gloo sends a message only once its receiver has posted the receive, and the
+        # receiver's notice queues on its link behind whatever it sent before: posting
+        # transfer t + 1's receives before forwarding this transfer's chunks keeps the notice
+        # ahead of them (posted after, each transfer waited for the receiver's own one)
+        if t + 1 < transfers:
+            posted = post_recvs(t + 1)
         incoming = segs[(pos - t - 1) % n]
-        reduce = t < n - 1
-        bufs = (chunks(scratch[: sum(c.numel() for c in incoming)], chunk_elems) if reduce
-                else incoming)
-        recvs = [irecv(b, prv, tag(t, i)) for i, b in enumerate(bufs)]
         for i, (c, b, r) in enumerate(zip(incoming, bufs, recvs, strict=True)):
             wait(r, timeout_s)
-            if reduce:
+            if t < n - 1:
                 c.add_(b)
             if t + 1 < transfers:
                 sends[t + 1].append(isend(c, nxt, tag(t + 1, i)))
-    for t in (transfers - 1, transfers):
-        for w in sends[t]:
-            wait(w, timeout_s)
+    settle(transfers - 1)
     return tensor

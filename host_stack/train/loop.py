@@ -47,11 +47,11 @@ def train_worker(model: nn.Module, x: torch.Tensor, y: torch.Tensor, sync: Gradi
         loss = loss_fn(model(x[idx]), y[idx])
         loss.backward()
         grad = flat_grads(model)
-        t1 = time.perf_counter()
+        t1, at = time.perf_counter(), time.monotonic()
         params = torch.as_tensor(sync.step(r, params, grad))  # INA returns a numpy array
         load_flat_params(model, params)
         t2 = time.perf_counter()
-        stats.append(RoundStats(r, float(loss.detach()), t1 - t0, t2 - t1))
+        stats.append(RoundStats(r, float(loss.detach()), t1 - t0, t2 - t1, at))
         if on_round is not None:
             on_round(stats[-1])
     return stats

@@ -42,6 +42,10 @@ class RoundStats:
     loss: float
     compute_s: float
     sync_s: float
+    # time.monotonic() when the sync began: one clock for every process of a machine, so a
+    # launcher can tell the exchange itself (from the last worker's start) from the wait for
+    # the other workers' compute
+    sync_at: float = 0.0
 
 
 class GradientSync(Protocol):

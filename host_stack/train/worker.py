@@ -94,7 +94,7 @@ def _round_fields(sync: MeasuredSync, rs: RoundStats) -> dict:
     del comm["round"]
     comm.pop("counters", None)
     return {"round": rs.round, "loss": rs.loss, "compute_s": rs.compute_s,
-            "sync_s": rs.sync_s, **comm}
+            "sync_s": rs.sync_s, "sync_at": rs.sync_at, **comm}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,11 +118,11 @@ def run(args: argparse.Namespace) -> int:
             params = np.zeros(job.n_values, np.float32)
             for r in range(args.rounds):
                 grad = rng.standard_normal(job.n_values, dtype=np.float32)
-                t0 = time.perf_counter()
+                t0, at = time.perf_counter(), time.monotonic()
                 params = sync.step(r, params, grad)
                 # digest of what came back, so a test can check every round's sums exactly
                 emit("round", **_round_fields(sync, RoundStats(r, 0.0, 0.0,
-                                                               time.perf_counter() - t0)),
+                                                               time.perf_counter() - t0, at)),
                      result_sha256=hashlib.sha256(np.asarray(params).tobytes()).hexdigest())
             acc = None
         else:

@@ -32,6 +32,17 @@ def test_emulated_is_per_iteration_median_time_and_mean_bytes_over_seeds() -> No
     assert out["inart"].link_bytes == {"w1->v1": 200.0, "v1->w1": 200.0}
 
 
+def test_emulated_compares_the_exchange_where_runs_have_it() -> None:
+    rows = [row("ring", 0, 1.0, {"w1->v1": 400}) | {"exchange_s": 0.6},
+            row("ring", 1, 1.2, {"w1->v1": 400}) | {"exchange_s": 0.8},
+            row("atp", 0, 2.0, {"w1->v1": 400}),  # an older run: its sync stands in
+            row("lbmm", 0, 3.0, {"w1->v1": 400}) | {"exchange_s": None}]
+    out = emulated(rows)
+    assert out["ring"].comm_s == pytest.approx(0.7) and out["ring"].sync_s == pytest.approx(1.1)
+    assert out["atp"].comm_s == out["atp"].sync_s == 2.0
+    assert out["lbmm"].comm_s == 3.0
+
+
 def test_emulated_refuses_a_run_without_bytes_per_link() -> None:
     old = row("atp", 1, 1.0, {})
     with pytest.raises(ValueError, match="atp seed 1: no 'bytes_per_link'"):
