@@ -30,7 +30,7 @@ from emulation.cluster.checks import (
     sessions_problem,
 )
 from emulation.cluster.nodes import ClusterError, ServerLauncher, Tunnels
-from emulation.cluster.placement import describe, place
+from emulation.cluster.placement import crossing, describe, place
 from emulation.cluster.spec import ClusterSpec
 from realhosts.launchers import SshProcess
 
@@ -66,12 +66,7 @@ class Cluster:
 
     def crossing(self) -> list[tuple[str, str]]:
         """The links whose ends run on different servers (each once)."""
-        seen, out = set(), []
-        for a, b in self.topo.links:
-            if self.where[a] != self.where[b] and frozenset((a, b)) not in seen:
-                seen.add(frozenset((a, b)))
-                out.append((a, b))
-        return out
+        return crossing(self.topo, self.where)
 
     def node_params(self, node: str) -> dict:
         return {"launcher": self.launchers[self.where[node]]}

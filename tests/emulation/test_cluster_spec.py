@@ -10,7 +10,7 @@ import pytest
 from control_plane.deploy.addressing import assign
 from control_plane.model.topologies import build_topology
 from emulation.cluster.checks import parse_facts, problems_of
-from emulation.cluster.placement import place
+from emulation.cluster.placement import crossing, place
 from emulation.cluster.spec import ClusterSpecError, load, parse
 
 PATH = Path("servers.yaml")
@@ -84,6 +84,29 @@ def test_fattree_load_is_even_and_edges_keep_their_hosts():
     load = {s: sum(1 for n in where.values() if n == s) for s in ("a", "b")}
     assert abs(load["a"] - load["b"]) <= 1, load
     assert all(where[h] == where[addr.tor[h]] for h in topo.workers + topo.pss)
+
+
+@pytest.mark.parametrize(("topology", "servers", "tunnels"),
+                         [("fattree:4", 2, 8), ("fattree:4", 3, 12), ("fattree:8", 2, 64)])
+def test_trades_halve_the_tunnels_and_keep_the_balance(topology, servers, tunnels):
+    """fattree:4 over two servers: one plane of aggregation and core switches on each (their
+    edges split evenly), 8 tunnels; the greedy pass alone left 16 (and 20, 128)."""
+    topo = build_topology(topology)
+    addr = assign(topo)
+    spec = parse(PATH, doc(servers={n: {"address": f"192.0.2.{10 + i}"}
+                                    for i, n in enumerate("abc"[:servers])}))
+    where = place(topo, addr, spec)
+    assert len(crossing(topo, where)) == tunnels
+    load = [sum(1 for n in where.values() if n == s) for s in spec.servers]
+    assert max(load) - min(load) <= 1, load
+    assert all(where[h] == where[addr.tor[h]] for h in topo.workers + topo.pss)
+
+
+def test_pinned_switches_never_trade():
+    topo = build_topology("fattree:4")
+    pins = {"e1": "a", "e2": "a", "a2": "b"}
+    where = place(topo, assign(topo), parse(PATH, doc(placement=pins)))
+    assert all(where[n] == s for n, s in pins.items())
 
 
 def test_each_missing_requirement_is_named():
