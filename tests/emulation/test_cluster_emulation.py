@@ -7,13 +7,16 @@ named."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from control_plane.model.topologies import build_topology
+from control_plane.repo import child_env
 from control_plane.solver.solve import plan_for
 from emulation.cluster.spec import parse
 from emulation.emulate import Emulation
@@ -106,4 +109,40 @@ def test_too_few_ssh_sessions_refused_before_anything_starts(needs_rig, tmp_path
                                                r"sessions .* raise MaxSessions"):
             run_fig1(tmp_path / "cluster", parse(tmp_path / "servers.yaml", doc))
         assert [x for s in doc["servers"] for x in server_leftovers(s)] == []
+    assert machine_state() == before
+
+
+def test_head_to_head_over_two_servers(needs_rig, tmp_path):
+    """`inart experiment head-to-head --cluster`: INA and the ring all-reduce train on one network
+    spread over two servers; the workers of both (the ring's gloo processes too) run on their
+    hosts' servers, so the ring's traffic crosses the tunnel between them.  INA's sums are
+    exact: its parameters are bit for bit those of the same run on this machine alone."""
+    def head_to_head(out: str, *more: str) -> dict:
+        proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "experiment",
+                               "head-to-head", "--rounds", "4", "--eval-every", "2",
+                               "--out", out, *more], capture_output=True, text=True,
+                              timeout=900, cwd=tmp_path, env=child_env())
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs = json.loads((tmp_path / out / "head_to_head.json").read_text())["runs"]
+        return {r["scheme"]: r | {"stdout": proc.stdout} for r in runs}
+
+    before = machine_state()
+    alone = head_to_head("alone", "--schemes", "inart")
+    with ExitStack() as stack:
+        doc = start_servers(2, tmp_path, stack)
+        (tmp_path / "servers.json").write_text(json.dumps(doc))
+        spread = head_to_head("cluster", "--schemes", "inart,ring", "--cluster",
+                              "servers.json")
+        left = [x for s in doc["servers"] for x in server_leftovers(s)]
+    assert left == []
+    assert "server2 (192.168.247.12): v2 w5 w6 s1 s2" in spread["ring"]["stdout"]
+    inart, ring = spread["inart"], spread["ring"]
+    assert inart["params_sha256"] == alone["inart"]["params_sha256"]
+    assert inart["rounds"] == ring["rounds"] == 4
+    assert inart["workers_agree"] and ring["workers_agree"]
+    assert abs(ring["final_loss"] - inart["final_loss"]) <= 0.02 * inart["final_loss"]
+    assert ring["bytes_per_link"]["v1->v2"] > 100_000  # gloo's ring over the VXLAN tunnel
+    assert ring["ps_ingress_bytes"] == 0
+    for r in (inart, ring):  # the switches' counters, read on their servers
+        assert 0.97 <= r["bytes_ratio"] <= 1.10, (r["scheme"], r["bytes_ratio"])
     assert machine_state() == before
