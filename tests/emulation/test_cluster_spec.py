@@ -3,6 +3,10 @@ findings, without any server."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +15,9 @@ from control_plane.deploy.addressing import assign
 from control_plane.model.topologies import build_topology
 from emulation.cluster.checks import parse_facts, problems_of
 from emulation.cluster.placement import crossing, place
+from emulation.cluster.run import Cluster
 from emulation.cluster.spec import ClusterSpecError, load, parse
+from realhosts.launchers import SshProcess
 
 PATH = Path("servers.yaml")
 GOOD = {"schema": "inart.cluster/1", "ssh": {"user": "root", "key": "/k"},
@@ -123,3 +129,33 @@ def test_each_missing_requirement_is_named():
     ok = parse_facts("uid=0\nmnexec=/usr/bin/mnexec\npython=ok\nrepo=ok\nmininet=2.3.0\n"
                      "marker=t\nvxlan=ok\nport=free\n")
     assert problems_of("a", ok, "2.3.0", "/p", "/r", Path("/out/.cluster-t"), "t", 4789) == []
+
+
+class FakeLauncher:
+    """Signals local processes by "pidfile" (here: the pid), recording each SSH command."""
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[list[str], str]] = []
+
+    def signal_all(self, pidfiles: list[str], sig: str) -> None:
+        self.commands.append((pidfiles, sig))
+        for pid in pidfiles:
+            os.kill(int(pid), getattr(signal, f"SIG{sig}"))
+
+
+def test_stopping_signals_each_servers_processes_in_one_command():
+    """Switches and workers end with one SSH command per server, not one each."""
+    topo = build_topology("fig1")
+    cluster = Cluster(parse(PATH, GOOD), topo, assign(topo))
+    launchers = [FakeLauncher(), FakeLauncher()]
+    procs = []
+    for i in range(5):
+        proc = SshProcess(launchers[i % 2], "", ["sleep", "60"])
+        proc.pidfile = str(proc.pid)
+        procs.append(proc)
+    started = time.monotonic()
+    cluster.terminate([*procs, subprocess.Popen(["true"])])  # local ones: not its business
+    assert time.monotonic() - started < 5
+    assert [len(f.commands) for f in launchers] == [1, 1]
+    assert sorted(len(f.commands[0][0]) for f in launchers) == [2, 3]
+    assert all(p.returncode == -signal.SIGTERM for p in procs)
