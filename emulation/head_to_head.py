@@ -351,7 +351,9 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
     """Every scheme for every seed on one emulated network, seed-major (so a loaded machine
     slows every scheme alike), with a progress bar."""
     topo = build_topology(args.topology)
-    out: Path = args.out
+    # absolute: the hosts' processes read their plan files there, on other servers from
+    # the checkout's directory (--cluster)
+    out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     loss, links = getattr(args, "loss", 0.0), getattr(args, "loss_links", None)

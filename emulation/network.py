@@ -452,6 +452,8 @@ class Network:
         return proc
 
     def stop_processes(self) -> None:
+        if self.cluster is not None:
+            self.cluster.terminate(self.procs)
         for proc in self.procs:
             try:
                 stop_process(proc)
@@ -465,6 +467,9 @@ class Network:
             self.stop_processes()
             if self.net is not None:
                 net, self.net = self.net, None
+                if self.cluster is not None:
+                    self.cluster.terminate([sw.switch.proc for sw in net.switches
+                                            if getattr(sw, "switch", None) is not None])
                 for sw in net.switches:  # processes first, even if Mininet's stop fails
                     if getattr(sw, "switch", None) is not None:
                         sw.switch.stop()

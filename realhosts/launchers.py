@@ -131,10 +131,14 @@ class SshLauncher(HostLauncher):
 
     def signal(self, pidfile: str, sig: str) -> None:
         """Send ``sig`` to the remote process that wrote ``pidfile`` (if it still runs)."""
-        f = shlex.quote(pidfile)
+        self.signal_all([pidfile], sig)
+
+    def signal_all(self, pidfiles: list[str], sig: str) -> None:
+        """``signal`` for several processes of this host in one SSH command."""
+        each = "; ".join(f"[ -f {f} ] && kill -{sig} $(cat {f}) 2>/dev/null"
+                         for f in map(shlex.quote, pidfiles))
         try:
-            self.run(["sh", "-c", f"[ -f {f} ] && kill -{sig} $(cat {f}) 2>/dev/null; true"],
-                     timeout=20, in_repo=False)
+            self.run(["sh", "-c", f"{each}; true"], timeout=20, in_repo=False)
         except (subprocess.TimeoutExpired, OSError):
             pass  # unreachable: stop() and the processes' own deadlines remain
 

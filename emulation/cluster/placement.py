@@ -9,6 +9,10 @@ The policy, in order:
    where a switch and each host count one unit of CPU (each is one busy process); among equally
    loaded servers, the one holding most of the switch's neighbours wins (fewer tunnels), then
    the one listed first.
+4. Then pairs of unpinned switches of equal load on different servers trade places while a
+   trade lowers the number of switch links between servers (each one a tunnel): the greedy
+   pass sees only the switches placed before each one (fattree:4 over two servers: 16 tunnels
+   after it, 8 after the trades), and equal loads keep the balance as it was.
 
 ``describe`` says per server what it runs and why, and the run prints it.
 """
@@ -41,9 +45,47 @@ def place(topo: Topology, addr: Addressing, spec: ClusterSpec) -> dict[str, str]
             return (load[server], -near, servers.index(server))
         where[sw] = min(servers, key=rank)
         load[where[sw]] += 1 + len(hosts_of[sw])
+    trade(topo, where, {sw: 1 + len(hosts_of[sw]) for sw in free})
     for host in topo.workers + topo.pss:
         where[host] = spec.placement.get(host, where[addr.tor[host]])
     return where
+
+
+def trade(topo: Topology, where: dict[str, str], weight: dict[str, int]) -> None:
+    """Swap the servers of two switches of ``weight`` (equal weights only) while a swap
+    lowers the count of switch links between servers; the best swap first."""
+    switches = set(topo.switches)
+    near = {sw: [n for n in topo.graph[sw] if n in switches] for sw in weight}
+
+    def gain(u: str, v: str) -> int:
+        """Links between servers that swapping ``u`` and ``v`` removes (negative: adds)."""
+        su, sv = where[u], where[v]
+        g = 0
+        for x, own, other in ((u, su, sv), (v, sv, su)):
+            for n in near[x]:
+                if n in (u, v):
+                    continue
+                g += (where[n] == other) - (where[n] == own)
+        return g
+
+    while True:
+        pairs = [(gain(u, v), u, v) for u in weight for v in weight
+                 if u < v and weight[u] == weight[v] and where[u] != where[v]]
+        best = max(pairs, default=None)
+        if best is None or best[0] <= 0:
+            return
+        _, u, v = best
+        where[u], where[v] = where[v], where[u]
+
+
+def crossing(topo: Topology, where: dict[str, str]) -> list[tuple[str, str]]:
+    """The links whose ends run on different servers (each once): the run's tunnels."""
+    seen, out = set(), []
+    for a, b in topo.links:
+        if where[a] != where[b] and frozenset((a, b)) not in seen:
+            seen.add(frozenset((a, b)))
+            out.append((a, b))
+    return out
 
 
 def describe(topo: Topology, where: dict[str, str], spec: ClusterSpec) -> list[str]:

@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from emulation.cluster.checks import (
     sessions_problem,
 )
 from emulation.cluster.nodes import ClusterError, ServerLauncher, Tunnels
-from emulation.cluster.placement import describe, place
+from emulation.cluster.placement import crossing, describe, place
 from emulation.cluster.spec import ClusterSpec
 from realhosts.launchers import SshProcess
 
@@ -66,12 +68,7 @@ class Cluster:
 
     def crossing(self) -> list[tuple[str, str]]:
         """The links whose ends run on different servers (each once)."""
-        seen, out = set(), []
-        for a, b in self.topo.links:
-            if self.where[a] != self.where[b] and frozenset((a, b)) not in seen:
-                seen.add(frozenset((a, b)))
-                out.append((a, b))
-        return out
+        return crossing(self.topo, self.where)
 
     def node_params(self, node: str) -> dict:
         return {"launcher": self.launchers[self.where[node]]}
@@ -117,22 +114,25 @@ class Cluster:
         marker.write_text(self.token)
         vxlan_servers = {self.where[n] for a, b in self.crossing() for n in (a, b)
                          if self.spec.tunnel_of(a, b) == "vxlan"}
-        problems = []
-        try:
-            for name, launcher in self.launchers.items():
-                port = self.port if name in vxlan_servers else None
-                script = probe_script(sys.executable, str(REPO), marker, self.token, port,
-                                      self.target)
-                out = launcher.shell(script, timeout=60)
-                problems += problems_of(name, parse_facts(out.stdout), mininet.net.VERSION,
-                                        sys.executable, str(REPO), marker, self.token, port)
-                nodes = sum(1 for s in self.where.values() if s == name)
-                problem = sessions_problem(launcher, 2 * nodes + 3)
-                if problem:
-                    problems.append(problem)
+
+        def check(name: str) -> list[str]:
+            launcher = self.launchers[name]
+            port = self.port if name in vxlan_servers else None
+            script = probe_script(sys.executable, str(REPO), marker, self.token, port,
+                                  self.target)
+            out = launcher.shell(script, timeout=60)
+            found = problems_of(name, parse_facts(out.stdout), mininet.net.VERSION,
+                                sys.executable, str(REPO), marker, self.token, port)
+            nodes = sum(1 for s in self.where.values() if s == name)
+            problem = sessions_problem(launcher, 2 * nodes + 3)
+            return found + ([problem] if problem else [])
+
+        try:  # every server at once: the sessions check holds its sessions for seconds
+            with ThreadPoolExecutor(max_workers=len(self.launchers)) as pool:
+                found = list(pool.map(check, self.launchers))
         finally:
             marker.unlink(missing_ok=True)
-        return problems
+        return [line for lines in found for line in lines]
 
     def _claim(self, name: str, launcher: ServerLauncher) -> None:
         """Hold this run's switch names on the server until ``stop`` (switch_claims.py)."""
@@ -172,15 +172,37 @@ class Cluster:
                     proc.stdin.close()  # the holder exits on end of input
                 except OSError:
                     pass
-        for launcher in self.launchers.values():
-            launcher.stop()
+
+        def undo(launcher: ServerLauncher) -> None:
+            launcher.stop()  # its grace period on every server at once
             launcher.cleanup()
             launcher.close_master()
+
+        if self.launchers:
+            with ThreadPoolExecutor(max_workers=len(self.launchers)) as pool:
+                list(pool.map(undo, self.launchers.values()))
         self.claims.clear()
         self.launchers.clear()
         if self._control is not None:
             shutil.rmtree(self._control, ignore_errors=True)
             self._control = None
+
+    def terminate(self, procs: list[subprocess.Popen], grace: float = 5.0) -> None:
+        """SIGTERM the remote ones of ``procs`` with one SSH command per server and give them
+        ``grace`` seconds to end (one command each costs a round trip per switch or worker:
+        seconds for fattree:4); what still runs is left to ``stop_process``."""
+        by_server: dict[ServerLauncher, list[SshProcess]] = {}
+        for proc in procs:
+            if isinstance(proc, SshProcess) and proc.poll() is None:
+                by_server.setdefault(proc.launcher, []).append(proc)
+        for launcher, mine in by_server.items():
+            launcher.signal_all([p.pidfile for p in mine], "TERM")
+        deadline = time.monotonic() + grace
+        for proc in (p for mine in by_server.values() for p in mine):
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
 
     # -- running things --------------------------------------------------------------------------
     def popen(self, node, cmd: list[str], env: dict[str, str] | None = None,

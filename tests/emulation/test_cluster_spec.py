@@ -3,6 +3,10 @@ findings, without any server."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -10,8 +14,10 @@ import pytest
 from control_plane.deploy.addressing import assign
 from control_plane.model.topologies import build_topology
 from emulation.cluster.checks import parse_facts, problems_of
-from emulation.cluster.placement import place
+from emulation.cluster.placement import crossing, place
+from emulation.cluster.run import Cluster
 from emulation.cluster.spec import ClusterSpecError, load, parse
+from realhosts.launchers import SshProcess
 
 PATH = Path("servers.yaml")
 GOOD = {"schema": "inart.cluster/1", "ssh": {"user": "root", "key": "/k"},
@@ -86,6 +92,29 @@ def test_fattree_load_is_even_and_edges_keep_their_hosts():
     assert all(where[h] == where[addr.tor[h]] for h in topo.workers + topo.pss)
 
 
+@pytest.mark.parametrize(("topology", "servers", "tunnels"),
+                         [("fattree:4", 2, 8), ("fattree:4", 3, 12), ("fattree:8", 2, 64)])
+def test_trades_halve_the_tunnels_and_keep_the_balance(topology, servers, tunnels):
+    """fattree:4 over two servers: one plane of aggregation and core switches on each (their
+    edges split evenly), 8 tunnels; the greedy pass alone left 16 (and 20, 128)."""
+    topo = build_topology(topology)
+    addr = assign(topo)
+    spec = parse(PATH, doc(servers={n: {"address": f"192.0.2.{10 + i}"}
+                                    for i, n in enumerate("abc"[:servers])}))
+    where = place(topo, addr, spec)
+    assert len(crossing(topo, where)) == tunnels
+    load = [sum(1 for n in where.values() if n == s) for s in spec.servers]
+    assert max(load) - min(load) <= 1, load
+    assert all(where[h] == where[addr.tor[h]] for h in topo.workers + topo.pss)
+
+
+def test_pinned_switches_never_trade():
+    topo = build_topology("fattree:4")
+    pins = {"e1": "a", "e2": "a", "a2": "b"}
+    where = place(topo, assign(topo), parse(PATH, doc(placement=pins)))
+    assert all(where[n] == s for n, s in pins.items())
+
+
 def test_each_missing_requirement_is_named():
     facts = parse_facts("uid=1000\nmnexec=missing\npython=missing\nrepo=ok\nmininet=2.2.0\n"
                         "marker=missing\nvxlan=missing\nport=busy\n")
@@ -100,3 +129,33 @@ def test_each_missing_requirement_is_named():
     ok = parse_facts("uid=0\nmnexec=/usr/bin/mnexec\npython=ok\nrepo=ok\nmininet=2.3.0\n"
                      "marker=t\nvxlan=ok\nport=free\n")
     assert problems_of("a", ok, "2.3.0", "/p", "/r", Path("/out/.cluster-t"), "t", 4789) == []
+
+
+class FakeLauncher:
+    """Signals local processes by "pidfile" (here: the pid), recording each SSH command."""
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[list[str], str]] = []
+
+    def signal_all(self, pidfiles: list[str], sig: str) -> None:
+        self.commands.append((pidfiles, sig))
+        for pid in pidfiles:
+            os.kill(int(pid), getattr(signal, f"SIG{sig}"))
+
+
+def test_stopping_signals_each_servers_processes_in_one_command():
+    """Switches and workers end with one SSH command per server, not one each."""
+    topo = build_topology("fig1")
+    cluster = Cluster(parse(PATH, GOOD), topo, assign(topo))
+    launchers = [FakeLauncher(), FakeLauncher()]
+    procs = []
+    for i in range(5):
+        proc = SshProcess(launchers[i % 2], "", ["sleep", "60"])
+        proc.pidfile = str(proc.pid)
+        procs.append(proc)
+    started = time.monotonic()
+    cluster.terminate([*procs, subprocess.Popen(["true"])])  # local ones: not its business
+    assert time.monotonic() - started < 5
+    assert [len(f.commands) for f in launchers] == [1, 1]
+    assert sorted(len(f.commands[0][0]) for f in launchers) == [2, 3]
+    assert all(p.returncode == -signal.SIGTERM for p in procs)
