@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define MAX_VLEN 1024 /* UIO_MAXIOV: the most messages one sendmmsg/recvmmsg takes */
 #define MAX_SEGS 64   /* UDP_MAX_SEGMENTS of older kernels: datagrams per GSO message */
@@ -172,10 +173,11 @@ out:
     return result;
 }
 
-/* recv(fd, buf, row_len, segs, lens, ips, ports) -> count
+/* recv(fd, buf, row_len, segs, lens, ips, ports[, stamps]) -> count
  * Receives what is waiting without blocking, into rows of ``row_len`` bytes of ``buf``, its
  * datagrams' lengths in lens[] and sources in ips[]/ports[] (host order), in arrival order;
- * the count of datagrams.  Message j of one recvmmsg gets rows [j segs, (j+1) segs): a socket
+ * the count of datagrams.  With ``stamps`` (float64 per row) on a socket with SO_TIMESTAMPNS,
+ * each datagram's kernel arrival time (CLOCK_REALTIME seconds; 0 where none came).  Message j of one recvmmsg gets rows [j segs, (j+1) segs): a socket
  * with UDP_GRO may be handed a GSO batch of up to ``segs`` equal datagrams as one message,
  * which is split back into rows here (then moved down so the rows are contiguous).  A
  * datagram longer than ``row_len`` reports row_len + 1; one of a GSO batch whose size is not
@@ -183,9 +185,9 @@ out:
 static PyObject *py_recv(PyObject *self, PyObject *args) {
     int fd, segs;
     Py_ssize_t row_len;
-    PyObject *o_buf, *o_lens, *o_ips, *o_ports;
-    if (!PyArg_ParseTuple(args, "iOniOOO", &fd, &o_buf, &row_len, &segs, &o_lens, &o_ips,
-                          &o_ports))
+    PyObject *o_buf, *o_lens, *o_ips, *o_ports, *o_stamps = NULL;
+    if (!PyArg_ParseTuple(args, "iOniOOO|O", &fd, &o_buf, &row_len, &segs, &o_lens, &o_ips,
+                          &o_ports, &o_stamps))
         return NULL;
     Views v = {.held = 0};
     PyObject *result = NULL;
@@ -201,12 +203,16 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
     if (hold(&v, o_buf, 1, rows * row_len, "buf") < 0 ||
         hold(&v, o_ips, 1, rows * 4, "ips") < 0 || hold(&v, o_ports, 1, rows * 2, "ports") < 0)
         goto out;
+    if (o_stamps != NULL && o_stamps != Py_None &&
+        hold(&v, o_stamps, 1, rows * (Py_ssize_t)sizeof(double), "stamps") < 0)
+        goto out;
     Py_buffer *lens = &v.b[0], *buf = &v.b[1], *ips = &v.b[2], *ports = &v.b[3];
+    double *stamp = v.held > 4 ? v.b[4].buf : NULL;
     struct mmsghdr msgs[MAX_VLEN];
     struct iovec iov[MAX_VLEN];
     struct sockaddr_in src[MAX_VLEN];
     union {
-        char buf[CMSG_SPACE(sizeof(int))];
+        char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
         struct cmsghdr align;
     } ctl[MAX_VLEN];
     char *base = buf->buf;
@@ -241,11 +247,16 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
     for (int j = 0; j < got; j++) {
         struct msghdr *h = &msgs[j].msg_hdr;
         Py_ssize_t len = msgs[j].msg_len, gso = 0, n = 1;
+        double at = 0.0;
         for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
             if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
                 int g;
                 memcpy(&g, CMSG_DATA(cm), sizeof g);
                 gso = g;
+            } else if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+                struct timespec ts;
+                memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+                at = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
             }
         }
         if (gso > 0 && len > gso) {
@@ -261,6 +272,7 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
             ln[out + d] = (int32_t)dl;
             ip[out + d] = src[j].sin_family == AF_INET ? ntohl(src[j].sin_addr.s_addr) : 0;
             port[out + d] = src[j].sin_family == AF_INET ? ntohs(src[j].sin_port) : 0;
+            if (stamp) stamp[out + d] = at;
         }
         out += n;
     }
