@@ -282,6 +282,54 @@ out:
     return result;
 }
 
+/* drop(buf, row_len, lens, ips, ports, stamps, k, positions) -> k - len(positions)
+ * Removes rows ``positions`` (ascending, < k) of the first ``k`` received ones from buf,
+ * lens, ips, ports and stamps, keeping the others' order: what recv() of an impaired socket
+ * holds back leaves the batch with one pass over memory instead of a gather per array. */
+static PyObject *py_drop(PyObject *self, PyObject *args) {
+    PyObject *o[6];
+    Py_ssize_t row_len, k;
+    if (!PyArg_ParseTuple(args, "OnOOOOnO", &o[0], &row_len, &o[1], &o[2], &o[3], &o[4], &k,
+                          &o[5]))
+        return NULL;
+    Views v = {.held = 0};
+    PyObject *result = NULL;
+    if (row_len <= 0 || k < 0) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.drop: row_len > 0 and k >= 0");
+        return NULL;
+    }
+    if (hold(&v, o[0], 1, k * row_len, "buf") < 0 || hold(&v, o[1], 1, k * 4, "lens") < 0 ||
+        hold(&v, o[2], 1, k * 4, "ips") < 0 || hold(&v, o[3], 1, k * 2, "ports") < 0 ||
+        hold(&v, o[4], 1, k * (Py_ssize_t)sizeof(double), "stamps") < 0 ||
+        hold(&v, o[5], 0, 0, "positions") < 0)
+        goto out;
+    const int64_t *pos = v.b[5].buf;
+    Py_ssize_t m = v.b[5].len / (Py_ssize_t)sizeof(int64_t);
+    char *arr[5] = {v.b[0].buf, v.b[1].buf, v.b[2].buf, v.b[3].buf, v.b[4].buf};
+    Py_ssize_t size[5] = {row_len, 4, 4, 2, (Py_ssize_t)sizeof(double)};
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (pos[j] < 0 || pos[j] >= k || (j && pos[j] <= pos[j - 1])) {
+            PyErr_SetString(PyExc_ValueError, "_batchio.drop: positions ascending, in [0, k)");
+            goto out;
+        }
+    }
+    for (int a = 0; a < 5; a++) {
+        Py_ssize_t out = m ? pos[0] : k;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            Py_ssize_t from = pos[j] + 1, to = j + 1 < m ? pos[j + 1] : k;
+            if (to > from) {
+                memmove(arr[a] + out * size[a], arr[a] + from * size[a],
+                        (size_t)((to - from) * size[a]));
+                out += to - from;
+            }
+        }
+    }
+    result = PyLong_FromSsize_t(k - m);
+out:
+    release(&v);
+    return result;
+}
+
 /* Verdicts and counters: the same codes and order as host_stack/ina/aggregator.py. */
 enum { ACCEPTED, COMPLETED, ANSWER_LATE, DROPPED, DUPLICATE };
 enum {
@@ -386,6 +434,7 @@ static PyMethodDef methods[] = {
     {"send", py_send, METH_VARARGS, "sendmmsg rows[idx] to (ips, ports); (done, errors, errno)"},
     {"recv", py_recv, METH_VARARGS, "recvmmsg into rows of buf; datagrams received"},
     {"aggregate", py_aggregate, METH_VARARGS, "PS accept rules over a batch of GRAD packets"},
+    {"drop", py_drop, METH_VARARGS, "remove rows at ascending positions, keeping the order"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -101,7 +101,6 @@ class BatchSocket:
         self.ports = np.zeros(rows, dtype=np.uint16)
         self.impaired = isinstance(sock, ImpairedSocket)
         self.stamps = np.zeros(rows, dtype=np.float64) if self.impaired else None
-        self.spare = np.zeros_like(self.data) if self.impaired else None
         if gso not in GSO_MODES:
             raise ValueError(f"gso={gso!r}: expected one of {', '.join(GSO_MODES)}")
         self.gso_everywhere = gso == "all"
@@ -186,15 +185,10 @@ class BatchSocket:
             arrived = np.minimum(self.stamps[late] - (time.time() - now), now)
             imp.hold(Held(self.data[late], self.lens[late], self.ips[late], self.ports[late],
                           arrived + imp.imp.delay_s))
-            mask = np.ones(k, dtype=bool)
-            mask[late] = False
-            keep = np.flatnonzero(mask)
-            k = keep.size
-            # the rows that go on, gathered into the spare buffer, which becomes ``data``
-            np.take(self.data, keep, axis=0, out=self.spare[:k], mode="clip")
-            self.data, self.spare = self.spare, self.data
-            for a in (self.lens, self.ips, self.ports):
-                a[:k] = a[keep]
+            k = _batchio.drop(self.data, self.row_len, self.lens, self.ips, self.ports,
+                              self.stamps, k, late)
+        if imp.first_due > time.monotonic():
+            return k
         for h in imp.take_due(self.data.shape[0] - k):
             m = h.due.size
             self.data[k:k + m], self.lens[k:k + m] = h.rows, h.lens
