@@ -10,11 +10,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from host_stack.ina.addresses import loopback
 from host_stack.ina.jobplan import star_plan
-from host_stack.train.bench import IMPAIRMENTS
 from host_stack.train.models import build_model, flat_params
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,36 +111,3 @@ def test_synthetic_ps_and_workers_never_import_torch(tmp_path):
                     if line.startswith("import time:")}
         assert "numpy" in imported, f"{name}: -X importtime listed nothing"
         assert "torch" not in imported, f"{name} imported torch"
-
-
-# the cases of `inart bench train --impair` (host_stack/train/bench.py)
-@pytest.mark.parametrize("impair", [i for _, i, _ in IMPAIRMENTS],
-                         ids=[name for name, _, _ in IMPAIRMENTS])
-def test_processes_sum_exactly_once_under_each_impairment(tmp_path, impair):
-    """A PS process in sum mode and three worker processes, every socket impaired as `inart
-    train --impair` impairs it: every round's sums, as each worker got them, are numpy's,
-    bit for bit, and the PS saw the impairment (its own socket's injections)."""
-    from host_stack.train.worker import expected_digests
-
-    workers, rounds, values = 3, 3, 20_000
-    job = write_job(tmp_path, workers=workers, shares=(1.0,))
-    job = [*job, "--model", "synthetic", "--values", str(values), "--impair", impair]
-    stats = tmp_path / "ps.json"
-    ps = python_m("host_stack.ina.ps", *job, "--ps", "s1", "--mode", "sum", "--idle-exit", "30",
-                  "--stats", str(stats))
-    procs = [python_m("host_stack.train.worker", *job, "--worker", f"w{k + 1}", "--rounds",
-                      str(rounds)) for k in range(workers)]
-    try:
-        outs = [p.communicate(timeout=300) for p in procs]
-    finally:
-        ps.send_signal(signal.SIGTERM)
-        ps.communicate(timeout=30)
-    assert [p.returncode for p in procs] == [0] * workers, [err[-500:] for _, err in outs]
-    want = expected_digests(workers, rounds, values)
-    for out, _ in outs:
-        got = [json.loads(line) for line in out.splitlines()]
-        assert [r["result_sha256"] for r in got if r["event"] == "round"] == want
-    counters = json.loads(stats.read_text())
-    for key, name in (("loss", "impair_dropped"), ("dup", "impair_duplicated"),
-                      ("reorder", "impair_reordered")):
-        assert (counters.get(name, 0) > 0) == (key in impair), (name, counters)
