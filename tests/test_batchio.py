@@ -101,12 +101,11 @@ def test_impaired_socket_sends_each_row_through_its_impairment():
 
 
 
-def test_impaired_batch_leaves_as_batches_with_duplicates_and_held_rows_released_late():
-    """Fates are drawn per batch: what goes now is one sendmmsg (not one sendto per row), a
-    duplicate follows its original, a held row is released by the batch socket when due."""
+def test_impaired_batch_leaves_as_one_batch_with_duplicates_after_their_originals():
+    """Send fates are drawn per batch: what goes is one sendmmsg (not one sendto per row),
+    and a duplicate follows its original."""
     rx, _, (host, port) = pair()
-    imp = ImpairedSocket(make_socket(("127.0.0.1", 0)),
-                         Impairment(dup=0.3, reorder=0.3, delay_s=0.05, seed=3))
+    imp = ImpairedSocket(make_socket(("127.0.0.1", 0)), Impairment(dup=0.3, seed=3))
     tx = BatchSocket(imp, L)
     calls = []
     real = imp.sendto
@@ -115,18 +114,36 @@ def test_impaired_batch_leaves_as_batches_with_duplicates_and_held_rows_released
                   np.array([port], np.uint16))
     assert res.done == 300 and not calls  # no per-row Python sends
     c = imp.counts
-    assert c["dropped"] == 0 and c["duplicated"] > 0 and c["reordered"] > 0
-    first, _, _ = drain(rx, 300 + c["duplicated"] - c["reordered"])
-    assert len(first) == 300 + c["duplicated"] - c["reordered"]
-    assert 0 < tx.wait_limit(1.0) <= 0.05  # a select() wakes when the held rows are due
-    tx.release_due()
-    assert imp.held  # not yet due
-    time.sleep(0.06)
-    tx.release_due()
-    assert not imp.held and not calls
-    late, _, _ = drain(rx, c["reordered"])
+    assert c["dropped"] == 0 and c["duplicated"] > 0 and c["reordered"] == 0
+    got, _, _ = drain(rx, 300 + c["duplicated"])
+    ids = got[:, :4].copy().view(">u4").ravel()
+    assert len(ids) == 300 + c["duplicated"]
+    assert (np.diff(ids.astype(np.int64)) >= 0).all() and set(ids.tolist()) == set(range(300))
+
+
+def test_held_arrivals_come_out_a_delay_after_the_kernel_received_them():
+    """Reordering holds arrivals back at the receiver, as netem's delay does: a held row comes
+    out of recv() ``delay_s`` after its kernel arrival time (not after the receiver first
+    looked), after what arrived with it, and select() wakes for it."""
+    imp = ImpairedSocket(make_socket(("127.0.0.1", 0)),
+                         Impairment(reorder=0.3, delay_s=0.05, seed=3))
+    rx = BatchSocket(imp, L)
+    _, tx, _ = pair()
+    host, port = imp.sock.getsockname()
+    tx.send(numbered(300), np.arange(300), np.array([ipv4(host)], np.uint32),
+            np.array([port], np.uint16))
+    time.sleep(0.03)  # the receiver looks late: the delay still runs from the arrival
+    t0 = time.monotonic()
+    first, _, _ = drain(rx, 300, tries=5)
+    held = imp.counts["reordered"]
+    assert 0 < held < 300 and len(first) == 300 - held
+    assert rx.wait_limit(1.0) <= 0.021  # due 50 ms after arrival, 30 ms of it passed
+    assert rx.wait(1.0) and time.monotonic() - t0 < 0.5  # woke for them, not at 1 s
+    late, _, _ = drain(rx, held, tries=5)
+    assert len(late) == held and not imp.held and not rx.has_due()
     ids = np.concatenate([first, late])[:, :4].copy().view(">u4").ravel()
-    assert len(ids) == 300 + c["duplicated"] and set(ids.tolist()) == set(range(300))
+    assert sorted(ids.tolist()) == list(range(300))
+    assert (np.diff(ids[:len(first)].astype(np.int64)) > 0).all()  # the rest stay in order
 
 
 def test_impairment_rejects_a_negative_delay():
@@ -175,3 +192,16 @@ def test_parse_batch_flags_bad_packets():
     assert ok.tolist() == [True, False, False]
     lens[0] -= 1
     assert not wire.parse_batch(rows, lens)[1][0]
+
+
+def test_drop_removes_rows_in_place_keeping_the_order_and_checks_positions():
+    from host_stack.ina import _batchio
+
+    data, lens = numbered(6), np.arange(6, dtype=np.int32)
+    ips, ports = np.arange(6, dtype=np.uint32), np.arange(6, dtype=np.uint16)
+    stamps = np.arange(6, dtype=np.float64)
+    k = _batchio.drop(data, L, lens, ips, ports, stamps, 6, np.array([0, 3, 4]))
+    assert k == 3 and data[:3, 3].tolist() == [1, 2, 5]
+    assert [a[:3].tolist() for a in (lens, ips, ports, stamps)] == [[1, 2, 5]] * 4
+    with pytest.raises(ValueError, match="ascending"):
+        _batchio.drop(data, L, lens, ips, ports, stamps, 3, np.array([2, 1]))

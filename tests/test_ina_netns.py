@@ -2,10 +2,10 @@
 
 PS processes run in sum mode (RESULT = int32 sums) and workers send seeded synthetic
 gradients, so the test can recompute every round's expected sum.  Impairments:
-- on loopback with the send-side injector (--impair), always;
+- on loopback with the injector (--impair), always;
 - across two network namespaces joined by a veth pair, with tc netem loss/duplicate/reorder on
   both ends (root; skipped with the reason when netem is not in the kernel), and with the
-  send-side injector on the same veth path (root).
+  injector on the same veth path (root).
 """
 
 import json

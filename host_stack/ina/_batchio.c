@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define MAX_VLEN 1024 /* UIO_MAXIOV: the most messages one sendmmsg/recvmmsg takes */
 #define MAX_SEGS 64   /* UDP_MAX_SEGMENTS of older kernels: datagrams per GSO message */
@@ -172,10 +173,11 @@ out:
     return result;
 }
 
-/* recv(fd, buf, row_len, segs, lens, ips, ports) -> count
+/* recv(fd, buf, row_len, segs, lens, ips, ports[, stamps]) -> count
  * Receives what is waiting without blocking, into rows of ``row_len`` bytes of ``buf``, its
  * datagrams' lengths in lens[] and sources in ips[]/ports[] (host order), in arrival order;
- * the count of datagrams.  Message j of one recvmmsg gets rows [j segs, (j+1) segs): a socket
+ * the count of datagrams.  With ``stamps`` (float64 per row) on a socket with SO_TIMESTAMPNS,
+ * each datagram's kernel arrival time (CLOCK_REALTIME seconds; 0 where none came).  Message j of one recvmmsg gets rows [j segs, (j+1) segs): a socket
  * with UDP_GRO may be handed a GSO batch of up to ``segs`` equal datagrams as one message,
  * which is split back into rows here (then moved down so the rows are contiguous).  A
  * datagram longer than ``row_len`` reports row_len + 1; one of a GSO batch whose size is not
@@ -183,9 +185,9 @@ out:
 static PyObject *py_recv(PyObject *self, PyObject *args) {
     int fd, segs;
     Py_ssize_t row_len;
-    PyObject *o_buf, *o_lens, *o_ips, *o_ports;
-    if (!PyArg_ParseTuple(args, "iOniOOO", &fd, &o_buf, &row_len, &segs, &o_lens, &o_ips,
-                          &o_ports))
+    PyObject *o_buf, *o_lens, *o_ips, *o_ports, *o_stamps = NULL;
+    if (!PyArg_ParseTuple(args, "iOniOOO|O", &fd, &o_buf, &row_len, &segs, &o_lens, &o_ips,
+                          &o_ports, &o_stamps))
         return NULL;
     Views v = {.held = 0};
     PyObject *result = NULL;
@@ -201,12 +203,16 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
     if (hold(&v, o_buf, 1, rows * row_len, "buf") < 0 ||
         hold(&v, o_ips, 1, rows * 4, "ips") < 0 || hold(&v, o_ports, 1, rows * 2, "ports") < 0)
         goto out;
+    if (o_stamps != NULL && o_stamps != Py_None &&
+        hold(&v, o_stamps, 1, rows * (Py_ssize_t)sizeof(double), "stamps") < 0)
+        goto out;
     Py_buffer *lens = &v.b[0], *buf = &v.b[1], *ips = &v.b[2], *ports = &v.b[3];
+    double *stamp = v.held > 4 ? v.b[4].buf : NULL;
     struct mmsghdr msgs[MAX_VLEN];
     struct iovec iov[MAX_VLEN];
     struct sockaddr_in src[MAX_VLEN];
     union {
-        char buf[CMSG_SPACE(sizeof(int))];
+        char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
         struct cmsghdr align;
     } ctl[MAX_VLEN];
     char *base = buf->buf;
@@ -241,11 +247,16 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
     for (int j = 0; j < got; j++) {
         struct msghdr *h = &msgs[j].msg_hdr;
         Py_ssize_t len = msgs[j].msg_len, gso = 0, n = 1;
+        double at = 0.0;
         for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
             if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
                 int g;
                 memcpy(&g, CMSG_DATA(cm), sizeof g);
                 gso = g;
+            } else if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+                struct timespec ts;
+                memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+                at = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
             }
         }
         if (gso > 0 && len > gso) {
@@ -261,10 +272,59 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
             ln[out + d] = (int32_t)dl;
             ip[out + d] = src[j].sin_family == AF_INET ? ntohl(src[j].sin_addr.s_addr) : 0;
             port[out + d] = src[j].sin_family == AF_INET ? ntohs(src[j].sin_port) : 0;
+            if (stamp) stamp[out + d] = at;
         }
         out += n;
     }
     result = PyLong_FromSsize_t(out);
+out:
+    release(&v);
+    return result;
+}
+
+/* drop(buf, row_len, lens, ips, ports, stamps, k, positions) -> k - len(positions)
+ * Removes rows ``positions`` (ascending, < k) of the first ``k`` received ones from buf,
+ * lens, ips, ports and stamps, keeping the others' order: what recv() of an impaired socket
+ * holds back leaves the batch with one pass over memory instead of a gather per array. */
+static PyObject *py_drop(PyObject *self, PyObject *args) {
+    PyObject *o[6];
+    Py_ssize_t row_len, k;
+    if (!PyArg_ParseTuple(args, "OnOOOOnO", &o[0], &row_len, &o[1], &o[2], &o[3], &o[4], &k,
+                          &o[5]))
+        return NULL;
+    Views v = {.held = 0};
+    PyObject *result = NULL;
+    if (row_len <= 0 || k < 0) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.drop: row_len > 0 and k >= 0");
+        return NULL;
+    }
+    if (hold(&v, o[0], 1, k * row_len, "buf") < 0 || hold(&v, o[1], 1, k * 4, "lens") < 0 ||
+        hold(&v, o[2], 1, k * 4, "ips") < 0 || hold(&v, o[3], 1, k * 2, "ports") < 0 ||
+        hold(&v, o[4], 1, k * (Py_ssize_t)sizeof(double), "stamps") < 0 ||
+        hold(&v, o[5], 0, 0, "positions") < 0)
+        goto out;
+    const int64_t *pos = v.b[5].buf;
+    Py_ssize_t m = v.b[5].len / (Py_ssize_t)sizeof(int64_t);
+    char *arr[5] = {v.b[0].buf, v.b[1].buf, v.b[2].buf, v.b[3].buf, v.b[4].buf};
+    Py_ssize_t size[5] = {row_len, 4, 4, 2, (Py_ssize_t)sizeof(double)};
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (pos[j] < 0 || pos[j] >= k || (j && pos[j] <= pos[j - 1])) {
+            PyErr_SetString(PyExc_ValueError, "_batchio.drop: positions ascending, in [0, k)");
+            goto out;
+        }
+    }
+    for (int a = 0; a < 5; a++) {
+        Py_ssize_t out = m ? pos[0] : k;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            Py_ssize_t from = pos[j] + 1, to = j + 1 < m ? pos[j + 1] : k;
+            if (to > from) {
+                memmove(arr[a] + out * size[a], arr[a] + from * size[a],
+                        (size_t)((to - from) * size[a]));
+                out += to - from;
+            }
+        }
+    }
+    result = PyLong_FromSsize_t(k - m);
 out:
     release(&v);
     return result;
@@ -374,6 +434,7 @@ static PyMethodDef methods[] = {
     {"send", py_send, METH_VARARGS, "sendmmsg rows[idx] to (ips, ports); (done, errors, errno)"},
     {"recv", py_recv, METH_VARARGS, "recvmmsg into rows of buf; datagrams received"},
     {"aggregate", py_aggregate, METH_VARARGS, "PS accept rules over a batch of GRAD packets"},
+    {"drop", py_drop, METH_VARARGS, "remove rows at ascending positions, keeping the order"},
     {NULL, NULL, 0, NULL},
 };
 

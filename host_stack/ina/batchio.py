@@ -13,6 +13,7 @@ so whole batches go in and out without building a Python object per packet.
 
 from __future__ import annotations
 
+import select
 import socket
 import time
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_stack.ina.addresses import Address
-from host_stack.ina.impair import ImpairedSocket
+from host_stack.ina.impair import NONE, Held, ImpairedSocket
 
 try:
     from host_stack.ina import _batchio
@@ -82,7 +83,8 @@ class BatchSocket:
     ``recv`` fills ``data`` (rows of ``row_len`` bytes), ``lens``, ``ips`` and ``ports``;
     a datagram longer than ``row_len`` reports ``row_len + 1`` so callers can reject it.
     Through an ImpairedSocket (tests, ``--impair``) each batch's fates are drawn at once and
-    what goes now still goes as one batch; held-back packets leave as a batch when due.
+    what goes now still goes as one batch; arrivals held back come out of ``recv`` when due,
+    after what arrived with them.
     ``gso`` says where UDP GSO is used: ``loopback`` (towards 127.0.0.0/8 only), ``all``
     (every destination: only where no software switch reads the frames off a veth) or ``off``.
     """
@@ -98,6 +100,7 @@ class BatchSocket:
         self.ips = np.zeros(rows, dtype=np.uint32)
         self.ports = np.zeros(rows, dtype=np.uint16)
         self.impaired = isinstance(sock, ImpairedSocket)
+        self.stamps = np.zeros(rows, dtype=np.float64) if self.impaired else None
         if gso not in GSO_MODES:
             raise ValueError(f"gso={gso!r}: expected one of {', '.join(GSO_MODES)}")
         self.gso_everywhere = gso == "all"
@@ -114,17 +117,23 @@ class BatchSocket:
     def fileno(self) -> int:
         return self.fd
 
-    def release_due(self) -> None:
-        """Send what an ImpairedSocket held back (reordering) and is now due."""
-        if self.impaired:
-            for h in self.sock.take_due():
-                self._send(h.rows, np.arange(h.rows.shape[0]), h.ips, h.ports)
-
     def wait_limit(self, timeout: float) -> float:
-        """``timeout``, shortened to when an ImpairedSocket's earliest held packet is due, so
-        a select() of that long wakes in time to release it."""
+        """``timeout``, shortened to when an ImpairedSocket's earliest held arrival is due, so
+        a select() of that long wakes in time to deliver it."""
         due = self.sock.next_due() if self.impaired else None
         return timeout if due is None else max(0.0, min(timeout, due - time.monotonic()))
+
+    def has_due(self) -> bool:
+        """Whether ``recv`` has held arrivals to deliver now (an ImpairedSocket's)."""
+        due = self.sock.next_due() if self.impaired else None
+        return due is not None and due <= time.monotonic()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until ``recv`` has something; whether it has."""
+        if self.has_due():
+            return True
+        ready, _, _ = select.select([self.fd], [], [], self.wait_limit(max(0.0, timeout)))
+        return bool(ready) or self.has_due()
 
     def send(self, rows: np.ndarray, idx: np.ndarray, ips: np.ndarray, ports: np.ndarray
              ) -> SendResult:
@@ -139,12 +148,10 @@ class BatchSocket:
             return self._send(rows, idx, ips, ports)
         if ips.size == 1:
             ips, ports = np.repeat(ips, idx.size), np.repeat(ports, idx.size)
-        now, late = self.sock.fates(idx.size)
+        now = self.sock.fates(idx.size)
         res = self._send(rows, idx[now], ips[now], ports[now])
         # a send-buffer stop: the caller retries from the first row that did not go
         done = idx.size if res.done == now.size else int(now[res.done])
-        late = late[late < done]
-        self.sock.hold(rows[idx[late]], ips[late], ports[late])
         return SendResult(done, res.errors, res.last_errno)
 
     def _send(self, rows: np.ndarray, idx: np.ndarray, ips: np.ndarray, ports: np.ndarray
@@ -160,9 +167,34 @@ class BatchSocket:
 
     def recv(self) -> int:
         """Receive what is waiting (up to one batch) without blocking; the count."""
-        self.release_due()
-        return _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
-                              self.ips, self.ports)
+        if not self.impaired:
+            return _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
+                                 self.ips, self.ports)
+        k = _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
+                          self.ips, self.ports, self.stamps)
+        return self._reorder_arrivals(k)
+
+    def _reorder_arrivals(self, k: int) -> int:
+        """Hold back the arrivals an ImpairedSocket picks among the ``k`` just received, and
+        append the held ones now due; the count left in the rows."""
+        imp = self.sock
+        late = imp.arrivals(k) if k else NONE
+        if late.size:
+            now = time.monotonic()
+            # kernel arrival (CLOCK_REALTIME) on this clock; a datagram without one (0): now
+            arrived = np.minimum(self.stamps[late] - (time.time() - now), now)
+            imp.hold(Held(self.data[late], self.lens[late], self.ips[late], self.ports[late],
+                          arrived + imp.imp.delay_s))
+            k = _batchio.drop(self.data, self.row_len, self.lens, self.ips, self.ports,
+                              self.stamps, k, late)
+        if imp.first_due > time.monotonic():
+            return k
+        for h in imp.take_due(self.data.shape[0] - k):
+            m = h.due.size
+            self.data[k:k + m], self.lens[k:k + m] = h.rows, h.lens
+            self.ips[k:k + m], self.ports[k:k + m] = h.ips, h.ports
+            k += m
+        return k
 
     def sendto(self, data: bytes, addr: Address) -> None:
         """One packet (control traffic); errors are the caller's to count."""

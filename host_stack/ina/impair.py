@@ -2,12 +2,18 @@
 --impair` on loopback, where tc netem cannot reach (netem needs a real or veth interface).
 
 It is a test instrument like netem, not a stand-in for a part: the PS and worker run
-unchanged over it.  Reordering holds a packet back for ``delay_s`` so later packets overtake it.
+unchanged over it.  Loss and duplication act on send.  Reordering acts on arrival, as netem's
+delay does: a packet held back is delivered ``delay_s`` after the kernel received it (its
+SO_TIMESTAMPNS stamp), so later packets overtake it, and the receiver sees it at its first
+receive after that, as it would see a packet netem delayed.  Held on the sending side
+instead, a packet left only when its sender next ran: on a loaded 2-core host that added
+3 ms on average and up to 30 ms to the 2 ms asked for, so the transport learned reordering
+windows of 15-50 ms and rounds paid for a delay nobody configured.
 
 Like netem, it must not change what it measures: a batch's fates (dropped, duplicated, held)
-are drawn at once (``fates``) and the packets that go now still leave as one batch through
-host_stack/ina/batchio.py, so an impaired run pays the same per-packet cost as an unimpaired
-one (sent one by one through Python, 0.0001% loss made fig1's rounds 10x slower).
+are drawn at once (``fates``, ``arrivals``) and the packets that go now still leave as one
+batch through host_stack/ina/batchio.py, so an impaired run pays the same per-packet cost as
+an unimpaired one (sent one by one through Python, 0.0001% loss made fig1's rounds 10x slower).
 """
 
 from __future__ import annotations
@@ -18,10 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # <asm-generic/socket.h>
+NONE = np.zeros(0, dtype=np.int64)
+
 
 @dataclass(frozen=True)
 class Impairment:
-    """Per-packet probabilities applied on send."""
+    """Per-packet probabilities: loss and dup on send, reorder on arrival."""
 
     loss: float = 0.0
     dup: float = 0.0
@@ -59,82 +68,113 @@ class Impairment:
 
 @dataclass
 class Held:
-    """Packets held back for reordering, due together: rows and their destinations."""
+    """Arrivals of one receive held back for reordering: their rows as received, and when
+    each is due (time.monotonic())."""
 
-    due: float
     rows: np.ndarray
+    lens: np.ndarray
     ips: np.ndarray
     ports: np.ndarray
+    due: np.ndarray
+
+    def split(self, now: float) -> tuple[Held | None, Held | None]:
+        """(the rows due at ``now``, the rest)."""
+        ready = self.due <= now
+        if ready.all():
+            return self, None
+        if not ready.any():
+            return None, self
+        parts = [Held(self.rows[m], self.lens[m], self.ips[m], self.ports[m], self.due[m])
+                 for m in (ready, ~ready)]
+        return parts[0], parts[1]
 
 
 class ImpairedSocket:
-    """A UDP socket whose sends are dropped, duplicated or delayed at random (seeded)."""
+    """A UDP socket whose sends are dropped or duplicated and whose arrivals are held back,
+    at random (seeded).  host_stack/ina/batchio.py applies the fates to whole batches."""
 
     def __init__(self, sock: socket.socket, impairment: Impairment) -> None:
         self.sock = sock
         self.imp = impairment
         self.rng = np.random.default_rng(impairment.seed)
         self.held: list[Held] = []
+        self.first_due = np.inf  # min of held.due, kept so a receive with nothing due is cheap
         self.counts = {"dropped": 0, "duplicated": 0, "reordered": 0}
+        # positions, counted from the next packet received, of the next ones held back
+        self.upcoming = np.array([-1], dtype=np.int64)
+        if impairment.reorder:  # kernel arrival times, so a held packet's delay starts there
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            self.upcoming = np.cumsum(self.rng.geometric(impairment.reorder, 64)) - 1
 
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def fates(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Draw the fates of ``k`` packets sent in order: (positions to send now, in order,
-        a duplicated one twice; positions to hold back ``delay_s``)."""
+    def fates(self, k: int) -> np.ndarray:
+        """Positions of ``k`` packets sent in order that go: in order, a duplicated one
+        twice, a lost one not at all."""
         imp = self.imp
         kept = np.flatnonzero(self.rng.random(k) >= imp.loss)
         copies = np.repeat(kept, np.where(self.rng.random(kept.size) < imp.dup, 2, 1))
-        late = self.rng.random(copies.size) < imp.reorder
         self.counts["dropped"] += k - kept.size
         self.counts["duplicated"] += copies.size - kept.size
-        self.counts["reordered"] += int(late.sum())
-        return copies[~late], copies[late]
+        return copies
 
-    def hold(self, rows: np.ndarray, ips: np.ndarray, ports: np.ndarray) -> None:
-        """Keep copies of ``rows`` (to ips/ports, one entry each) until ``delay_s`` from now."""
-        if rows.shape[0]:
-            self.held.append(Held(time.monotonic() + self.imp.delay_s, rows.copy(),
-                                  ips.copy(), ports.copy()))
+    def arrivals(self, k: int) -> np.ndarray:
+        """Positions (ascending) of the packets held back among ``k`` just received.
 
-    def take_due(self, now: float | None = None) -> list[Held]:
-        """Remove and return the held packets whose delay is over."""
-        if not self.held:
-            return []
+        Each packet is held with probability ``reorder``, drawn as geometric gaps between held
+        ones (the same law, without a draw per packet: a receive of thousands holds a few)."""
+        p = self.imp.reorder
+        if not p or self.upcoming[0] >= k:
+            self.upcoming -= k
+            return NONE
+        while self.upcoming[-1] < k:
+            more = self.upcoming[-1] + np.cumsum(self.rng.geometric(p, 256))
+            self.upcoming = np.concatenate([self.upcoming, more])
+        n = int(np.searchsorted(self.upcoming, k))
+        late, self.upcoming = self.upcoming[:n], self.upcoming[n:] - k
+        self.counts["reordered"] += n
+        return late
+
+    def hold(self, held: Held) -> None:
+        """Keep received rows (``held``, taken out of the receive buffer) until their due
+        times."""
+        self.held.append(held)
+        self.first_due = min(self.first_due, float(held.due.min()))
+
+    def take_due(self, limit: int, now: float | None = None) -> list[Held]:
+        """Remove and return held rows whose delay is over, oldest first, up to about
+        ``limit`` rows (whole receives at a time; at least the first one due)."""
         now = time.monotonic() if now is None else now
-        due = [h for h in self.held if h.due <= now]
-        if due:
-            self.held = [h for h in self.held if h.due > now]
-        return due
+        if self.first_due > now:
+            return []
+        out: list[Held] = []
+        kept: list[Held] = []
+        taken = 0
+        for h in self.held:
+            ready, rest = h.split(now) if taken < limit else (None, h)
+            if ready is not None and (not out or taken + ready.due.size <= limit):
+                out.append(ready)
+                taken += ready.due.size
+            elif ready is not None:
+                rest = h
+            if rest is not None:
+                kept.append(rest)
+        self.held = kept
+        self.first_due = min((float(h.due.min()) for h in kept), default=np.inf)
+        return out
 
     def next_due(self) -> float | None:
         """When the earliest held packet is due (None: nothing held)."""
-        return min(h.due for h in self.held) if self.held else None
-
-    def release_due(self) -> None:
-        """Send held packets whose delay is over, one by one (BatchSocket sends them as a
-        batch instead)."""
-        for h in self.take_due():
-            for row, ip, port in zip(h.rows, h.ips, h.ports, strict=True):
-                self.sock.sendto(row.tobytes(), (socket.inet_ntoa(int(ip).to_bytes(4, "big")),
-                                                 int(port)))
+        return self.first_due if self.held else None
 
     def sendto(self, data: bytes, addr: tuple[str, int]) -> int:
         """One packet (control traffic) through the same fates as a batch."""
-        self.release_due()
-        now, late = self.fates(1)
-        for _ in now:
+        for _ in self.fates(1):
             self.sock.sendto(data, addr)
-        if late.size:
-            row = np.frombuffer(data, dtype=np.uint8).reshape(1, -1)
-            ip = int.from_bytes(socket.inet_aton(socket.gethostbyname(addr[0])), "big")
-            self.hold(np.repeat(row, late.size, axis=0), np.full(late.size, ip, np.uint32),
-                      np.full(late.size, addr[1], np.uint16))
         return len(data)
 
     def close(self) -> None:
-        self.release_due()
         self.sock.close()
 
 

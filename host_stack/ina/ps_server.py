@@ -17,7 +17,6 @@ their RESULTs (as UDP GSO batches towards loopback workers).
 
 from __future__ import annotations
 
-import select
 import time
 from collections import Counter
 from pathlib import Path
@@ -163,9 +162,7 @@ class PsServer:
 
     def poll(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for packets and handle all that are queued; True if any."""
-        self.io.release_due()
-        ready, _, _ = select.select([self.io], [], [], self.io.wait_limit(timeout))
-        if not ready:
+        if not self.io.wait(timeout):
             return False
         got = False
         while k := self.io.recv():

@@ -84,10 +84,10 @@ class VersionedPs:
     def poll(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for packets on any face and handle them; True if any."""
         socks = {face.sock: face for face in self.faces.values()}
-        for face in socks.values():  # what impairment held back and is due leaves now
-            face.io.release_due()
+        for face in socks.values():  # wake when an arrival impairment held back is due
             timeout = face.io.wait_limit(timeout)
         ready, _, _ = select.select(list(socks), [], [], timeout)
+        ready = set(ready) | {sock for sock, face in socks.items() if face.io.has_due()}
         for sock in ready:
             socks[sock].poll(0.0)
         return bool(ready)

@@ -53,7 +53,6 @@ keeps the PS as source).  Everything unexpected is counted and dropped, never ra
 
 from __future__ import annotations
 
-import select
 import socket
 import time
 from collections import Counter
@@ -282,9 +281,7 @@ class WorkerTransport:
 
     # -- I/O helpers -------------------------------------------------------------------------
     def _wait(self, timeout: float) -> bool:
-        self.io.release_due()
-        ready, _, _ = select.select([self.io], [], [], self.io.wait_limit(max(0.0, timeout)))
-        return bool(ready)
+        return self.io.wait(timeout)
 
     def _send(self, st: _PsRound, rows: np.ndarray, idx: np.ndarray) -> int:
         """Send rows[idx] to st's PS; how many went (the rest: send buffer full)."""
