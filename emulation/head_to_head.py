@@ -44,7 +44,7 @@ from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology
 from control_plane.report import format_table, to_csv
 from control_plane.solver.solve import plan_for
-from emulation.cli_emulate import add_pace_arg, add_pacing_arg
+from emulation.cli_emulate import add_isolation_arg, add_pace_arg, add_pacing_arg
 from emulation.cluster.spec import CLUSTER_HELP
 from emulation.cluster.spec import argument as cluster_argument
 from emulation.emulate import Emulation
@@ -123,6 +123,7 @@ def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds per run")
     add_pace_arg(parser)
     add_pacing_arg(parser)
+    add_isolation_arg(parser)
     parser.add_argument("--group-p", type=int, default=None, metavar="P",
                         help="selective: smallest group size (default 0.3 x workers, >= 2)")
 
@@ -307,6 +308,7 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
              if scheme in INA and cfg.unit_bps and plan.rate > 0 else None)
     row["sent_over_plan"] = row["rate_mbps"] / paced if paced else None
     row.update(emu.pacing_note(cfg, job) if scheme in INA else {"pacing": "tcp"})
+    row["cpu_isolation"] = emu.isolation_note
     verdict = emu.verdict(scheme, row["sent_over_plan"],
                           row["ina_retx"] if scheme in INA else tcp_retx, usage)
     row.update(verdict.fields())
@@ -341,7 +343,8 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
     rows = []
     loss, links = getattr(args, "loss", 0.0), getattr(args, "loss_links", None)
     with Emulation(topo, out / "emulation", "embedded", args.scale, loss, quiet=True,
-                   loss_links=links, cluster=getattr(args, "cluster", None)) as emu, \
+                   loss_links=links, cluster=getattr(args, "cluster", None),
+                   switch_cpu_weight=getattr(args, "switch_cpu_weight", None)) as emu, \
             tqdm(total=len(schemes) * args.seeds, desc=desc, unit="run") as bar:
         for seed in range(args.seeds):
             cfg = TrafficConfig(mode="train", model=args.model, rounds=args.rounds,
@@ -403,7 +406,10 @@ def summary(rows: list[dict], seeds: int) -> str:
     if seeds > 1:
         text += f"\n\nover {seeds} seeds: median [min-max]\n{spread_table(rows, SPREAD_KEYS)}"
     verdicts = [verdict_of(r) for r in rows if "fidelity" in r]
-    lines = [v.line() for v in verdicts] + ranking_lines(verdicts, ranking(rows))
+    isolation = sorted({r["cpu_isolation"] for r in rows if r.get("cpu_isolation", "none")
+                        != "none"})
+    lines = ([f"cpu isolation: {note}" for note in isolation] + [v.line() for v in verdicts]
+             + ranking_lines(verdicts, ranking(rows)))
     return "\n".join([text, *lines]) if lines else text
 
 
@@ -433,6 +439,7 @@ def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
     setup = {"topology": args.topology, "model": args.model, "rounds": args.rounds,
              "batch": args.batch, "seeds": args.seeds, "scale_mbps_per_unit": args.scale,
              "target_accuracy": args.target_accuracy, "pace": args.pace,
+             "pacing": args.pacing, "switch_cpu_weight": getattr(args, "switch_cpu_weight", None),
              "loss_pct": getattr(args, "loss", 0.0),
              "loss_links": ["-".join(ab) for ab in getattr(args, "loss_links", None) or []]
              or "all"}

@@ -49,3 +49,12 @@ def test_verdicts_then_a_ranking_only_when_no_run_is_marked() -> None:
     assert "ranking by" not in text
     assert "no ranking: the result is bounded by the machine, not the schemes (inart: sent " \
            "0.37 of its plan (< 0.9), machine saturated in 90% of its samples)" in text
+
+
+def test_the_cpu_isolation_the_runs_had_is_printed_once() -> None:
+    rows = [_row("inart", 0, 3.0), _row("ring", 0, 1.5)]
+    assert "cpu isolation" not in summary(rows, seeds=1)
+    note = "switches weight 800 : hosts 100 (cgroup v1 cpu.shares, /sys/fs/cgroup/cpu/inart-1)"
+    for r in rows:
+        r["cpu_isolation"] = note
+    assert summary(rows, seeds=1).count(f"cpu isolation: {note}") == 1
