@@ -16,7 +16,9 @@ Isolations (``--isolations``): ``none``, or a weight W: the switch processes and
 processes in two cgroups weighted W : 100 (emulation/cpu_isolation.py), set on the running
 network between runs.  Each line: the achieved / plan rate (goal >= 0.9, the fidelity
 verdict's threshold, emulation/fidelity.py) and its ratio to the user-paced run without
-isolation under the same load; details: retransmissions, the machine's busy fraction and
+isolation under the same load; under training the rate once every worker sends (the verdict's,
+emulation/measure.py), with the workers' mean, which waits for their peers' compute, beside it
+(``mean_ratio``); details: retransmissions, the machine's busy fraction and
 saturated share during the run, the switches' and hosts' CPU (cores), and for kernel pacing
 the share of the workers' bytes tc counted in the pacing classes.
 
@@ -117,6 +119,7 @@ def measure(topology: str, scale: float, args: argparse.Namespace, out: Path) ->
                             "topology": topology, "scale": scale, "load": load,
                             "isolation": isolation, "cpu_isolation": note, "pacing": pacing,
                             "rate_ratio": r["rate_ratio"], "rate_mbps": r["rate_mbps"],
+                            "rate_ratio_mean": r["rate_ratio_mean"],
                             "plan_rate_mbps": r["plan_rate_mbps"], "retx": r["retx"],
                             "exact": r["exact"], "cpu_busy": r["cpu_busy"],
                             "cpu_saturated_share": r["cpu_saturated_share"],
@@ -126,6 +129,10 @@ def measure(topology: str, scale: float, args: argparse.Namespace, out: Path) ->
                             "fidelity": r["fidelity"]})
             emu.isolate(None)
     return rows
+
+
+def load_trains(r: dict) -> bool:
+    return r["load"] == "train" and r.get("rate_ratio_mean") is not None
 
 
 def name_of(r: dict) -> str:
@@ -145,6 +152,8 @@ def figures(rows: list[dict]) -> list[dict]:
                    "saturated": round(r["cpu_saturated_share"], 2),
                    "run_queue": round(r["run_queue_per_cpu"], 2),
                    "plan_mbps": round(r["plan_rate_mbps"], 4)}
+        if load_trains(r):  # the workers' mean, waiting for peers' compute included
+            details["mean_ratio"] = round(r["rate_ratio_mean"], 3)
         if "switch_cores" in r:
             details.update(switch_cores=round(r["switch_cores"], 2),
                            host_cores=round(r["host_cores"], 2))

@@ -49,7 +49,7 @@ from emulation.cluster.spec import CLUSTER_HELP
 from emulation.cluster.spec import argument as cluster_argument
 from emulation.emulate import Emulation
 from emulation.fidelity import Verdict, ranking_lines
-from emulation.measure import directed_link_bytes
+from emulation.measure import all_sending_rate, directed_link_bytes
 from host_stack.experiments.cli import add_common_args
 from host_stack.experiments.selective.selective_sync import STORE_ENV
 from host_stack.train.hostrun import JobResult, JobSource, TrafficConfig, plan_files, run_hosts
@@ -242,6 +242,7 @@ def summarize(scheme: str, seed: int, job: JobResult, worker_up: int, expected: 
         "train_s": sum(r["compute_s"] + r["comm_s"] for r in rounds),
         "images_per_s": len(job.rounds) * batch / iter_s if iter_s > 0 else float("nan"),
         "rate_mbps": worker_rate_mbps(job),
+        "rate_all_sending_mbps": all_sending_rate(list(job.rounds.values())),
         "final_loss": rounds[-1]["loss"] if rounds else float("nan"),
         "accuracy": statistics.fmean(d["accuracy"] for d in done),
         "time_to_target_s": reached,
@@ -306,7 +307,11 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     row["bytes_per_link"] = per_link
     paced = (plan.rate * cfg.rate_factor * cfg.unit_bps / 1e6
              if scheme in INA and cfg.unit_bps and plan.rate > 0 else None)
-    row["sent_over_plan"] = row["rate_mbps"] / paced if paced else None
+    # judged once every worker sends (emulation/measure.py); the mean waits for peers' compute
+    all_sending = row["rate_all_sending_mbps"]
+    row["sent_over_plan"] = ((all_sending if all_sending is not None else row["rate_mbps"])
+                             / paced if paced else None)
+    row["sent_over_plan_mean"] = row["rate_mbps"] / paced if paced else None
     row.update(emu.pacing_note(cfg, job) if scheme in INA else {"pacing": "tcp"})
     row["cpu_isolation"] = emu.isolation_note
     verdict = emu.verdict(scheme, row["sent_over_plan"],
@@ -390,8 +395,9 @@ def spread_table(rows: list[dict], keys: tuple[str, ...]) -> str:
 COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "rate_mbps", "images_per_s",
            "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
            "expected_bytes", "bytes_ratio", "tcp_retx", "ina_retx", "ps_ingress_bytes",
-           "link_bytes", "pacing", "sent_over_plan", "fidelity", "fidelity_reasons", "cpu_busy",
-           "cpu_saturated_share", "run_queue_per_cpu")
+           "link_bytes", "pacing", "sent_over_plan", "sent_over_plan_mean", "fidelity",
+           "fidelity_reasons", "cpu_busy", "cpu_saturated_share", "run_queue_per_cpu",
+           "cpu_isolation")
 # the ones printed, so that a row fits a terminal; the CSV has the rest
 SHOWN = ("scheme", "seed", "iter_s", "comm_s", "rate_mbps", "final_loss", "accuracy",
          "time_to_target_s", "bytes_ratio", "tcp_retx", "ina_retx")
@@ -406,8 +412,8 @@ def summary(rows: list[dict], seeds: int) -> str:
     if seeds > 1:
         text += f"\n\nover {seeds} seeds: median [min-max]\n{spread_table(rows, SPREAD_KEYS)}"
     verdicts = [verdict_of(r) for r in rows if "fidelity" in r]
-    isolation = sorted({r["cpu_isolation"] for r in rows if r.get("cpu_isolation", "none")
-                        != "none"})
+    isolation = sorted({note for r in rows
+                        if isinstance(note := r.get("cpu_isolation"), str) and note != "none"})
     lines = ([f"cpu isolation: {note}" for note in isolation] + [v.line() for v in verdicts]
              + ranking_lines(verdicts, ranking(rows)))
     return "\n".join([text, *lines]) if lines else text
