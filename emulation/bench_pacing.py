@@ -68,6 +68,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "hosts get 100), e.g. none,800")
     parser.add_argument("--model", default="cnn", choices=("mlp", "cnn"),
                         help="what the train load trains (and the idle runs' gradient size)")
+    parser.add_argument("--values", type=int, default=None,
+                        help="gradient length of the idle and burners runs (default: the "
+                             "model's parameter count, what the train runs move)")
     parser.add_argument("--pace", type=float, default=1.0, help="pace at FACTOR x plan")
     parser.add_argument("--burners", type=int, default=os.cpu_count() or 1,
                         help="busy processes beside the burners runs (default: one per CPU)")
@@ -100,7 +103,7 @@ def measure(topology: str, scale: float, args: argparse.Namespace, out: Path) ->
     """Every load x isolation x pacing run on one network: a row each."""
     topo = build_topology(topology)
     plan = plan_for(topo, args.scheme, 0)
-    values = model_size(argparse.Namespace(model=args.model, seed=0))
+    values = args.values or model_size(argparse.Namespace(model=args.model, seed=0))
     rows = []
     with Emulation(topo, out / topology.replace(":", "-"), scale=scale, quiet=True) as emu:
         base = TrafficConfig(rounds=args.rounds, values=values, unit_bps=emu.unit_bps,
@@ -208,8 +211,10 @@ def run(args: argparse.Namespace) -> int:
         print("bench pacing: --scales: one positive value, or one per --topologies entry",
               file=sys.stderr)
         return 2
-    if args.rounds < 2 or args.burners < 0 or not 0 < args.pace <= 1:
-        print("bench pacing: --rounds >= 2, --burners >= 0, 0 < --pace <= 1", file=sys.stderr)
+    if (args.rounds < 2 or args.burners < 0 or not 0 < args.pace <= 1
+            or (args.values is not None and args.values < 1)):
+        print("bench pacing: --rounds >= 2, --burners >= 0, 0 < --pace <= 1, --values >= 1",
+              file=sys.stderr)
         return 2
     try:
         args.loads = parse_list(args.loads, "--loads", _load)
