@@ -149,11 +149,9 @@ class CpuIsolation:
             try:
                 (group / "cgroup.procs").write_text(str(pid))
                 moved += 1
-            except ProcessLookupError:
+            except ProcessLookupError:  # exited meanwhile
                 continue
             except OSError as exc:
-                if exc.errno == 3:  # ESRCH: exited
-                    continue
                 raise IsolationError(f"cgroup: cannot move process {pid} into {group} "
                                      f"({exc.strerror})") from None
         return moved

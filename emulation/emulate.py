@@ -101,6 +101,10 @@ class Emulation:
         self.paced: dict[str, list[Stream]] = {}  # the workers' pacing classes now
         self.pacing_fallback: str | None = None  # why the kernel could not pace, if so
         self.switch_cpu_weight = switch_cpu_weight if cluster is None else None
+        if cluster is not None and switch_cpu_weight is not None:
+            print("emulation: running without CPU isolation: --switch-cpu-weight weights the "
+                  "processes of this machine only, and with --cluster the switches and hosts "
+                  "run on the servers", file=sys.stderr, flush=True)
         self.isolation: CpuIsolation | None = None
         self.isolation_note = "none"  # what the rows say (cpu_isolation)
         self.monitor = Monitor(lambda: {"switches": self.net.switch_pids(),
