@@ -151,7 +151,7 @@ def summarize(plan: Plan, job: JobResult, cfg: TrafficConfig, link_total: int, p
         "rate_ratio": judged / plan_rate if plan_rate else float("nan"),
         "rate_ratio_mean": rate / plan_rate if plan_rate else float("nan"),
         # against the plan itself, whatever the pacing headroom (`inart emulate --pace`)
-        "plan_ratio": rate / (plan.rate * unit_mbps) if plan.rate * unit_mbps else float("nan"),
+        "plan_ratio": judged / (plan.rate * unit_mbps) if plan.rate * unit_mbps else float("nan"),
         "rate_min_mbps": min(per_worker_rate.values(), default=0.0),
         "comm_s": comm_s,
         "plan_comm_s": want_comm,
