@@ -34,3 +34,21 @@ def test_the_head_to_head_row_keeps_the_mean_beside_the_judged_rate():
     row = summarize("inart", 0, job, 0, 0, 0, 0, 0.9, 32)
     assert row["rate_all_sending_mbps"] == pytest.approx(1.0)
     assert row["rate_mbps"] < 0.8  # w2's 0.43 pulls the mean down
+
+
+def test_emulate_rows_judge_training_on_the_last_starter_and_synthetic_on_the_mean():
+    from control_plane.model.topologies import build_topology
+    from control_plane.solver.solve import plan_for
+    from emulation.measure import summarize as emulate_row
+    from host_stack.train.hostrun import TrafficConfig
+
+    plan = plan_for(build_topology("fig1"), "inart", 0)
+    job = JobResult(rounds=ROUNDS, done={}, ps_stats={}, chunks={}, wall_s=1.0)
+    unit = 1e6 / plan.rate  # plan rate 1 Mbit/s per worker
+    train = emulate_row(plan, job, TrafficConfig(mode="train", unit_bps=unit), 0, 0, {})
+    assert train["rate_ratio"] == pytest.approx(1.0) and train["plan_ratio"] == pytest.approx(1.0)
+    assert train["rate_ratio_mean"] < 0.8
+    synthetic = emulate_row(plan, job, TrafficConfig(unit_bps=unit), 0, 0, {})
+    assert synthetic["rate_ratio"] == pytest.approx(synthetic["rate_ratio_mean"])
+    assert synthetic["rate_ratio"] < 0.8
+    assert synthetic["rate_all_sending_mbps"] is None
