@@ -33,6 +33,7 @@ from control_plane.repo import out_dir
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.cluster.spec import CLUSTER_HELP
 from emulation.cluster.spec import argument as cluster_argument
+from emulation.cpu_isolation import switch_weight
 from emulation.emulate import Emulation
 from emulation.fidelity import ranking_lines
 from emulation.measure import table, write_rows
@@ -48,9 +49,11 @@ PAPER_TOPOLOGY = "fattree"
 DEFAULT_FACTORS = "1.0,1.05,1.1,1.2,1.35,1.5,2.0,3.0"  # plans are tight: fine steps near 1
 
 
-def add_emulation_args(p: argparse.ArgumentParser, kernel_pacing: bool = True) -> None:
+def add_emulation_args(p: argparse.ArgumentParser, kernel_pacing: bool = True,
+                       isolation: bool = True) -> None:
     """Options shared by `inart emulate` and the emulation experiments (``kernel_pacing``:
-    whether its runs set up the hosts' pacing classes, Emulation.run, and take --pacing)."""
+    whether its runs set up the hosts' pacing classes, Emulation.run, and take --pacing;
+    ``isolation``: whether they build an Emulation, which takes --switch-cpu-weight)."""
     p.add_argument("--target", choices=("embedded", "bmv2"), default="embedded",
                    help="switch target (bmv2 needs /opt/p4/bin/simple_switch_grpc)")
     p.add_argument("--scale", type=float, default=0.25,
@@ -72,6 +75,8 @@ def add_emulation_args(p: argparse.ArgumentParser, kernel_pacing: bool = True) -
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--cluster", metavar="SERVERS_YAML", type=cluster_argument, default=None,
                    help=CLUSTER_HELP)
+    if isolation:
+        add_isolation_arg(p)
     p.add_argument("--no-fork-server", dest="fork_server", action="store_false",
                    help="start every training worker as its own interpreter (mnexec) instead "
                         "of forking it from one that imported torch once (shared pages)")
@@ -102,6 +107,15 @@ def add_pacing_arg(p: argparse.ArgumentParser) -> None:
                    help="who paces INA senders: kernel (default: an htb class per stream on "
                         "each worker's egress, emulation/host_pacing.py) or user (a token "
                         "bucket in the worker, which falls behind on a busy machine)")
+
+
+def add_isolation_arg(p: argparse.ArgumentParser) -> None:
+    """--switch-cpu-weight, for every command that builds an emulation on this machine."""
+    p.add_argument("--switch-cpu-weight", type=switch_weight, default=None, metavar="W",
+                   help="put the switch processes and the host processes (PSs, workers) in "
+                        "two cgroups weighted W : 100 for the CPU (1..10000; default: no "
+                        "isolation); where cgroups offer no CPU weight it says why and runs "
+                        "without (emulation/cpu_isolation.py)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -200,7 +214,8 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
     rows, sweep, verdicts = [], [], []
     t0 = time.monotonic()
     with Emulation(topo, out, args.target, scale, args.loss, args.quiet,
-                   fork_server=args.fork_server, cluster=args.cluster) as emu:
+                   fork_server=args.fork_server, cluster=args.cluster,
+                   switch_cpu_weight=args.switch_cpu_weight) as emu:
         cfg = traffic_config(args, emu.unit_bps)
         for plan in plans:
             compiled = emu.install(plan)

@@ -29,6 +29,7 @@ from control_plane.model.topology import Topology
 from control_plane.repo import EMULATION_STATE
 from emulation.cluster.run import Cluster
 from emulation.cluster.spec import ClusterSpec
+from emulation.cpu_isolation import CpuIsolation, IsolationError
 from emulation.fidelity import Verdict, judge
 from emulation.host_pacing import Stream
 from emulation.measure import event_names, link_bytes, summarize
@@ -80,7 +81,8 @@ class Emulation:
                  scale: float = 0.5, loss: float = 0.0, quiet: bool = False,
                  program: Pipeline | None = None, window: int = TrafficConfig.window,
                  loss_links: list[tuple[str, str]] | None = None,
-                 fork_server: bool = True, cluster: ClusterSpec | None = None) -> None:
+                 fork_server: bool = True, cluster: ClusterSpec | None = None,
+                 switch_cpu_weight: int | None = None) -> None:
         self.topo = topology
         self.out_dir = out_dir.resolve()  # hosts' processes and switches get absolute paths
         self.addr: Addressing = assign(topology)
@@ -98,6 +100,13 @@ class Emulation:
         self.installed: str | None = None
         self.paced: dict[str, list[Stream]] = {}  # the workers' pacing classes now
         self.pacing_fallback: str | None = None  # why the kernel could not pace, if so
+        self.switch_cpu_weight = switch_cpu_weight if cluster is None else None
+        if cluster is not None and switch_cpu_weight is not None:
+            print("emulation: running without CPU isolation: --switch-cpu-weight weights the "
+                  "processes of this machine only, and with --cluster the switches and hosts "
+                  "run on the servers", file=sys.stderr, flush=True)
+        self.isolation: CpuIsolation | None = None
+        self.isolation_note = "none"  # what the rows say (cpu_isolation)
         self.monitor = Monitor(lambda: {"switches": self.net.switch_pids(),
                                         "hosts": self.net.host_pids()})
 
@@ -109,6 +118,8 @@ class Emulation:
         except BaseException:
             self.monitor.__exit__()
             raise
+        if self.switch_cpu_weight is not None:
+            self.isolate(self.switch_cpu_weight)
         STATE_FILE.write_text(json.dumps({
             "switches": {sw: {"grpc": self.addr.grpc_address(sw),
                               "device_id": self.addr.device_id[sw]}
@@ -121,8 +132,29 @@ class Emulation:
         try:
             self.net.__exit__(*exc)
         finally:
+            self.isolate(None)
             self.monitor.__exit__()
             _forget_state()
+
+    def isolate(self, weight: int | None) -> str:
+        """Weight the switches' CPU share against the hosts' (emulation/cpu_isolation.py),
+        or end that (None); returns what the rows will say.  Where cgroups cannot do it, says
+        why on stderr and runs without."""
+        if self.isolation is not None:
+            self.isolation.release()
+            self.isolation, self.isolation_note = None, "none"
+        if weight is None:
+            return self.isolation_note
+        try:
+            isolation = CpuIsolation(weight)
+            self.isolation_note = isolation.apply(self.net.switch_pids(),
+                                                  [os.getpid(), *self.net.host_pids()])
+            self.isolation = isolation
+        except IsolationError as exc:
+            self.isolation_note = f"unavailable: {exc}"
+            print(f"emulation: running without CPU isolation: {exc}", file=sys.stderr,
+                  flush=True)
+        return self.isolation_note
 
     @property
     def unit_bps(self) -> float:
@@ -296,6 +328,7 @@ class Emulation:
                    host_cores=usage.cores.get("hosts", 0.0), machine_busy=usage.machine_busy,
                    cpus=usage.cpus)
         row.update(self.pacing_note(cfg, job))
+        row["cpu_isolation"] = self.isolation_note
         verdict = self.verdict(plan.scheme, row["rate_ratio"] if cfg.unit_bps else None,
                                row["retx"], usage)
         row.update(verdict.fields())

@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         topo = build_topology(args.topology, ps=args.ps, workers=workers,
                               preset=args.preset if args.topology != "fig1" else None)
         with Emulation(topo, out / label.replace(" ", "-"), args.target, args.scale,
-                       args.loss, args.quiet, fork_server=args.fork_server) as emu:
+                       args.loss, args.quiet, fork_server=args.fork_server,
+                       switch_cpu_weight=args.switch_cpu_weight) as emu:
             cfg = traffic_config(args, emu.unit_bps)
             if "values" in opts:
                 cfg = replace(cfg, values=opts["values"])

@@ -44,12 +44,12 @@ from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology
 from control_plane.report import format_table, to_csv
 from control_plane.solver.solve import plan_for
-from emulation.cli_emulate import add_pace_arg, add_pacing_arg
+from emulation.cli_emulate import add_isolation_arg, add_pace_arg, add_pacing_arg
 from emulation.cluster.spec import CLUSTER_HELP
 from emulation.cluster.spec import argument as cluster_argument
 from emulation.emulate import Emulation
 from emulation.fidelity import Verdict, ranking_lines
-from emulation.measure import directed_link_bytes
+from emulation.measure import all_sending_rate, directed_link_bytes
 from host_stack.experiments.cli import add_common_args
 from host_stack.experiments.selective.selective_sync import STORE_ENV
 from host_stack.train.hostrun import JobResult, JobSource, TrafficConfig, plan_files, run_hosts
@@ -123,6 +123,7 @@ def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds per run")
     add_pace_arg(parser)
     add_pacing_arg(parser)
+    add_isolation_arg(parser)
     parser.add_argument("--group-p", type=int, default=None, metavar="P",
                         help="selective: smallest group size (default 0.3 x workers, >= 2)")
 
@@ -254,6 +255,7 @@ def summarize(scheme: str, seed: int, job: JobResult, worker_up: int, expected: 
         "train_s": sum(r["compute_s"] + r["comm_s"] for r in rounds),
         "images_per_s": len(job.rounds) * batch / iter_s if iter_s > 0 else float("nan"),
         "rate_mbps": worker_rate_mbps(job),
+        "rate_all_sending_mbps": all_sending_rate(list(job.rounds.values())),
         "final_loss": rounds[-1]["loss"] if rounds else float("nan"),
         "accuracy": statistics.fmean(d["accuracy"] for d in done),
         "time_to_target_s": reached,
@@ -320,8 +322,13 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     row["bytes_per_link"] = per_link
     paced = (plan.rate * cfg.rate_factor * cfg.unit_bps / 1e6
              if scheme in INA and cfg.unit_bps and plan.rate > 0 else None)
-    row["sent_over_plan"] = row["rate_mbps"] / paced if paced else None
+    # judged once every worker sends (emulation/measure.py); the mean waits for peers' compute
+    all_sending = row["rate_all_sending_mbps"]
+    row["sent_over_plan"] = ((all_sending if all_sending is not None else row["rate_mbps"])
+                             / paced if paced else None)
+    row["sent_over_plan_mean"] = row["rate_mbps"] / paced if paced else None
     row.update(emu.pacing_note(cfg, job) if scheme in INA else {"pacing": "tcp"})
+    row["cpu_isolation"] = emu.isolation_note
     verdict = emu.verdict(scheme, row["sent_over_plan"],
                           row["ina_retx"] if scheme in INA else tcp_retx, usage)
     row.update(verdict.fields())
@@ -358,7 +365,8 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
     rows = []
     loss, links = getattr(args, "loss", 0.0), getattr(args, "loss_links", None)
     with Emulation(topo, out / "emulation", "embedded", args.scale, loss, quiet=True,
-                   loss_links=links, cluster=getattr(args, "cluster", None)) as emu, \
+                   loss_links=links, cluster=getattr(args, "cluster", None),
+                   switch_cpu_weight=getattr(args, "switch_cpu_weight", None)) as emu, \
             tqdm(total=len(schemes) * args.seeds, desc=desc, unit="run") as bar:
         for seed in range(args.seeds):
             cfg = TrafficConfig(mode="train", model=args.model, rounds=args.rounds,
@@ -404,8 +412,9 @@ def spread_table(rows: list[dict], keys: tuple[str, ...]) -> str:
 COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "exchange_s", "rate_mbps",
            "images_per_s", "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
            "expected_bytes", "bytes_ratio", "tcp_retx", "ina_retx", "ps_ingress_bytes",
-           "link_bytes", "pacing", "sent_over_plan", "fidelity", "fidelity_reasons", "cpu_busy",
-           "cpu_saturated_share", "run_queue_per_cpu")
+           "link_bytes", "pacing", "sent_over_plan", "sent_over_plan_mean", "fidelity",
+           "fidelity_reasons", "cpu_busy", "cpu_saturated_share", "run_queue_per_cpu",
+           "cpu_isolation")
 # the ones printed, so that a row fits a terminal; the CSV has the rest
 SHOWN = ("scheme", "seed", "iter_s", "comm_s", "rate_mbps", "final_loss", "accuracy",
          "time_to_target_s", "bytes_ratio", "tcp_retx", "ina_retx")
@@ -420,7 +429,10 @@ def summary(rows: list[dict], seeds: int) -> str:
     if seeds > 1:
         text += f"\n\nover {seeds} seeds: median [min-max]\n{spread_table(rows, SPREAD_KEYS)}"
     verdicts = [verdict_of(r) for r in rows if "fidelity" in r]
-    lines = [v.line() for v in verdicts] + ranking_lines(verdicts, ranking(rows))
+    isolation = sorted({note for r in rows
+                        if isinstance(note := r.get("cpu_isolation"), str) and note != "none"})
+    lines = ([f"cpu isolation: {note}" for note in isolation] + [v.line() for v in verdicts]
+             + ranking_lines(verdicts, ranking(rows)))
     return "\n".join([text, *lines]) if lines else text
 
 
@@ -450,6 +462,7 @@ def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
     setup = {"topology": args.topology, "model": args.model, "rounds": args.rounds,
              "batch": args.batch, "seeds": args.seeds, "scale_mbps_per_unit": args.scale,
              "target_accuracy": args.target_accuracy, "pace": args.pace,
+             "pacing": args.pacing, "switch_cpu_weight": getattr(args, "switch_cpu_weight", None),
              "loss_pct": getattr(args, "loss", 0.0),
              "loss_links": ["-".join(ab) for ab in getattr(args, "loss_links", None) or []]
              or "all"}

@@ -58,7 +58,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "'w1,w2,w5:s1;w3,w4,w6:s2' (default: the workers and PSs split "
                              "in two halves)")
     parser.add_argument("--scheme", default="inart", help="every job's scheme")
-    add_emulation_args(parser, kernel_pacing=False)  # plans change under the workers
+    # plans change under the workers; the network is a Network, not an Emulation
+    add_emulation_args(parser, kernel_pacing=False, isolation=False)
     parser.set_defaults(func=run)
 
 

@@ -74,3 +74,12 @@ def test_rounds_without_start_times_have_no_exchange() -> None:
     job = JobResult(rounds={"w1": [{"compute_s": 0.0, "loss": 1.0, "sync_s": 1.0}]},
                     done={}, ps_stats={}, chunks={}, wall_s=1.0)
     assert "exchange_s" not in per_round(job)[0]
+
+
+def test_the_cpu_isolation_the_runs_had_is_printed_once() -> None:
+    rows = [_row("inart", 0, 3.0), _row("ring", 0, 1.5)]
+    assert "cpu isolation" not in summary(rows, seeds=1)
+    note = "switches weight 800 : hosts 100 (cgroup v1 cpu.shares, /sys/fs/cgroup/cpu/inart-1)"
+    for r in rows:
+        r["cpu_isolation"] = note
+    assert summary(rows, seeds=1).count(f"cpu isolation: {note}") == 1
