@@ -78,6 +78,17 @@ def test_inart_goes_around_cycles_on_small_irregular_graphs(shape, seed, reached
     assert solve(t, "inart", seed=seed, paths=PathSets(t)).rate < 0.8 * reached
 
 
+def test_a_better_minimum_hop_plan_is_kept_with_a_bound_over_every_simple_path():
+    # over every simple path the packing reached 6.18 here; minimum-hop paths give 6.5
+    _, t = random_instance(49, "leafspine")
+    inart = solve(t, "inart", seed=49)
+    assert inart.rate >= 6.5 * (1 - 1e-6) and "minimum-hop plan kept" in inart.meta["paths"]
+    assert all(len(f.path) <= 5 for f in inart.flows)  # worker, leaf, spine, leaf, PS
+    over_all = solve(t, "inart", seed=49, paths=exact_paths(t))
+    assert over_all.rate < 0.97 * inart.rate
+    assert inart.upper_bound >= inart.rate  # recomputed over every simple path, its split
+
+
 def test_bench_row_names_the_milp_path_set_and_the_free_split_bound():
     row = bench_random(1, 5.0, "irregular")
     assert row["milp_paths"] == "simple" and "all simple paths" in row["milp_path_set"]
