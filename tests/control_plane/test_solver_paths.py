@@ -64,9 +64,10 @@ def test_free_split_bound_holds_for_plans_of_every_split():
 
 
 # (shape, seed, a plan's rate found by the MILP over every simple path) where inart over
-# minimum-hop paths fell far short: 5.60 of 7.5 (aggregating at a switch off every shortest
-# path and going around the cycle v1-v3-v2 frees the v1->v2 bottleneck)
-DETOUR_SHORT = [("irregular", 0, 7.5)]
+# minimum-hop paths fell far short: seed 5, the worst of `inart bench solver --random 60`,
+# 5.03 of 7.5; seed 0 5.60 of 7.5 (aggregating at a switch off every shortest path and
+# going around the cycle v1-v3-v2 frees the v1->v2 bottleneck)
+DETOUR_SHORT = [("irregular", 5, 7.5), ("irregular", 0, 7.5)]
 
 
 @pytest.mark.parametrize("shape,seed,reached", DETOUR_SHORT)
