@@ -60,6 +60,17 @@ def run_fig1(out: Path, cluster=None, topology: str = "fig1", scale: float = SCA
         return emu.run(plan, compiled, cfg, "inart").row
 
 
+def check_spread(alone: dict, spread: dict, left: list, capfd) -> str:
+    """Nothing left on the servers, exact sums on both runs, the rate within RATE_SLACK of the
+    one-machine run; returns what the runs printed."""
+    assert left == []
+    out = capfd.readouterr().out
+    assert alone["exact"] and spread["exact"]
+    ratio = spread["rate_mbps"] / alone["rate_mbps"]
+    assert abs(ratio - 1) <= RATE_SLACK, (alone["rate_mbps"], spread["rate_mbps"])
+    return out
+
+
 def test_fig1_over_two_servers_matches_one_machine(needs_rig, tmp_path, capfd):
     before = machine_state()
     alone = run_fig1(tmp_path / "alone")
@@ -67,11 +78,7 @@ def test_fig1_over_two_servers_matches_one_machine(needs_rig, tmp_path, capfd):
         doc = start_servers(2, tmp_path, stack)
         spread = run_fig1(tmp_path / "cluster", parse(tmp_path / "servers.yaml", doc))
         left = [x for s in doc["servers"] for x in server_leftovers(s)]
-    assert left == []
-    out = capfd.readouterr().out
-    assert alone["exact"] and spread["exact"]
-    ratio = spread["rate_mbps"] / alone["rate_mbps"]
-    assert abs(ratio - 1) <= RATE_SLACK, (alone["rate_mbps"], spread["rate_mbps"])
+    out = check_spread(alone, spread, left, capfd)
     assert "server1 (192.168.247.11): v1 w1 w2 w3 w4" in out
     assert "server2 (192.168.247.12): v2 w5 w6 s1 s2" in out
     assert "link v1-v2: server1 <-> server2 over VXLAN VNI" in out
@@ -88,11 +95,7 @@ def test_fattree4_over_two_servers_matches_one_machine(needs_rig, tmp_path, capf
         spread = run_fig1(tmp_path / "cluster", parse(tmp_path / "servers.yaml", doc),
                           "fattree:4", FATTREE_SCALE)
         left = [x for s in doc["servers"] for x in server_leftovers(s)]
-    assert left == []
-    out = capfd.readouterr().out
-    assert alone["exact"] and spread["exact"]
-    ratio = spread["rate_mbps"] / alone["rate_mbps"]
-    assert abs(ratio - 1) <= RATE_SLACK, (alone["rate_mbps"], spread["rate_mbps"])
+    out = check_spread(alone, spread, left, capfd)
     assert ("server1 (192.168.247.11): a1 a3 a5 a7 c1 c2 e1 e3 e5 e7 w1 w2 w5 w8 s1 s2 s3 "
             "s4\n") in out
     assert ("server2 (192.168.247.12): a2 a4 a6 a8 c3 c4 e2 e4 e6 e8 w3 w4 w6 w7 w9 w10 w11 "
