@@ -34,6 +34,26 @@ def drain(b, want, tries=200):
     return np.concatenate(rows), np.concatenate(lens), np.concatenate(srcs)
 
 
+def stamping_on_arrival(sock: socket.socket) -> None:
+    """Wait until the kernel stamps datagrams when they arrive: SO_TIMESTAMPNS turns receive
+    stamping on through deferred work (net_enable_timestamp), and until it ran recvmsg stamps
+    a datagram when it is read, so on a machine where nothing else stamps, the first datagrams
+    would look as if they arrived at the read."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for _ in range(200):
+            probe.sendto(b"p", sock.getsockname())
+            time.sleep(0.005)
+            _, anc, _, _ = sock.recvmsg(64, socket.CMSG_SPACE(16))
+            stamps = [np.frombuffer(d[:16], np.int64) for lvl, typ, d in anc
+                      if lvl == socket.SOL_SOCKET and len(d) >= 16]
+            if stamps and stamps[0][0] + stamps[0][1] * 1e-9 < time.time() - 0.004:
+                return
+        pytest.fail("the kernel never stamped a datagram on arrival")
+    finally:
+        probe.close()
+
+
 def numbered(count):
     rows = np.zeros((count, L), np.uint8)
     rows[:, :4] = np.arange(count, dtype=">u4").view(np.uint8).reshape(count, 4)
@@ -127,6 +147,7 @@ def test_held_arrivals_come_out_a_delay_after_the_kernel_received_them():
     looked), after what arrived with it, and select() wakes for it."""
     imp = ImpairedSocket(make_socket(("127.0.0.1", 0)),
                          Impairment(reorder=0.3, delay_s=0.05, seed=3))
+    stamping_on_arrival(imp.sock)
     rx = BatchSocket(imp, L)
     _, tx, _ = pair()
     host, port = imp.sock.getsockname()
