@@ -58,7 +58,7 @@ KINDS: dict[str, Kind] = {
                      models=MODELS, settings=("iterations", "latency_us", "compute_s", "pace"),
                      doc="one iteration simulated on SimGrid (`inart simulate`)"),
     "emulate": Kind("emulate", "emulation.sweep_kind:run", INA_SCHEMES,
-                    {EMULATION_RESOURCE: 1.0}, link_gbps=False,
+                    resources={EMULATION_RESOURCE: 1.0}, link_gbps=False,
                     settings=("scale", "rounds", "values", "deadline_s", "lock_wait_s",
                               "cluster"),
                     check="emulation.sweep_kind:check_settings",
