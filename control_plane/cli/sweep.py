@@ -17,7 +17,13 @@ A grid file (YAML) has the same fields: kind, topologies, schemes, link_gbps, mo
 (lists or comma strings) and settings (a mapping); flags given beside it replace its fields.
 --set KEY=VALUE (repeatable) adds a setting every point gets: plan: k_paths, trials,
 rounding; simulate: iterations, latency_us, compute_s, pace; emulate: scale (Mbit/s per
-unit), rounds, values, deadline_s.
+unit), rounds, values, deadline_s, lock_wait_s, and cluster=SERVERS_YAML: every point's
+network spread over the servers of the file `inart emulate --cluster` reads (checked when
+the sweep starts; made an absolute path, at which every node that runs emulations must
+have it; each row then says where each node ran and which tunnel each link got).  A
+setting the kind does not read is refused, cluster for plan and simulate too.
+
+    sudo inart sweep --kind emulate -t fig1 -s inart,atp --set cluster=servers.yaml
 """
 
 from __future__ import annotations

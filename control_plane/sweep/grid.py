@@ -155,8 +155,16 @@ def build_grid(fields: dict[str, Any], kinds: dict[str, Any]) -> Grid:
     if unknown:
         raise GridError(f"settings: {', '.join(unknown)}: not for kind {kind} (expected "
                         f"{', '.join(kinds[kind].settings) or 'none'})")
-    grid = Grid(kind=kind, topologies=parse_list("topologies", fields["topologies"]),
-                schemes=schemes, settings=dict(settings))
+    topologies = parse_list("topologies", fields["topologies"])
+    settings = dict(settings)
+    if kinds[kind].check is not None:
+        from control_plane.sweep.kinds import load_runner
+
+        try:
+            settings = load_runner(kinds[kind].check)(settings, topologies)
+        except ValueError as exc:
+            raise GridError(f"settings: {exc}") from exc
+    grid = Grid(kind=kind, topologies=topologies, schemes=schemes, settings=settings)
     if fields.get("link_gbps") not in (None, [None]):  # [None]: a saved grid's default
         if not kinds[kind].link_gbps:
             raise GridError(f"link_gbps: not for kind {kind} (its link speed is a setting)")

@@ -42,6 +42,9 @@ class Kind:
     link_gbps: bool = True  # whether the link-speed axis means anything to it
     models: str | None = None  # "module:function" checking a model name (None: no model axis)
     settings: tuple[str, ...] = ()  # the settings its runner reads
+    # "module:function" checking the settings when the sweep starts: (settings, topologies)
+    # -> the settings as the points get them, ValueError naming the setting
+    check: str | None = None
     doc: str = ""
 
 
@@ -55,10 +58,13 @@ KINDS: dict[str, Kind] = {
                      models=MODELS, settings=("iterations", "latency_us", "compute_s", "pace"),
                      doc="one iteration simulated on SimGrid (`inart simulate`)"),
     "emulate": Kind("emulate", "emulation.sweep_kind:run", INA_SCHEMES,
-                    {EMULATION_RESOURCE: 1.0}, link_gbps=False,
-                    settings=("scale", "rounds", "values", "deadline_s", "lock_wait_s"),
+                    resources={EMULATION_RESOURCE: 1.0}, link_gbps=False,
+                    settings=("scale", "rounds", "values", "deadline_s", "lock_wait_s",
+                              "cluster"),
+                    check="emulation.sweep_kind:check_settings",
                     doc="the plan on a Mininet network of embedded P4 switches, one emulation "
-                        "per machine (links at the scale setting, Mbit/s per unit)"),
+                        "per machine (links at the scale setting, Mbit/s per unit; over "
+                        "several servers with the cluster setting)"),
 }
 
 

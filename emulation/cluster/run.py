@@ -77,11 +77,21 @@ class Cluster:
         """The placement and, once built, each tunnel: what the run prints."""
         lines = [f"cluster: {len(self.servers_used())} servers, run {self.token}"]
         lines += describe(self.topo, self.where, self.spec)
-        if self.tunnels is not None:
-            for a, b, _kind, what, mtu in self.tunnels.made:
-                lines.append(f"  link {a}-{b}: {self.where[a]} <-> {self.where[b]} over {what} "
-                             f"(MTU {mtu})")
-        return lines
+        return lines + [f"  link {t}" for t in self._tunnel_texts()]
+
+    def summary(self) -> dict[str, str]:
+        """What describe() prints as flat fields of a results row (a sweep point's): the
+        servers file, each server's nodes, each tunnel."""
+        nodes = self.topo.switches + self.topo.workers + self.topo.pss
+        placement = "; ".join(f"{s}: {' '.join(n for n in nodes if self.where[n] == s)}"
+                              for s in self.servers_used())
+        return {"cluster": str(self.spec.path), "placement": placement,
+                "tunnels": "; ".join(self._tunnel_texts())}
+
+    def _tunnel_texts(self) -> list[str]:
+        made = self.tunnels.made if self.tunnels is not None else []
+        return [f"{a}-{b}: {self.where[a]} <-> {self.where[b]} over {what} (MTU {mtu})"
+                for a, b, _kind, what, mtu in made]
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self, out_dir: Path) -> None:

@@ -158,3 +158,13 @@ def test_kinds_take_the_schemes_their_runners_know() -> None:
     assert KINDS["plan"].schemes == SCHEMES
     assert KINDS["simulate"].schemes == run.SCHEMES
     assert KINDS["emulate"].schemes == run.INA_SCHEMES
+
+
+def test_an_emulate_point_holds_the_machines_emulation_resource() -> None:
+    """One emulation per machine is Ray's doing (the resource), not the network lock's alone:
+    a point run under its sweep's lock does not take that lock again."""
+    from simulation import run
+
+    assert KINDS["emulate"].resources == {"emulation": 1.0}
+    grid = build_grid({"kind": "emulate", "topologies": "fig1", "schemes": "all"}, KINDS)
+    assert grid.schemes == list(run.INA_SCHEMES)

@@ -3,17 +3,19 @@ tests/realhost/cluster_rig.py) against the same emulation on this machine alone:
 same rate within 5%, the run names where each node ran and which tunnel each link got, and
 nothing is left behind (no interface, namespace, sshd, process or run directory).  Also: a
 server whose sshd allows too few sessions is refused before anything starts, with the fix
-named."""
+named.  And a sweep's emulate point over the same two servers."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+import yaml
 
 from control_plane.model.topologies import build_topology
 from control_plane.repo import child_env
@@ -148,4 +150,30 @@ def test_head_to_head_over_two_servers(needs_rig, tmp_path):
     assert ring["ps_ingress_bytes"] == 0
     for r in (inart, ring):  # the switches' counters, read on their servers
         assert 0.97 <= r["bytes_ratio"] <= 1.10, (r["scheme"], r["bytes_ratio"])
+    assert machine_state() == before
+
+
+def test_sweep_point_over_two_servers(needs_rig, tmp_path):
+    """`inart sweep --kind emulate --set cluster=servers.yaml`: the point's network over the two
+    servers with exact sums, its row naming the placement and the tunnel; the file, named
+    relative to where the sweep starts, reaches the Ray worker that runs the point."""
+    before = machine_state()
+    with ExitStack() as stack:
+        doc = start_servers(2, tmp_path, stack)
+        (tmp_path / "servers.yaml").write_text(yaml.safe_dump(doc))
+        proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "sweep", "--kind",
+                               "emulate", "-t", "fig1", "-s", "inart", "--set",
+                               "cluster=servers.yaml", "--set", "rounds=1", "--set",
+                               "values=1500", "--cpus", "1", "--out", "sweep", "--quiet"],
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                              env=child_env())
+        left = [x for s in doc["servers"] for x in server_leftovers(s)]
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert left == []
+    [row] = json.loads((tmp_path / "sweep" / "results.json").read_text())
+    assert row["status"] == "ok" and row["exact"] is True and row["rounds"] == 1
+    assert row["cluster"] == str(tmp_path / "servers.yaml")
+    assert row["placement"] == "server1: v1 w1 w2 w3 w4; server2: v2 w5 w6 s1 s2"
+    assert re.fullmatch(r"v1-v2: server1 <-> server2 over VXLAN VNI \d+ UDP \d+ \(MTU \d+\)",
+                        row["tunnels"]), row["tunnels"]
     assert machine_state() == before
