@@ -35,9 +35,10 @@ LINK_FLOOR = 0.01  # links below 1% of the busiest link's bytes: idle (stray fra
 DEFAULT_TOLERANCE = 0.10
 # gloo's host time per message on the machine the saved runs were emulated on (2 shared
 # cores): `inart bench message-overhead --round-trips 1000`, three runs at load 7 gave
-# 53.0, 46.7 and 47.3 us (half the median round trip); another machine: measure, then pass
-# --host-overhead-us
+# 53.0, 46.7 and 47.3 us (half the median round trip).  Used with --from; a run that
+# emulates measures its own machine's right after the emulation (MEASURE_ROUND_TRIPS).
 HOST_OVERHEAD_US = 47.0
+MEASURE_ROUND_TRIPS = 300
 
 
 @dataclass
@@ -204,10 +205,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="relative error each figure must stay within (default 0.1)")
     parser.add_argument("--latency-us", type=float, default=None,
                         help="simulated latency per link hop (default: the simulation's)")
-    parser.add_argument("--host-overhead-us", type=float, default=HOST_OVERHEAD_US,
-                        help="the collectives' host time per message (default: "
-                             f"{HOST_OVERHEAD_US:g}, measured on the emulation's machine by "
-                             "`inart bench message-overhead`)")
+    parser.add_argument("--host-overhead-us", type=float, default=None,
+                        help="the collectives' host time per message (default: measured on "
+                             "this machine after the emulation, as `inart bench "
+                             "message-overhead` does; with --from "
+                             f"{HOST_OVERHEAD_US:g}, measured on the saved runs' machine)")
     parser.add_argument("--json", type=Path, help="write the comparison with per-link bytes")
     parser.set_defaults(func=run)
 
@@ -215,8 +217,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.tolerance < 1:
         raise SystemExit(f"--tolerance {args.tolerance}: expected 0 < T < 1")
-    if not args.host_overhead_us >= 0:
+    if args.host_overhead_us is not None and not args.host_overhead_us >= 0:
         raise SystemExit(f"--host-overhead-us {args.host_overhead_us}: expected >= 0")
+    overhead, source = args.host_overhead_us, "given"
     if args.source is not None:
         try:
             doc = json.loads(args.source.read_text())
@@ -232,14 +235,20 @@ def run(args: argparse.Namespace) -> int:
         rows = train_all(args, parse_schemes(args.schemes), "calibrate")
         write(rows, args.out, args)
         setup = json.loads((args.out / "head_to_head.json").read_text())["setup"]
+        if overhead is None:
+            from host_stack.collectives.bench_overhead import figure, measure
+
+            overhead = round(figure(measure(MEASURE_ROUND_TRIPS, 30, 4), 4)["value"], 1)
+            source = "measured now on this machine"
+    if overhead is None:
+        overhead, source = HOST_OVERHEAD_US, "measured on the saved runs' machine"
     try:
-        result = calibrate(setup, rows, args.tolerance, args.latency_us,
-                           args.host_overhead_us)
+        result = calibrate(setup, rows, args.tolerance, args.latency_us, overhead)
     except ValueError as exc:
         raise SystemExit(f"calibrate: {exc}") from None
     print(f"\n{setup['topology']}, {setup['model']} ({result['setup']['model_bytes']} B "
           f"gradient), {setup['scale_mbps_per_unit']} Mbit/s per unit, collectives' host "
-          f"overhead {args.host_overhead_us:g} us per message, emulated vs simulated:")
+          f"overhead {overhead:g} us per message ({source}), emulated vs simulated:")
     print(table(result))
     if result["skipped"]:
         print(f"not simulated: {', '.join(result['skipped'])}")

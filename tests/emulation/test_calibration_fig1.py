@@ -35,6 +35,8 @@ def calibration(tmp_path_factory) -> dict:
         capture_output=True, text=True, timeout=900, env=child_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "calibrate.order[fig1]" in proc.stdout
+    # the collectives' host time per message, measured on this machine after the emulation
+    assert "us per message (measured now on this machine)" in proc.stdout
     return json.loads((out / "calibrate.json").read_text())
 
 
@@ -54,6 +56,10 @@ def test_comm_time_within_bounds_where_the_flow_model_holds(calibration) -> None
     schemes = by_scheme(calibration)
     for name, bound in WITHIN.items():
         assert abs(schemes[name]["comm_ratio"] - 1) <= bound, (name, schemes[name])
+
+
+def test_the_measured_host_overhead_is_a_kernel_round_trip(calibration) -> None:
+    assert 1 < calibration["setup"]["host_overhead_us"] < 10_000
 
 
 def test_ordering_agrees(calibration) -> None:
