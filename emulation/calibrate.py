@@ -33,6 +33,12 @@ from control_plane.solver.solve import plan_for
 
 LINK_FLOOR = 0.01  # links below 1% of the busiest link's bytes: idle (stray frames only)
 DEFAULT_TOLERANCE = 0.10
+# gloo's host time per message on the machine the saved runs were emulated on (2 shared
+# cores): `inart bench message-overhead --round-trips 1000`, three runs at load 7 gave
+# 53.0, 46.7 and 47.3 us (half the median round trip).  Used with --from; a run that
+# emulates measures its own machine's right after the emulation (MEASURE_ROUND_TRIPS).
+HOST_OVERHEAD_US = 47.0
+MEASURE_ROUND_TRIPS = 300
 
 
 @dataclass
@@ -108,7 +114,8 @@ def order(times: dict[str, float]) -> str:
 
 
 def calibrate(setup: dict[str, Any], rows: list[dict[str, Any]], tolerance: float,
-              latency_us: float | None) -> dict[str, Any]:
+              latency_us: float | None, host_overhead_us: float = HOST_OVERHEAD_US
+              ) -> dict[str, Any]:
     """Simulate every emulated scheme of a head-to-head (``setup``, ``rows`` as its JSON
     has them) and compare."""
     from simulation.run import SCHEMES, simulate
@@ -124,7 +131,8 @@ def calibrate(setup: dict[str, Any], rows: list[dict[str, Any]], tolerance: floa
                                                             "lbmm") else None
         # routing "dst": the collectives cross the links the emulation's switches route them on
         res = simulate(topo, scheme, plan=plan, model_bytes=size, scale_mbps=scale, pace=pace,
-                       latency_us=latency_us, seed=e.seed, routing="dst")
+                       latency_us=latency_us, seed=e.seed, routing="dst",
+                       host_overhead_us=host_overhead_us)
         errs = link_errors(e.link_bytes, res.link_bytes)
         worst = max(errs, key=errs.__getitem__, default=None)
         schemes.append({
@@ -142,7 +150,8 @@ def calibrate(setup: dict[str, Any], rows: list[dict[str, Any]], tolerance: floa
     emu_t = {s["scheme"]: s["emu_comm_s"] for s in schemes}
     sim_t = {s["scheme"]: s["sim_comm_s"] for s in schemes}
     swapped = swapped_pairs(emu_t, sim_t, tolerance)
-    return {"setup": setup | {"model_bytes": size, "latency_us": latency_us},
+    return {"setup": setup | {"model_bytes": size, "latency_us": latency_us,
+                              "host_overhead_us": host_overhead_us},
             "tolerance": tolerance, "schemes": schemes, "skipped": skipped,
             "emu_order": order(emu_t), "sim_order": order(sim_t),
             "ordering_agrees": not swapped, "swapped": [f"{a}<{b}" for a, b in swapped]}
@@ -196,6 +205,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="relative error each figure must stay within (default 0.1)")
     parser.add_argument("--latency-us", type=float, default=None,
                         help="simulated latency per link hop (default: the simulation's)")
+    parser.add_argument("--host-overhead-us", type=float, default=None,
+                        help="the collectives' host time per message (default: measured on "
+                             "this machine after the emulation, as `inart bench "
+                             "message-overhead` does; with --from "
+                             f"{HOST_OVERHEAD_US:g}, measured on the saved runs' machine)")
     parser.add_argument("--json", type=Path, help="write the comparison with per-link bytes")
     parser.set_defaults(func=run)
 
@@ -203,6 +217,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.tolerance < 1:
         raise SystemExit(f"--tolerance {args.tolerance}: expected 0 < T < 1")
+    if args.host_overhead_us is not None and not args.host_overhead_us >= 0:
+        raise SystemExit(f"--host-overhead-us {args.host_overhead_us}: expected >= 0")
+    overhead, source = args.host_overhead_us, "given"
     if args.source is not None:
         try:
             doc = json.loads(args.source.read_text())
@@ -218,12 +235,20 @@ def run(args: argparse.Namespace) -> int:
         rows = train_all(args, parse_schemes(args.schemes), "calibrate")
         write(rows, args.out, args)
         setup = json.loads((args.out / "head_to_head.json").read_text())["setup"]
+        if overhead is None:
+            from host_stack.collectives.bench_overhead import figure, measure
+
+            overhead = round(figure(measure(MEASURE_ROUND_TRIPS, 30, 4), 4)["value"], 1)
+            source = "measured now on this machine"
+    if overhead is None:
+        overhead, source = HOST_OVERHEAD_US, "measured on the saved runs' machine"
     try:
-        result = calibrate(setup, rows, args.tolerance, args.latency_us)
+        result = calibrate(setup, rows, args.tolerance, args.latency_us, overhead)
     except ValueError as exc:
         raise SystemExit(f"calibrate: {exc}") from None
     print(f"\n{setup['topology']}, {setup['model']} ({result['setup']['model_bytes']} B "
-          f"gradient), {setup['scale_mbps_per_unit']} Mbit/s per unit, emulated vs simulated:")
+          f"gradient), {setup['scale_mbps_per_unit']} Mbit/s per unit, collectives' host "
+          f"overhead {overhead:g} us per message ({source}), emulated vs simulated:")
     print(table(result))
     if result["skipped"]:
         print(f"not simulated: {', '.join(result['skipped'])}")

@@ -45,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", type=float, metavar="MBPS",
                    help="Mbit/s per topology unit, as the emulation's --scale")
     p.add_argument("--latency-us", type=float, help="latency per link hop (default 1 us)")
+    p.add_argument("--host-overhead-us", type=float, default=0.0,
+                   help="collectives: the host's own time per message (default 0, ideal "
+                        "hosts; `inart bench message-overhead` measures a machine's)")
     p.add_argument("--model", default="resnet50",
                    help="resnet50 | vgg19 | lstm | synthetic:BYTES | PROFILE.json")
     p.add_argument("--compute-ms", type=float, help="compute per iteration (overrides the model's)")
@@ -103,13 +106,15 @@ def run(args: argparse.Namespace) -> int:
                                    compute_s=prof.compute_s, link_gbps=args.link_gbps,
                                    scale_mbps=args.scale, latency_us=args.latency_us,
                                    iterations=args.iterations, seed=args.seed, pace=args.pace,
-                                   results=not args.gradients_only, routing=args.routing)
+                                   results=not args.gradients_only, routing=args.routing,
+                                   host_overhead_us=args.host_overhead_us)
                 except SimulationError as exc:
                     raise SystemExit(str(exc)) from exc
                 results.append(res.to_dict())
                 bar.update(1)
     print(f"model {prof.name}: {prof.model_bytes / 2**20:.1f} MiB, compute "
-          f"{prof.compute_s * 1e3:g} ms per iteration; links {results[0]['link_gbps']:g} Gbit/s")
+          f"{prof.compute_s * 1e3:g} ms per iteration; links {results[0]['link_gbps']:g} Gbit/s; "
+          f"host overhead {args.host_overhead_us:g} us per collective message")
     print(format_table([row(r) for r in results], list(COLUMNS)))
     for r in results:
         if r["note"]:
@@ -119,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
                  "model_bytes": prof.model_bytes, "compute_s": prof.compute_s,
                  "link_gbps": args.link_gbps, "scale_mbps": args.scale,
                  "latency_us": args.latency_us, "seed": args.seed, "pace": args.pace,
-                 "routing": args.routing, "gradients_only": args.gradients_only}
+                 "routing": args.routing, "gradients_only": args.gradients_only,
+                 "host_overhead_us": args.host_overhead_us}
         args.json.write_text(json.dumps({"setup": setup, "results": results}, indent=1) + "\n")
     if args.csv:
         args.csv.write_text(to_csv([row(r) for r in results]))

@@ -7,12 +7,15 @@ follow ``routing`` (simulation/routes.py: ECMP, or the emulation's destination r
 
 - ring: host_stack's chunked ring (ring.py) over the workers in rank order; each chunk is
   forwarded as soon as it is reduced, so the 2(f-1) transfers stream: one stage in which every
-  rank sends 2(f-1) segments of B/f to the next, with a latency chain of 2(f-1) routes.
+  rank sends 2(f-1) segments of B/f to the next, with a latency chain of 2(f-1) routes and
+  2(f-1) host messages (the ring posts its receives ahead, so gloo's notices are off it).
 - tree: RAT (rat.py), one tree per root, each on B/n; reduce stage by stage up all trees at
   once, then broadcast down; transfers between the same two ranks in one stage are one
-  (counted over the trees by simulation/rat_traffic.py).
+  (counted over the trees by simulation/rat_traffic.py).  Each rank runs the stages on its
+  own (simulation/ranks.py), as tree.py does.
 - rsgcm: the MCTS schedule of rsgcm/plan.py (S=2 blocks); each step runs its rings at once,
-  every ring one gloo ring all-reduce (gloo_ring_segments) over its members in rank order.
+  every ring one gloo ring all-reduce (gloo_ring_segments) over its members in rank order;
+  its chain: two host messages per segment a rank sends (the notice and the data).
   Where the search finds no schedule (it does not for 54 devices), or above MCTS_MAX_WORLD
   devices (124 took 128 s to fail on this machine), the classical 2D-mesh
   schedule on the squarest grid stands in (rsgcm/classical.py ``mesh_2d``), and the result
@@ -31,6 +34,9 @@ from simulation.rat_traffic import stage_pairs
 from simulation.routes import Router
 
 ELEMENT = 4  # fp32 gradients
+# host messages per segment of gloo's ring all-reduce on its dependency chain: the receiver's
+# notice (gloo posts a segment's receive once the one before is reduced) and the data
+GLOO_HOST_MESSAGES = 2
 MCTS_MAX_WORLD = 64
 
 
@@ -77,7 +83,9 @@ def ring_stages(topo: Topology, workers: list[str], model_bytes: int, routing: s
     pairs: dict = {}
     for i in range(n):
         _add(pairs, i, (i + 1) % n, messages, 2 * (n - 1))
-    return [Traffic(topo, workers, routing).stage("ring", pairs, 2 * (n - 1))]
+    stage = Traffic(topo, workers, routing).stage("ring", pairs, 2 * (n - 1))
+    stage.messages = 2 * (n - 1)  # each step's first chunk waits for the one before it
+    return [stage]
 
 
 def tree_stages(topo: Topology, workers: list[str], model_bytes: int, routing: str = "ecmp"
@@ -97,7 +105,10 @@ def tree_stages(topo: Topology, workers: list[str], model_bytes: int, routing: s
     traffic = Traffic(topo, workers, routing)
     stages = [traffic.stage(f"reduce{k}", p, 1) for k, p in enumerate(up) if p]
     down = [{(b, a): v for (a, b), v in p.items()} for p in reversed(up) if p]
-    return stages + [traffic.stage(f"broadcast{k}", p, 1) for k, p in enumerate(down)]
+    stages += [traffic.stage(f"broadcast{k}", p, 1) for k, p in enumerate(down)]
+    for stage in stages:  # a rank posts a stage's messages together: the first one waits
+        stage.messages = 1
+    return stages
 
 
 RingSteps = list[list[tuple[tuple[int, ...], int]]]  # per step: (ring ranks, block)
@@ -136,14 +147,17 @@ def rsgcm_stages(topo: Topology, workers: list[str], model_bytes: int, seed: int
     out = []
     for i, step in enumerate(steps):
         pairs: dict = {}
-        longest = 1
+        longest, messages = 1, 0
         for ring, _ in step:
             f = len(ring)
             if f < 2:
                 continue
             longest = max(longest, 2 * (f - 1))
             sent, _received = gloo_ring_segments(block, ELEMENT, f, 0)
+            messages = max(messages, GLOO_HOST_MESSAGES * len(sent))
             for pos, rank in enumerate(ring):
                 _add(pairs, rank, ring[(pos + 1) % f], sent)
-        out.append(traffic.stage(f"step{i}", pairs, longest))
+        stage = traffic.stage(f"step{i}", pairs, longest)
+        stage.messages = messages
+        out.append(stage)
     return out, kind

@@ -61,11 +61,14 @@ class Transfer:
 class Stage:
     """Transfers that start together; the stage ends when the last one ends.
     ``chain_hops``: how many store-and-forward hops the stage's data passes one after the
-    other (a ring's 2(f-1) steps), so its latency is chain_hops x the longest route's."""
+    other (a ring's 2(f-1) steps), so its latency is chain_hops x the longest route's.
+    ``messages``: how many host messages its dependency chain passes one after the other,
+    each paying the host's own time per message once (``simulate(host_overhead_us=...)``)."""
 
     name: str
     transfers: list[Transfer] = field(default_factory=list)
     chain_hops: int = 1
+    messages: int = 0
 
 
 @dataclass
@@ -78,9 +81,14 @@ class Network:
 
 def run_stages(net: Network, stages: list[Stage]) -> list[float]:
     """Seconds each stage's transfers take on ``net`` (bandwidth only), in a child process."""
+    return in_child(_simulate, net, stages)
+
+
+def in_child(fn, *args):
+    """``fn(*args)`` in a forked child process (SimGrid's engine runs once per process)."""
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, net, stages))
+    proc = ctx.Process(target=_child, args=(send, fn, args))
     proc.start()
     send.close()
     try:
@@ -93,9 +101,9 @@ def run_stages(net: Network, stages: list[Stage]) -> list[float]:
     return value
 
 
-def _child(pipe, net: Network, stages: list[Stage]) -> None:
+def _child(pipe, fn, args) -> None:
     try:
-        pipe.send((True, _simulate(net, stages)))
+        pipe.send((True, fn(*args)))
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises
         pipe.send((False, traceback.format_exc()))
     finally:
@@ -134,12 +142,18 @@ def _quiet_import():
     return simgrid
 
 
-def _simulate(net: Network, stages: list[Stage]) -> list[float]:
+def new_engine():
+    """(simgrid, its engine) with the sharing model of the module docstring."""
     sg = _quiet_import()
     engine = sg.Engine(["inart-simulate", "--log=root.thres:critical",
                         "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
                         "--cfg=network/TCP-gamma:0", "--cfg=network/weight-S:0",
                         f"--cfg=surf/precision:{PRECISION}"])
+    return sg, engine
+
+
+def _simulate(net: Network, stages: list[Stage]) -> list[float]:
+    sg, engine = new_engine()
     zone = sg.NetZone.create_star_zone("cluster")
     fatpipe = sg.Link.SharingPolicy.FATPIPE
     links = {}

@@ -3,7 +3,11 @@
 Units: the topology's capacities are in its own units; ``link_gbps`` makes its fastest link
 that many Gbit/s (every capacity scaled alike: links, C(v), B(s)), ``scale_mbps`` gives Mbit/s
 per unit as the emulation's ``--scale`` does, and with neither one unit is 1 Gbit/s.  Every
-link adds ``latency_us`` per hop (default 1 us) on each dependency chain.  An iteration is
+link adds ``latency_us`` per hop (default 1 us) on each dependency chain, and every host
+message of a collective on it ``host_overhead_us`` (default 0: the ideal hosts of a network
+model; ``inart bench message-overhead`` measures a machine's, ``inart bench calibrate`` uses
+it).  The RAT tree runs rank by rank (simulation/ranks.py), the rest stage by stage
+(simulation/engine.py).  An iteration is
 compute then communication (no overlap); a deterministic fluid model makes every iteration
 alike, so one is simulated and ``iterations`` multiplies.
 """
@@ -19,6 +23,7 @@ from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
 from simulation import collectives, ina
 from simulation.engine import Network, Stage, run_stages
+from simulation.ranks import run_ranks
 from simulation.routes import ROUTINGS
 
 INA_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
@@ -50,6 +55,7 @@ class SchemeResult:
     plan_rate_bps: float | None = None
     plan_comm_time_s: float | None = None
     note: str = ""
+    host_overhead_us: float = 0.0
     stages: list[dict[str, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,11 +111,14 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
              model_bytes: int, compute_s: float = 0.0, link_gbps: float | None = None,
              latency_us: float | None = None, iterations: int = 1, seed: int = 0,
              scale_mbps: float | None = None, pace: float = 1.0,
-             results: bool = True, routing: str = "ecmp") -> SchemeResult:
+             results: bool = True, routing: str = "ecmp",
+             host_overhead_us: float = 0.0) -> SchemeResult:
     """Simulate ``scheme`` (INA: its plan, given or solved with ``seed``) on ``topology``.
     ``results=False`` leaves the PSs' result multicast out of INA schemes: the gradients
     alone, which is what a plan's rate is about (its check).  ``routing``: the collectives'
-    routes, ``ecmp`` or ``dst`` (the emulation's; simulation/routes.py)."""
+    routes, ``ecmp`` or ``dst`` (the emulation's; simulation/routes.py).
+    ``host_overhead_us``: each collective's host time per message (INA schemes: none, their
+    hosts send paced datagrams)."""
     t0 = time.perf_counter()
     if scheme not in SCHEMES:
         raise SimulationError(f"scheme {scheme!r}: expected one of {', '.join(SCHEMES)}")
@@ -126,6 +135,10 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
     latency_s = (DEFAULT_LATENCY_US if latency_us is None else latency_us) * 1e-6
     if latency_s < 0:
         raise SimulationError(f"latency_us={latency_us!r}: expected >= 0")
+    if isinstance(host_overhead_us, bool) or not isinstance(host_overhead_us, (int, float)) \
+            or not host_overhead_us >= 0:
+        raise SimulationError(f"host_overhead_us={host_overhead_us!r}: expected a number >= 0")
+    overhead_s = host_overhead_us * 1e-6
     topo, note, tail = topology, "", 0.0
     plan_rate = plan_comm = None
     if scheme in INA_SCHEMES:
@@ -150,14 +163,11 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
             stages, kind = collectives.rsgcm_stages(topo, workers, model_bytes, seed, routing)
             note = f"schedule: {kind}"
     net = network(topo, unit)
-    bandwidth = run_stages(net, stages)
-    stage_rows, comm = [], tail
-    for stage, secs in zip(stages, bandwidth, strict=True):
-        lat = stage.chain_hops * latency_s * max((len(t.path) - 1 for t in stage.transfers),
-                                                 default=0)
-        stage_rows.append({"stage": stage.name, "bandwidth_s": secs, "latency_s": lat,
-                           "transfers": len(stage.transfers)})
-        comm += secs + lat
+    if scheme == "tree":
+        stage_rows, comm = _by_rank(net, stages, overhead_s, latency_s)
+    else:
+        stage_rows, comm = _in_lockstep(net, stages, overhead_s, latency_s)
+    comm += tail
     links, ps_in, sent = _bytes(stages, topo)
     worker_bytes = sum(sent.get(w, 0.0) for w in workers) / len(workers)
     iteration = compute_s + comm
@@ -169,7 +179,40 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
         rate_per_worker_bps=worker_bytes * 8 / comm if comm > 0 else 0.0,
         worker_bytes=worker_bytes, ps_ingress_bytes=ps_in, link_bytes=links,
         wall_s=time.perf_counter() - t0, plan_rate_bps=plan_rate, plan_comm_time_s=plan_comm,
-        note=note, stages=stage_rows)
+        note=note, host_overhead_us=host_overhead_us, stages=stage_rows)
+
+
+def _delays(stage: Stage, overhead_s: float, latency_s: float) -> tuple[float, float]:
+    """(hop latency, host time) the stage's dependency chain adds to its data's time."""
+    hops = max((len(t.path) - 1 for t in stage.transfers), default=0)
+    return stage.chain_hops * latency_s * hops, stage.messages * overhead_s
+
+
+def _in_lockstep(net: Network, stages: list[Stage], overhead_s: float, latency_s: float
+                 ) -> tuple[list[dict[str, Any]], float]:
+    """Stage after stage: (a row per stage, seconds in all)."""
+    rows, comm = [], 0.0
+    for stage, secs in zip(stages, run_stages(net, stages), strict=True):
+        lat, host = _delays(stage, overhead_s, latency_s)
+        rows.append({"stage": stage.name, "bandwidth_s": secs, "latency_s": lat,
+                     "host_s": host, "transfers": len(stage.transfers)})
+        comm += secs + lat + host
+    return rows, comm
+
+
+def _by_rank(net: Network, stages: list[Stage], overhead_s: float, latency_s: float
+             ) -> tuple[list[dict[str, Any]], float]:
+    """Every rank at its own pace (simulation/ranks.py): (a row per stage, with the time its
+    last transfer was in, seconds in all).  The chain passes every stage once, so each
+    stage's latency and host time add once."""
+    rows, delay, end = [], 0.0, 0.0
+    for stage, secs in zip(stages, run_ranks(net, stages), strict=True):
+        lat, host = _delays(stage, overhead_s, latency_s)
+        delay += lat + host
+        end = max(end, secs + delay)
+        rows.append({"stage": stage.name, "end_s": end, "latency_s": lat, "host_s": host,
+                     "transfers": len(stage.transfers)})
+    return rows, end
 
 
 def _bytes(stages: list[Stage], topo: Topology

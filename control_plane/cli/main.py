@@ -41,6 +41,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "solver": ("control_plane.bench.solver", "solve time and rate of each scheme on fat-trees"),
     "collectives": ("host_stack.collectives.bench", "ring, RAT tree, RSGCM vs torch all_reduce"),
+    "message-overhead": ("host_stack.collectives.bench_overhead",
+                         "gloo's host time per message (ping-pong between namespaces)"),
     "target": ("emulation.targets.embedded.bench", "embedded P4 target pkt/s and RSS, beside bmv2"),
     "transport": ("host_stack.ina.bench_transport",
                   "INA transport vs iperf3 and a Python UDP sender (loopback, veth)"),

@@ -12,7 +12,7 @@ import pytest
 from control_plane.model.topologies import build_topology
 from control_plane.repo import child_env
 from control_plane.solver.solve import plan_for
-from emulation.calibrate import emulated, link_errors, model_bytes, swapped_pairs
+from emulation.calibrate import HOST_OVERHEAD_US, emulated, link_errors, model_bytes, swapped_pairs
 
 
 def row(scheme: str, seed: int, comm_s: float, links: dict[str, int], rounds: int = 4) -> dict:
@@ -79,7 +79,7 @@ def test_a_head_to_head_with_the_simulations_numbers_calibrates_exactly(tmp_path
         plan = plan_for(topo, scheme, 0) if scheme in ("inart", "lbmm") else None
         # the emulation's destination routes (fattree:4 has several equal paths)
         res = simulate(topo, scheme, plan=plan, model_bytes=size, scale_mbps=0.5,
-                       routing="dst")
+                       routing="dst", host_overhead_us=HOST_OVERHEAD_US)
         rows.append(row(scheme, 0, res.comm_time_s,
                         {k: round(v * rounds) for k, v in res.link_bytes.items()}, rounds))
     saved = tmp_path / "head_to_head.json"
@@ -91,6 +91,8 @@ def test_a_head_to_head_with_the_simulations_numbers_calibrates_exactly(tmp_path
                           capture_output=True, text=True, timeout=600, env=child_env())
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "calibrate.order[fattree:4]" in proc.stdout and "NOT MET" not in proc.stdout
+    # the collectives' host time per message measured on the emulation's machine
+    assert f"host overhead {HOST_OVERHEAD_US:g} us per message" in proc.stdout
     result = json.loads((tmp_path / "cal.json").read_text())
     assert result["ordering_agrees"] and result["emu_order"] == result["sim_order"]
     for s in result["schemes"]:
@@ -113,3 +115,32 @@ def test_a_tolerance_outside_0_1_is_refused_naming_it(tmp_path) -> None:
                            "--from", str(tmp_path / "none.json"), "--tolerance", "2"],
                           capture_output=True, text=True, timeout=120, env=child_env())
     assert proc.returncode != 0 and "--tolerance 2.0: expected 0 < T < 1" in proc.stderr
+
+
+def test_the_host_overhead_is_the_measured_one_unless_given(tmp_path) -> None:
+    """The simulated collectives pay the measured host time per message; ``0`` is the ideal
+    host, and a negative value is refused naming the flag."""
+    from simulation.run import simulate
+
+    topo, size = build_topology("fig1"), model_bytes("mlp")
+    ideal = simulate(topo, "ring", model_bytes=size, scale_mbps=0.5, routing="dst")
+    saved = tmp_path / "head_to_head.json"
+    saved.write_text(json.dumps({"setup": {"topology": "fig1", "model": "mlp",
+                                           "scale_mbps_per_unit": 0.5, "pace": 1.0},
+                                 "runs": [row("ring", 0, ideal.comm_time_s, {"w1->v1": 1})]}))
+    sims = {}
+    for flag in ([], ["--host-overhead-us", "0"]):
+        out = tmp_path / f"cal{len(flag)}.json"
+        proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "bench", "calibrate",
+                               "--from", str(saved), "--json", str(out), *flag],
+                              capture_output=True, text=True, timeout=300, env=child_env())
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        result = json.loads(out.read_text())
+        sims[len(flag)] = result["schemes"][0]["sim_comm_s"]
+        assert result["setup"]["host_overhead_us"] == (0 if flag else HOST_OVERHEAD_US)
+    assert sims[2] == pytest.approx(ideal.comm_time_s, rel=1e-9)
+    assert sims[0] - sims[2] == pytest.approx(10 * HOST_OVERHEAD_US * 1e-6, rel=1e-6)
+    proc = subprocess.run([sys.executable, "-m", "control_plane.cli", "bench", "calibrate",
+                           "--from", str(saved), "--host-overhead-us", "-1"],
+                          capture_output=True, text=True, timeout=120, env=child_env())
+    assert proc.returncode != 0 and "--host-overhead-us -1.0: expected >= 0" in proc.stderr

@@ -1,9 +1,8 @@
 """The fig1 calibration, small: `inart bench calibrate` emulates four schemes for a few rounds
 and simulates the same configuration.  Bytes per link agree within 10% for every scheme.
 Communication time (the emulation's exchange, from the last worker's start to the last end):
-ATP and LBMM within 10% (0.99-1.00 measured); the tree within 25% (the flow model runs its
-stages in lockstep across all trees, where each rank of the host stack's trees goes on as soon
-as its own transfers end: 1.10 and 1.21 measured); the ring within 30%: its steps run at the
+ATP and LBMM within 10% (0.99-1.00 measured); the tree within 15% (simulated rank by rank:
+0.90 and 0.98 measured; in lockstep it was 1.10 and 1.21); the ring within 30%: its steps run at the
 model's link time, but on the shared 2-core machine one stalled transfer or wakeup delays every
 later step of the ring (0.76-0.88 measured at load 6-30; before the ring posted its receives
 ahead, 0.41-0.55).  The schemes are ordered alike.
@@ -23,7 +22,7 @@ from control_plane.repo import child_env
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]
 
 SCHEMES = ("atp", "lbmm", "ring", "tree")
-WITHIN = {"lbmm": 0.10, "atp": 0.10, "tree": 0.25, "ring": 0.30}  # comm time (module docstring)
+WITHIN = {"lbmm": 0.10, "atp": 0.10, "tree": 0.15, "ring": 0.30}  # comm time (module docstring)
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +35,8 @@ def calibration(tmp_path_factory) -> dict:
         capture_output=True, text=True, timeout=900, env=child_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "calibrate.order[fig1]" in proc.stdout
+    # the collectives' host time per message, measured on this machine after the emulation
+    assert "us per message (measured now on this machine)" in proc.stdout
     return json.loads((out / "calibrate.json").read_text())
 
 
@@ -55,6 +56,10 @@ def test_comm_time_within_bounds_where_the_flow_model_holds(calibration) -> None
     schemes = by_scheme(calibration)
     for name, bound in WITHIN.items():
         assert abs(schemes[name]["comm_ratio"] - 1) <= bound, (name, schemes[name])
+
+
+def test_the_measured_host_overhead_is_a_kernel_round_trip(calibration) -> None:
+    assert 1 < calibration["setup"]["host_overhead_us"] < 10_000
 
 
 def test_ordering_agrees(calibration) -> None:

@@ -169,3 +169,30 @@ def test_a_plan_for_another_cluster_is_refused(tmp_path) -> None:
         main(["simulate", "-t", "fig1", "-s", "atp", "--plan", str(tmp_path / "atp.json")])
     with pytest.raises(SystemExit, match="--model"):
         main(["simulate", "-t", "fig1", "--model", "resnet5"])
+
+
+def test_host_overhead_adds_once_per_message_on_each_collectives_chain() -> None:
+    """Ring: 2(n-1) steps, each one message after another; tree: one per stage; RSGCM: two
+    per segment of each step's gloo ring all-reduce (the notice and the data).  INA schemes
+    send paced datagrams and pay none."""
+    from host_stack.collectives.p2p import gloo_ring_segments
+    from simulation.collectives import ELEMENT, rsgcm_schedule
+
+    topo, o = build_topology("fattree:4"), 250.0
+    base = {"model_bytes": MB, "link_gbps": 10, "latency_us": 0, "routing": "dst"}
+    diff = {s: simulate(topo, s, host_overhead_us=o, **base).comm_time_s
+            - simulate(topo, s, **base).comm_time_s for s in ("ring", "tree", "rsgcm", "atp")}
+    assert diff["ring"] == pytest.approx(2 * (12 - 1) * o * 1e-6, rel=1e-6)
+    assert diff["tree"] == pytest.approx(
+        len(simulate(topo, "tree", **base).stages) * o * 1e-6, rel=1e-6)
+    steps, nblocks, _ = rsgcm_schedule(12, 0)
+    block = -(-MB // nblocks // ELEMENT) * ELEMENT
+    chain = sum(max(2 * len(gloo_ring_segments(block, ELEMENT, len(r), 0)[0])
+                    for r, _ in step if len(r) > 1) for step in steps)
+    assert diff["rsgcm"] == pytest.approx(chain * o * 1e-6, rel=1e-6)
+    assert diff["atp"] == 0
+
+
+def test_host_overhead_must_be_a_number_at_least_0() -> None:
+    with pytest.raises(SimulationError, match="host_overhead_us"):
+        simulate(fig1(), "ring", model_bytes=MB, host_overhead_us=-1)

@@ -1,0 +1,87 @@
+"""Stages run rank by rank: one SimGrid actor per rank, each starting its next stage as soon as
+its own transfers of the last one are done, instead of every rank waiting for the slowest
+transfer of the whole stage (engine.py's lockstep).  The RAT tree of the host stack
+(host_stack/collectives/tree.py) works so: a rank posts a stage's sends and receives, waits
+for its own, and goes on.
+
+Each transfer is a rendezvous on its own mailbox: the receiver posts a get and the sender a put
+when each enters the stage, and SimGrid starts the transfer once both are there, as gloo sends
+a message only once its receiver has posted the receive.  A rank's stage is done when its
+receives are in and every receiver of its sends has posted: gloo completes a send once the
+message is written to the socket, and the kernel's send buffer (which Linux grows to
+megabytes) takes a stage's messages, so the sender goes on while its data is still on the
+wire.  Latency and the hosts' time per message are the caller's, added per stage as the
+lockstep engine's are (simulation/run.py): a sleep shorter than SimGrid's precision (the
+window within which flows end together, what keeps large runs fast) would last that window.
+
+Routes: a full zone with one host per rank and one route per (sender, receiver), the
+transfer's own path (a pair's path is the same in every stage).  Sharing and time unit as in
+engine.py (the unit: the smallest stage's lower bound).
+"""
+
+from __future__ import annotations
+
+from simulation.engine import Network, Stage, in_child, lower_bound, new_engine
+
+
+def run_ranks(net: Network, stages: list[Stage]) -> list[float]:
+    """Seconds from the start at which each stage's last transfer is in (bandwidth only); the
+    collective ends at the largest.  Every transfer's path must run from one rank's host to
+    another's."""
+    return in_child(_simulate, net, stages)
+
+
+def _simulate(net: Network, stages: list[Stage]) -> list[float]:
+    sg, engine = new_engine()
+    unit = min((lower_bound(net, st) for st in stages if st.transfers), default=1.0)
+    zone = sg.NetZone.create_full_zone("ranks")
+    links = {key: sg.LinkInRoute(zone.create_link(f"{key[0]}->{key[1]}", bps).seal())
+             for key, bps in net.links.items()}
+    ranks = sorted({end for st in stages for t in st.transfers for end in (t.path[0],
+                                                                             t.path[-1])})
+    hosts = {r: zone.create_host(r, 1.0).seal() for r in ranks}
+    routed: set[tuple[str, str]] = set()
+    # per rank, per stage it takes part in: (stage, mailboxes it gets from, (mailbox, size)
+    # it puts)
+    work: dict[str, list[tuple[int, list[str], list[tuple[str, int]]]]] = {r: [] for r in ranks}
+    for k, stage in enumerate(stages):
+        mine: dict[str, tuple[list, list]] = {}
+        for i, t in enumerate(stage.transfers):
+            if t.size + t.acks < 1:
+                continue
+            a, b = t.path[0], t.path[-1]
+            if (a, b) not in routed:
+                route = [links[hop] for hop in zip(t.path, t.path[1:], strict=False)]
+                zone.add_route(hosts[a].netpoint, hosts[b].netpoint, None, None, route, False)
+                routed.add((a, b))
+            box = f"{k}:{i}"
+            mine.setdefault(b, ([], []))[0].append(box)
+            mine.setdefault(a, ([], []))[1].append(
+                (box, max(1, int(round((t.size + t.acks) / unit)))))
+        for r, (gets, puts) in mine.items():
+            work[r].append((k, gets, puts))
+    zone.seal()
+    ends = [0.0] * len(stages)
+    posted_of = {box: sg.Semaphore(0) for jobs in work.values() for _, gets, _ in jobs
+                 for box in gets}
+
+    def rank(r: str) -> None:
+        sent = []
+        for k, gets, puts in work[r]:
+            # the get's second half holds the buffer the comm writes into: keep it alive
+            posted = [sg.Mailbox.by_name(box).get_async() for box in gets]
+            for box in gets:
+                posted_of[box].release()
+            sent += [sg.Mailbox.by_name(box).put_async(box, size) for box, size in puts]
+            sg.Comm.wait_all([comm for comm, _ in posted])
+            for _, data in posted:
+                data.get()
+            for box, _ in puts:  # a send is done once its receiver has posted (above)
+                posted_of[box].acquire()
+            ends[k] = max(ends[k], engine.clock)
+        sg.Comm.wait_all(sent)
+
+    for r in ranks:
+        sg.Actor.create(r, hosts[r], rank, r)
+    engine.run()
+    return [end * unit for end in ends]
