@@ -108,7 +108,7 @@ class PsServer:
             done, verdicts = self.agg.offer_batch(
                 hdr["round"][rows], hdr["chunk"][rows], hdr["bitmap"][rows],
                 hdr["count"][rows], retx[rows], recs["payload"][rows])
-            self._answer(recs[rows[:done]], verdicts, rows[:done])
+            self._answer(wire.take(recs, rows[:done]), verdicts, rows[:done])
             rows = rows[done:]
 
     def _overflow(self, hdr: np.void) -> None:
