@@ -414,5 +414,8 @@ def test_results_batches_out_of_order_or_repeated_complete_each_chunk_once(closi
     assert (st.results[[0, 7, 9], 0] == [0, 7, 9]).all()
     assert tr.counters["result_duplicate"] == 2 and tr.counters["result_stale_round"] == 2
     assert np.isfinite(st.passed_at[8]) and not np.isfinite(st.passed_at[10])
-    st.done[8] = st.done[10:] = True
+    assert tr._results(st, 0, _results_batch([12, 13, 10]), now + 1) == 3  # held 10 came last
+    assert st.done[[10, 12, 13]].all() and not st.done[11] and st.max_done == 13
+    assert st.passed_at[11] == now + 1 and st.passed_at[8] < now + 1  # passed once, first time
+    st.done[8] = st.done[11] = st.done[14:] = True
     assert st.oldest_outstanding() == 16

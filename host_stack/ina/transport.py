@@ -205,6 +205,15 @@ class _PsRound:
         return self.low
 
 
+def _distinct(chunks: np.ndarray) -> bool:
+    """Whether no chunk number repeats: at once where they ascend (a PS's RESULTs), else
+    by sorting (held RESULTs delivered after later ones), never np.unique's full work."""
+    if chunks.size < 2 or bool((chunks[1:] > chunks[:-1]).all()):
+        return True
+    ordered = np.sort(chunks)
+    return bool((ordered[1:] != ordered[:-1]).all())
+
+
 class WorkerTransport:
     """Exchanges quantized gradient shards for RESULT payloads, one round at a time."""
 
@@ -517,7 +526,8 @@ class WorkerTransport:
 
         Called once per PS per wake, so its fixed cost counts as much as its cost per
         packet (reordering alone woke the workers 1.6x as often): the usual batch (this
-        round's, every chunk new and ascending, none resent) takes the short path."""
+        round's, every chunk new and none twice, none resent) takes the short path, also
+        where held RESULTs come after later ones."""
         c = self.counters
         hdr = recs["hdr"]
         chunks = hdr["chunk"].astype(np.int64)
@@ -533,7 +543,7 @@ class WorkerTransport:
             hdr = recs["hdr"]
         fresh = ~st.done[chunks]
         flags = hdr["flags"]
-        if fresh.all() and (chunks.size < 2 or bool((chunks[1:] > chunks[:-1]).all())):
+        if fresh.all() and _distinct(chunks):
             new, payload = chunks, recs["payload"]
         else:
             new, first = np.unique(chunks[fresh], return_index=True)
@@ -561,7 +571,7 @@ class WorkerTransport:
             st.max_gap = max(st.max_gap, now - st.last_done)
         st.last_done = now
         # what is left below the highest completed chunk was passed over now (RACK)
-        low, top = st.oldest_outstanding(), int(new[-1])
+        low, top = st.oldest_outstanding(), int(new.max())
         if top > low:
             below = st.passed_at[low:top]
             below[~st.done[low:top] & (below == np.inf)] = now
