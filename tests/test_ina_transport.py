@@ -419,3 +419,37 @@ def test_results_batches_out_of_order_or_repeated_complete_each_chunk_once(closi
     assert st.passed_at[11] == now + 1 and st.passed_at[8] < now + 1  # passed once, first time
     st.done[8] = st.done[11] = st.done[14:] = True
     assert st.oldest_outstanding() == 16
+
+
+def test_worker_counts_what_is_not_a_result_of_its_job_and_maps_sources(closing):
+    """Malformed packets, other jobs and unknown hosts are counted and dropped; a RESULT from
+    another port of a PS's host counts for the first PS there (a switch's copy)."""
+    from host_stack.ina.transport import _PsRound
+
+    a, b, stranger = (closing(udp((h, 0))) for h in ("127.0.0.1", "127.0.0.1", "127.0.0.2"))
+    other_port = closing(udp())
+    links = [PsLink("s1", a.getsockname(), None), PsLink("s2", b.getsockname(), None)]
+    tr = closing(WorkerTransport(make_socket(("127.0.0.1", 0)), job=1, rank=0, links=links))
+    states = []
+    for link in links:
+        rows, retx = tr._packets(0, np.zeros((4, N), np.int32))
+        states.append(_PsRound(link, rows, retx, N, 0.0))
+        states[-1].next_new = 4
+    me = tr.sock.getsockname()
+
+    def result(chunk, job=1):
+        return wire.pack(wire.InaHeader(type=wire.TYPE_RESULT, job=job, round=0, chunk=chunk),
+                         np.full(N, chunk, np.int32))
+
+    a.sendto(result(0), me)
+    b.sendto(result(1), me)
+    a.sendto(result(2)[:-1], me)  # malformed: short
+    a.sendto(result(2, job=7), me)  # another job
+    stranger.sendto(result(3), me)  # a host that is no PS
+    other_port.sendto(result(3), me)  # the PSs' host, another port: the first PS there
+    time.sleep(0.05)
+    assert tr._receive(states, 0) == 3
+    assert states[0].done.tolist() == [True, False, False, True]
+    assert states[1].done.tolist() == [False, True, False, False]
+    c = tr.counters
+    assert (c["rx_malformed"], c["rx_wrong_job"], c["rx_unknown_source"]) == (1, 1, 1)

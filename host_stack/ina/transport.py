@@ -227,6 +227,7 @@ class WorkerTransport:
         self.links = links
         self.ps_ips = np.array([ipv4(link.address[0]) for link in links], dtype=np.uint32)
         self.ps_ports = np.array([link.address[1] for link in links], dtype=np.uint16)
+        self.ps_keys = (self.ps_ips.astype(np.uint64) << 16) | self.ps_ports
         self.counters: Counter[str] = Counter()
         self.frame = wire.packet_len(self.cfg.n) + FRAME_OVERHEAD
         cfg = self.cfg
@@ -338,15 +339,21 @@ class WorkerTransport:
             if not k:
                 return
             recs, ok = wire.parse_batch(self.io.data[:k], self.io.lens[:k], self.cfg.n)
+            if not ok.all():
+                self.counters["rx_malformed"] += int(k - ok.sum())
             ips, ports = self.io.ips[:k], self.io.ports[:k]
             ps = np.full(k, -1, dtype=np.int64)
+            keys = (ips.astype(np.uint64) << 16) | ports
             for i in range(len(self.links) - 1, -1, -1):  # exact (host, port) first ...
-                ps[(ips == self.ps_ips[i]) & (ports == self.ps_ports[i])] = i
-            for i in range(len(self.links) - 1, -1, -1):  # ... else the first PS on that host
-                ps[(ps < 0) & (ips == self.ps_ips[i])] = i
-            self.counters["rx_malformed"] += int(k - ok.sum())
-            self.counters["rx_unknown_source"] += int((ok & (ps < 0)).sum())
-            yield recs, ps, ok & (ps >= 0)
+                ps[keys == self.ps_keys[i]] = i
+            unknown = ps < 0
+            if unknown.any():
+                for i in range(len(self.links) - 1, -1, -1):  # ... else the first PS there
+                    ps[unknown & (ips == self.ps_ips[i])] = i
+                unknown = ps < 0
+                self.counters["rx_unknown_source"] += int((ok & unknown).sum())
+                ok = ok & ~unknown
+            yield recs, ps, ok
 
     # -- handshake ---------------------------------------------------------------------------
     def hello(self) -> None:
@@ -509,11 +516,12 @@ class WorkerTransport:
         c = self.counters
         for recs, ps, ok in self._receive_batches():
             hdr = recs["hdr"]
-            c["rx_wrong_job"] += int((ok & (hdr["job"] != self.job)).sum())
-            ok &= hdr["job"] == self.job
-            results = ok & (hdr["type"] == wire.TYPE_RESULT)
-            for i in np.flatnonzero(ok & ~results):
-                self._control(states[ps[i]], round_, hdr[i])
+            mine = hdr["job"] == self.job
+            results = ok & mine & (hdr["type"] == wire.TYPE_RESULT)
+            if not results.all():  # anything but RESULTs of this job: counted, or control
+                c["rx_wrong_job"] += int((ok & ~mine).sum())
+                for i in np.flatnonzero(ok & mine & ~results):
+                    self._control(states[ps[i]], round_, hdr[i])
             now = time.monotonic()
             for p, st in enumerate(states):
                 sel = np.flatnonzero(results & (ps == p))
