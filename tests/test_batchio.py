@@ -226,3 +226,53 @@ def test_drop_removes_rows_in_place_keeping_the_order_and_checks_positions():
     assert [a[:3].tolist() for a in (lens, ips, ports, stamps)] == [[1, 2, 5]] * 4
     with pytest.raises(ValueError, match="ascending"):
         _batchio.drop(data, L, lens, ips, ports, stamps, 3, np.array([2, 1]))
+
+
+def test_drop_copies_the_removed_rows_out_in_order():
+    """drop() with out arrays hands the held rows to the queue in the same pass."""
+    from host_stack.ina import _batchio
+
+    k = 10
+    buf, lens = numbered(k), np.arange(k, dtype=np.int32)
+    ips, ports = np.arange(k, dtype=np.uint32) + 100, np.arange(k, dtype=np.uint16) + 200
+    stamps = np.arange(k, dtype=np.float64) + 0.5
+    late = np.array([1, 4, 9], np.int64)
+    out = (np.zeros((3, L), np.uint8), np.zeros(3, np.int32), np.zeros(3, np.uint32),
+           np.zeros(3, np.uint16), np.zeros(3))
+    expect = [a[late].copy() for a in (buf, lens, ips, ports, stamps)]
+    assert _batchio.drop(buf, L, lens, ips, ports, stamps, k, late, *out) == k - 3
+    for got, want in zip(out, expect, strict=True):
+        np.testing.assert_array_equal(got, want)
+    keep = [0, 2, 3, 5, 6, 7, 8]
+    np.testing.assert_array_equal(lens[:7], keep)
+    np.testing.assert_array_equal(buf[:7], numbered(k)[keep])
+    with pytest.raises(ValueError, match="out arrays"):
+        _batchio.drop(buf, L, lens, ips, ports, stamps, 7, late[:1], *out[:2])
+
+
+def test_held_queue_keeps_arrival_order_across_receives_and_growth():
+    """The held queue is filled straight from each receive and emptied from its front: rows
+    held over many receives (more than its first allocation) come out oldest first, each no
+    earlier than its due time, and a stamp that reads earlier than the one before it (the
+    clocks' offset jitters) waits for it instead of jumping the queue."""
+    imp = ImpairedSocket(make_socket(("127.0.0.1", 0)),
+                         Impairment(reorder=0.5, delay_s=1.0, seed=1))
+    now, offset, total = 100.0, 50.0, 0
+    for r in range(40):  # 40 receives of 100 held rows: past the first 1024 rows of room
+        room = imp.reserve(100, L)
+        room.rows[:] = numbered(total + 100)[total:]
+        room.due[:] = now + offset + 0.001 * r  # kernel stamps (realtime clock)
+        room.due[0] -= 1e-6 if r else 0.0  # jitter: earlier than the previous receive's
+        imp.commit(100, now + 1, offset)
+        total += 100
+    assert imp.held == total
+    assert imp.take_due(10_000, now + 0.5) is None  # nothing due before its delay
+    first = imp.take_due(250, now + 1.0105)  # receives 0..10 are due; at most 250 rows
+    assert first.due.size == 250 and (first.due <= now + 1.0105).all()
+    rest = imp.take_due(10_000, now + 1.0105)
+    assert rest.due.size == 11 * 100 - 250
+    ids = [h.rows[:, :4].copy().view(">u4").ravel() for h in (first, rest)]
+    assert np.concatenate(ids).tolist() == list(range(1100))
+    last = imp.take_due(10_000, now + 2)
+    assert last.rows[:, :4].copy().view(">u4").ravel().tolist() == list(range(1100, total))
+    assert (np.diff(last.due) >= 0).all() and not imp.held and imp.next_due() is None

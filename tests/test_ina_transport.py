@@ -359,3 +359,97 @@ def test_result_goes_once_to_a_multicast_target_when_configured(closing):
     with pytest.raises(TimeoutError):
         workers[0].recv(2048)
     assert cluster.servers[0].stats()["late_aggregate_ignored"] == 1
+
+
+def _stream(closing, chunks=16):
+    """A worker transport and one round's state towards a PS that is not there."""
+    from host_stack.ina.transport import _PsRound
+
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), job=1, rank=0,
+                         links=[PsLink("s1", ("127.0.0.1", 9), None)])
+    closing(tr)
+    rows, retx = tr._packets(0, np.zeros((chunks, N), np.int32))
+    return tr, _PsRound(tr.links[0], rows, retx, N, 0.0)
+
+
+def _results_batch(chunks, flags=0, rnd=0):
+    chunks = np.asarray(chunks, np.int64)
+    hdrs = wire.headers(len(chunks), wire.TYPE_RESULT, 1, rnd, chunks, chunks, 1, flags)
+    rows = wire.pack_batch(hdrs, np.repeat(chunks[:, None], N, axis=1).astype(np.int32), n=N)
+    return wire.parse_batch(rows, np.full(len(chunks), rows.shape[1]), N)[0]
+
+
+def test_resend_scans_the_window_only_when_something_changed_or_fell_due(closing):
+    """A wake that brought nothing for a stream costs no scan of its window: the earliest
+    deadline is kept until a RESULT completes a chunk, chunks are sent, or it passes."""
+    tr, st = _stream(closing)
+    scans = []
+    scan = tr._scan
+    tr._scan = lambda *a: scans.append(a[-1]) or scan(*a)
+    now = time.monotonic()
+    tr._send_new(st, now)
+    assert st.next_new == 16
+    wake = tr._resend(st, 0, now)
+    assert len(scans) == 1 and 0 < wake <= tr.cfg.max_timeout_s
+    assert tr._resend(st, 0, now + wake / 2) == pytest.approx(wake / 2)  # nothing changed
+    assert len(scans) == 1
+    tr._results(st, 0, _results_batch([0, 1]), now + wake / 2)
+    tr._resend(st, 0, now + wake / 2)  # a RESULT changed the stream: scanned again
+    assert len(scans) == 2
+    tr._resend(st, 0, now + 2 * wake)  # the deadline passed: scanned (and resent)
+    assert len(scans) == 3 and tr.counters["retx_sent"] > 0
+
+
+def test_results_batches_out_of_order_or_repeated_complete_each_chunk_once(closing):
+    """The short path (this round, ascending, all new) and the general one agree."""
+    tr, st = _stream(closing)
+    tr._send_new(st, time.monotonic())
+    now = time.monotonic()
+    assert tr._results(st, 0, _results_batch([3, 4, 5]), now) == 3
+    assert tr._results(st, 0, _results_batch([9, 7, 7, 4]), now) == 2  # 4: done already
+    assert tr._results(st, 0, _results_batch([10, 11], rnd=1), now) == 0  # stale round
+    assert tr._results(st, 0, _results_batch([0, 1, 2, 6]), now) == 4
+    assert st.done.nonzero()[0].tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 9]
+    assert st.n_done == 9 and st.oldest_outstanding() == 8
+    assert (st.results[[0, 7, 9], 0] == [0, 7, 9]).all()
+    assert tr.counters["result_duplicate"] == 2 and tr.counters["result_stale_round"] == 2
+    assert np.isfinite(st.passed_at[8]) and not np.isfinite(st.passed_at[10])
+    assert tr._results(st, 0, _results_batch([12, 13, 10]), now + 1) == 3  # held 10 came last
+    assert st.done[[10, 12, 13]].all() and not st.done[11] and st.max_done == 13
+    assert st.passed_at[11] == now + 1 and st.passed_at[8] < now + 1  # passed once, first time
+    st.done[8] = st.done[11] = st.done[14:] = True
+    assert st.oldest_outstanding() == 16
+
+
+def test_worker_counts_what_is_not_a_result_of_its_job_and_maps_sources(closing):
+    """Malformed packets, other jobs and unknown hosts are counted and dropped; a RESULT from
+    another port of a PS's host counts for the first PS there (a switch's copy)."""
+    from host_stack.ina.transport import _PsRound
+
+    a, b, stranger = (closing(udp((h, 0))) for h in ("127.0.0.1", "127.0.0.1", "127.0.0.2"))
+    other_port = closing(udp())
+    links = [PsLink("s1", a.getsockname(), None), PsLink("s2", b.getsockname(), None)]
+    tr = closing(WorkerTransport(make_socket(("127.0.0.1", 0)), job=1, rank=0, links=links))
+    states = []
+    for link in links:
+        rows, retx = tr._packets(0, np.zeros((4, N), np.int32))
+        states.append(_PsRound(link, rows, retx, N, 0.0))
+        states[-1].next_new = 4
+    me = tr.sock.getsockname()
+
+    def result(chunk, job=1):
+        return wire.pack(wire.InaHeader(type=wire.TYPE_RESULT, job=job, round=0, chunk=chunk),
+                         np.full(N, chunk, np.int32))
+
+    a.sendto(result(0), me)
+    b.sendto(result(1), me)
+    a.sendto(result(2)[:-1], me)  # malformed: short
+    a.sendto(result(2, job=7), me)  # another job
+    stranger.sendto(result(3), me)  # a host that is no PS
+    other_port.sendto(result(3), me)  # the PSs' host, another port: the first PS there
+    time.sleep(0.05)
+    assert tr._receive(states, 0) == 3
+    assert states[0].done.tolist() == [True, False, False, True]
+    assert states[1].done.tolist() == [False, True, False, False]
+    c = tr.counters
+    assert (c["rx_malformed"], c["rx_wrong_job"], c["rx_unknown_source"]) == (1, 1, 1)

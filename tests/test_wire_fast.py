@@ -35,3 +35,18 @@ def test_batch_headers_build_grad_packets():
     h, v = wire.unpack(rows[2].tobytes())
     assert (h.type, h.job, h.round, h.chunk, h.slot, h.count, h.bitmap) == (1, 9, 4, 2, 0, 1, 32)
     assert v.tolist() == [1] * 32
+
+
+def test_take_matches_fancy_indexing_of_records():
+    """wire.take: recs[idx] as a view for a run, as a gather of bytes otherwise."""
+    rows = wire.pack_batch(wire.headers(6, wire.TYPE_RESULT, 1, 2, np.arange(6), np.arange(6),
+                                        1), np.arange(6 * 32, dtype=np.int32).reshape(6, 32))
+    recs, _ = wire.parse_batch(rows, np.full(6, rows.shape[1]))
+    for idx in ([1, 2, 3], [0, 2, 5], [4], []):
+        idx = np.array(idx, dtype=np.int64)
+        got = wire.take(recs, idx)
+        assert got.dtype == recs.dtype and got.tobytes() == recs[idx].tobytes()
+    assert wire.take(recs, np.array([1, 2]))["hdr"]["chunk"].tolist() == [1, 2]
+    assert np.shares_memory(wire.take(recs, np.array([2, 3])), recs)  # a run: no copy
+    strided = recs[::2]
+    assert wire.take(strided, np.array([0, 2])).tobytes() == strided[[0, 2]].tobytes()

@@ -282,20 +282,27 @@ out:
     return result;
 }
 
-/* drop(buf, row_len, lens, ips, ports, stamps, k, positions) -> k - len(positions)
+/* drop(buf, row_len, lens, ips, ports, stamps, k, positions[, out_buf, out_lens, out_ips,
+ *      out_ports, out_stamps]) -> k - len(positions)
  * Removes rows ``positions`` (ascending, < k) of the first ``k`` received ones from buf,
  * lens, ips, ports and stamps, keeping the others' order: what recv() of an impaired socket
- * holds back leaves the batch with one pass over memory instead of a gather per array. */
+ * holds back leaves the batch with one pass over memory instead of a gather per array.  With
+ * the out_* arrays (room for len(positions) rows each) the removed rows are copied there
+ * first, in order: the held queue takes them without a gather per array either. */
 static PyObject *py_drop(PyObject *self, PyObject *args) {
-    PyObject *o[6];
+    PyObject *o[11] = {NULL};
     Py_ssize_t row_len, k;
-    if (!PyArg_ParseTuple(args, "OnOOOOnO", &o[0], &row_len, &o[1], &o[2], &o[3], &o[4], &k,
-                          &o[5]))
+    if (!PyArg_ParseTuple(args, "OnOOOOnO|OOOOO", &o[0], &row_len, &o[1], &o[2], &o[3], &o[4],
+                          &k, &o[5], &o[6], &o[7], &o[8], &o[9], &o[10]))
         return NULL;
     Views v = {.held = 0};
     PyObject *result = NULL;
     if (row_len <= 0 || k < 0) {
         PyErr_SetString(PyExc_ValueError, "_batchio.drop: row_len > 0 and k >= 0");
+        return NULL;
+    }
+    if ((o[6] == NULL) != (o[10] == NULL)) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.drop: give all five out arrays or none");
         return NULL;
     }
     if (hold(&v, o[0], 1, k * row_len, "buf") < 0 || hold(&v, o[1], 1, k * 4, "lens") < 0 ||
@@ -311,6 +318,16 @@ static PyObject *py_drop(PyObject *self, PyObject *args) {
         if (pos[j] < 0 || pos[j] >= k || (j && pos[j] <= pos[j - 1])) {
             PyErr_SetString(PyExc_ValueError, "_batchio.drop: positions ascending, in [0, k)");
             goto out;
+        }
+    }
+    if (o[6] != NULL) {
+        static const char *names[5] = {"out_buf", "out_lens", "out_ips", "out_ports",
+                                       "out_stamps"};
+        for (int a = 0; a < 5; a++) {
+            if (hold(&v, o[6 + a], 1, m * size[a], names[a]) < 0) goto out;
+            char *dst = v.b[6 + a].buf;
+            for (Py_ssize_t j = 0; j < m; j++)
+                memcpy(dst + j * size[a], arr[a] + pos[j] * size[a], (size_t)size[a]);
         }
     }
     for (int a = 0; a < 5; a++) {

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_stack.ina.addresses import Address
-from host_stack.ina.impair import NONE, Held, ImpairedSocket
+from host_stack.ina.impair import NONE, ImpairedSocket
 
 try:
     from host_stack.ina import _batchio
@@ -181,15 +181,15 @@ class BatchSocket:
         late = imp.arrivals(k) if k else NONE
         if late.size:
             now = time.monotonic()
-            # kernel arrival (CLOCK_REALTIME) on this clock; a datagram without one (0): now
-            arrived = np.minimum(self.stamps[late] - (time.time() - now), now)
-            imp.hold(Held(self.data[late], self.lens[late], self.ips[late], self.ports[late],
-                          arrived + imp.imp.delay_s))
+            room = imp.reserve(late.size, self.row_len)
             k = _batchio.drop(self.data, self.row_len, self.lens, self.ips, self.ports,
-                              self.stamps, k, late)
+                              self.stamps, k, late, room.rows, room.lens, room.ips,
+                              room.ports, room.due)
+            imp.commit(late.size, now, time.time() - now)
         if imp.first_due > time.monotonic():
             return k
-        for h in imp.take_due(self.data.shape[0] - k):
+        h = imp.take_due(self.data.shape[0] - k)
+        if h is not None:  # after what arrived with this receive
             m = h.due.size
             self.data[k:k + m], self.lens[k:k + m] = h.rows, h.lens
             self.ips[k:k + m], self.ports[k:k + m] = h.ips, h.ports

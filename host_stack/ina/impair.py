@@ -68,8 +68,7 @@ class Impairment:
 
 @dataclass
 class Held:
-    """Arrivals of one receive held back for reordering: their rows as received, and when
-    each is due (time.monotonic())."""
+    """Held arrivals: their rows as received, and when each is due (time.monotonic())."""
 
     rows: np.ndarray
     lens: np.ndarray
@@ -77,34 +76,37 @@ class Held:
     ports: np.ndarray
     due: np.ndarray
 
-    def split(self, now: float) -> tuple[Held | None, Held | None]:
-        """(the rows due at ``now``, the rest)."""
-        ready = self.due <= now
-        if ready.all():
-            return self, None
-        if not ready.any():
-            return None, self
-        parts = [Held(self.rows[m], self.lens[m], self.ips[m], self.ports[m], self.due[m])
-                 for m in (ready, ~ready)]
-        return parts[0], parts[1]
-
 
 class ImpairedSocket:
     """A UDP socket whose sends are dropped or duplicated and whose arrivals are held back,
-    at random (seeded).  host_stack/ina/batchio.py applies the fates to whole batches."""
+    at random (seeded).  host_stack/ina/batchio.py applies the fates to whole batches.
+
+    Its own cost per receive must stay small beside the transport's (the instrument runs in
+    the processes it measures; at first it took a third of what reordering added to a
+    round): the held arrivals are one queue of arrays in arrival order, which a receive
+    fills straight from its batch (``reserve``, ``commit``) and empties from the front
+    (``take_due``), and which arrivals are held is a running position, not an array."""
 
     def __init__(self, sock: socket.socket, impairment: Impairment) -> None:
         self.sock = sock
         self.imp = impairment
         self.rng = np.random.default_rng(impairment.seed)
-        self.held: list[Held] = []
-        self.first_due = np.inf  # min of held.due, kept so a receive with nothing due is cheap
+        self.queue: Held | None = None  # allocated by the first reserve()
+        self.head = self.tail = 0  # queue[head:tail] is held
+        self.first_due = np.inf  # when queue[head] is due: a cheap check per receive
         self.counts = {"dropped": 0, "duplicated": 0, "reordered": 0}
-        # positions, counted from the next packet received, of the next ones held back
-        self.upcoming = np.array([-1], dtype=np.int64)
+        # position, counted from the next packet received, of the next one held back, and
+        # the geometric gaps after it (drawn in bulk)
+        self.upcoming = -1
+        self.gaps: list[int] = []
         if impairment.reorder:  # kernel arrival times, so a held packet's delay starts there
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            self.upcoming = np.cumsum(self.rng.geometric(impairment.reorder, 64)) - 1
+            self.upcoming = self._gap() - 1
+
+    @property
+    def held(self) -> int:
+        """How many arrivals are held now."""
+        return self.tail - self.head
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -119,54 +121,85 @@ class ImpairedSocket:
         self.counts["duplicated"] += copies.size - kept.size
         return copies
 
+    def _gap(self) -> int:
+        if not self.gaps:
+            self.gaps = self.rng.geometric(self.imp.reorder, 256).tolist()[::-1]
+        return self.gaps.pop()
+
     def arrivals(self, k: int) -> np.ndarray:
         """Positions (ascending) of the packets held back among ``k`` just received.
 
         Each packet is held with probability ``reorder``, drawn as geometric gaps between held
         ones (the same law, without a draw per packet: a receive of thousands holds a few)."""
-        p = self.imp.reorder
-        if not p or self.upcoming[0] >= k:
+        if self.upcoming >= k:
             self.upcoming -= k
             return NONE
-        while self.upcoming[-1] < k:
-            more = self.upcoming[-1] + np.cumsum(self.rng.geometric(p, 256))
-            self.upcoming = np.concatenate([self.upcoming, more])
-        n = int(np.searchsorted(self.upcoming, k))
-        late, self.upcoming = self.upcoming[:n], self.upcoming[n:] - k
-        self.counts["reordered"] += n
-        return late
+        if self.upcoming < 0:  # no reordering
+            return NONE
+        late = []
+        pos, gaps = self.upcoming, self.gaps
+        while pos < k:
+            late.append(pos)
+            pos += gaps.pop() if gaps else self._gap()
+        self.upcoming = pos - k
+        self.counts["reordered"] += len(late)
+        return np.array(late, dtype=np.int64)
 
-    def hold(self, held: Held) -> None:
-        """Keep received rows (``held``, taken out of the receive buffer) until their due
-        times."""
-        self.held.append(held)
-        self.first_due = min(self.first_due, float(held.due.min()))
+    def reserve(self, count: int, row_len: int) -> Held:
+        """Room for ``count`` more held rows at the queue's tail (views to fill; the due
+        field takes the kernel's arrival stamps, ``commit`` turns them into due times)."""
+        q = self.queue
+        if q is None or self.tail + count > q.due.size:
+            held = self.held
+            size = max(1024, 2 * (held + count)) if q is None or held + count > q.due.size \
+                else q.due.size
+            new = Held(np.zeros((size, row_len), np.uint8), np.zeros(size, np.int32),
+                       np.zeros(size, np.uint32), np.zeros(size, np.uint16), np.zeros(size))
+            if q is not None:
+                for a, b in zip((new.rows, new.lens, new.ips, new.ports, new.due),
+                                (q.rows, q.lens, q.ips, q.ports, q.due), strict=True):
+                    a[:held] = b[self.head:self.tail]
+            self.queue, self.head, self.tail, q = new, 0, held, new
+        end = self.tail + count
+        return Held(q.rows[self.tail:end], q.lens[self.tail:end], q.ips[self.tail:end],
+                    q.ports[self.tail:end], q.due[self.tail:end])
 
-    def take_due(self, limit: int, now: float | None = None) -> list[Held]:
-        """Remove and return held rows whose delay is over, oldest first, up to about
-        ``limit`` rows (whole receives at a time; at least the first one due)."""
+    def commit(self, count: int, now: float, clock_offset: float) -> None:
+        """Hold the ``count`` rows just written at the tail: each is due ``delay_s`` after
+        its kernel stamp (CLOCK_REALTIME, ``clock_offset`` ahead of time.monotonic()), or
+        after ``now`` where it has none (0)."""
+        due = self.queue.due[self.tail - (self.tail > self.head):self.tail + count]
+        fresh = due[int(self.tail > self.head):]
+        np.minimum(fresh, now + clock_offset, out=fresh)
+        fresh += self.imp.delay_s - clock_offset
+        # the queue stays in due order: a stamp read on another clock can jitter by a few
+        # microseconds, and such a packet waits that much longer
+        np.maximum.accumulate(due, out=due)
+        if self.tail == self.head:
+            self.first_due = float(fresh[0])
+        self.tail += count
+
+    def take_due(self, limit: int, now: float | None = None) -> Held | None:
+        """Remove and return the held rows whose delay is over, oldest first, up to
+        ``limit``; views valid until the next ``reserve``."""
         now = time.monotonic() if now is None else now
-        if self.first_due > now:
-            return []
-        out: list[Held] = []
-        kept: list[Held] = []
-        taken = 0
-        for h in self.held:
-            ready, rest = h.split(now) if taken < limit else (None, h)
-            if ready is not None and (not out or taken + ready.due.size <= limit):
-                out.append(ready)
-                taken += ready.due.size
-            elif ready is not None:
-                rest = h
-            if rest is not None:
-                kept.append(rest)
-        self.held = kept
-        self.first_due = min((float(h.due.min()) for h in kept), default=np.inf)
-        return out
+        if self.first_due > now or limit <= 0:
+            return None
+        q, head = self.queue, self.head
+        if q.due[self.tail - 1] <= now:
+            count = min(limit, self.tail - head)
+        else:
+            count = min(limit, int(np.searchsorted(q.due[head:self.tail], now, side="right")))
+        self.head = end = head + count
+        self.first_due = float(q.due[end]) if end < self.tail else np.inf
+        if end == self.tail:
+            self.head = self.tail = 0
+        return Held(q.rows[head:end], q.lens[head:end], q.ips[head:end], q.ports[head:end],
+                    q.due[head:end])
 
     def next_due(self) -> float | None:
         """When the earliest held packet is due (None: nothing held)."""
-        return self.first_due if self.held else None
+        return self.first_due if self.tail > self.head else None
 
     def sendto(self, data: bytes, addr: tuple[str, int]) -> int:
         """One packet (control traffic) through the same fates as a batch."""

@@ -185,6 +185,19 @@ def parse_batch(rows: np.ndarray, lens: np.ndarray, n: int = DEFAULT_N
     return recs, ok
 
 
+def take(recs: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``recs[idx]`` for ascending ``idx`` into a contiguous batch of records (parse_batch's),
+    without numpy's gather of structured records, which costs about 0.1 us per record (35 us
+    for a batch of 300, more than the rest of a receive): a view where ``idx`` is one run,
+    else a gather of the rows as bytes."""
+    if idx.size and int(idx[-1]) - int(idx[0]) + 1 == idx.size:
+        return recs[int(idx[0]):int(idx[-1]) + 1]
+    if not recs.flags.c_contiguous:
+        return recs[idx]
+    raw = recs.view(np.uint8).reshape(recs.shape[0], recs.dtype.itemsize)
+    return raw[idx].view(recs.dtype)[:, 0]
+
+
 def rank_bit(rank: int) -> int:
     """The bitmap bit of worker rank ``rank`` (0-based, at most 64 workers per job)."""
     if not 0 <= rank < MAX_WORKERS:
