@@ -78,7 +78,7 @@ const bit<8> RECIRC_HARVEST = 1;
 const bit<8> RECIRC_RETRY = 2;
 header recirc_h {
     bit<8> kind;
-    bit<16> idx;
+    bit<32> idx;        /* all of meta.idx: a slice of it would pin both to one PHV container */
 }
 
 /* Ingress -> egress, in front of every packet that goes through egress. */
@@ -132,12 +132,14 @@ struct sum_pair_t {
     int<32> hi;
 }
 
-/* M(k, k + 32) for the 32 pairs of values. */
-#define INA_PAIRS(M)                                                                         \
+/* M(k, k + 32) for the 32 pairs of values, in two halves of 16. */
+#define INA_PAIRS_A(M)                                                                       \
     M(0, 32) M(1, 33) M(2, 34) M(3, 35) M(4, 36) M(5, 37) M(6, 38) M(7, 39)                  \
-    M(8, 40) M(9, 41) M(10, 42) M(11, 43) M(12, 44) M(13, 45) M(14, 46) M(15, 47)            \
+    M(8, 40) M(9, 41) M(10, 42) M(11, 43) M(12, 44) M(13, 45) M(14, 46) M(15, 47)
+#define INA_PAIRS_B(M)                                                                       \
     M(16, 48) M(17, 49) M(18, 50) M(19, 51) M(20, 52) M(21, 53) M(22, 54) M(23, 55)          \
     M(24, 56) M(25, 57) M(26, 58) M(27, 59) M(28, 60) M(29, 61) M(30, 62) M(31, 63)
+#define INA_PAIRS(M) INA_PAIRS_A(M) INA_PAIRS_B(M)
 
 /* ------------------------------------------------------------------------------------------
  * Ingress parser */
@@ -178,7 +180,7 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
     }
     state parse_recirc {
         pkt.extract(meta.recirc);
-        meta.idx = 16w0 ++ meta.recirc.idx;  /* a retry's is computed again from the table */
+        meta.idx = meta.recirc.idx;  /* a retry's is computed again from the table */
         transition parse_ethernet;
     }
     state parse_ethernet {
@@ -320,18 +322,14 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
     (6w0x10 &&& 6w0x10, W 7w0x02 &&& 7w0x42 T): A(); (6w0x10 &&& 6w0x10, W 7w0x40 &&& 7w0x42 T): A(); \
     (6w0x20 &&& 6w0x20, W 7w0x01 &&& 7w0x41 T): A(); (6w0x20 &&& 6w0x20, W 7w0x40 &&& 7w0x41 T): A();
 #define INA_GUARD_ENTRIES(i, t, A) INA_GUARD_ENTRIES_(INA_GW##i, INA_GT##t, A)
+/* the entries of a table keyed on 16 values: 12 per value column */
 #define INA_GUARD_COLUMNS(A)                                                                 \
-    INA_GUARD_ENTRIES(0, 31, A) INA_GUARD_ENTRIES(1, 30, A) INA_GUARD_ENTRIES(2, 29, A)      \
-    INA_GUARD_ENTRIES(3, 28, A) INA_GUARD_ENTRIES(4, 27, A) INA_GUARD_ENTRIES(5, 26, A)      \
-    INA_GUARD_ENTRIES(6, 25, A) INA_GUARD_ENTRIES(7, 24, A) INA_GUARD_ENTRIES(8, 23, A)      \
-    INA_GUARD_ENTRIES(9, 22, A) INA_GUARD_ENTRIES(10, 21, A) INA_GUARD_ENTRIES(11, 20, A)    \
-    INA_GUARD_ENTRIES(12, 19, A) INA_GUARD_ENTRIES(13, 18, A) INA_GUARD_ENTRIES(14, 17, A)   \
-    INA_GUARD_ENTRIES(15, 16, A) INA_GUARD_ENTRIES(16, 15, A) INA_GUARD_ENTRIES(17, 14, A)   \
-    INA_GUARD_ENTRIES(18, 13, A) INA_GUARD_ENTRIES(19, 12, A) INA_GUARD_ENTRIES(20, 11, A)   \
-    INA_GUARD_ENTRIES(21, 10, A) INA_GUARD_ENTRIES(22, 9, A) INA_GUARD_ENTRIES(23, 8, A)     \
-    INA_GUARD_ENTRIES(24, 7, A) INA_GUARD_ENTRIES(25, 6, A) INA_GUARD_ENTRIES(26, 5, A)      \
-    INA_GUARD_ENTRIES(27, 4, A) INA_GUARD_ENTRIES(28, 3, A) INA_GUARD_ENTRIES(29, 2, A)      \
-    INA_GUARD_ENTRIES(30, 1, A) INA_GUARD_ENTRIES(31, 0, A)
+    INA_GUARD_ENTRIES(0, 15, A) INA_GUARD_ENTRIES(1, 14, A) INA_GUARD_ENTRIES(2, 13, A)      \
+    INA_GUARD_ENTRIES(3, 12, A) INA_GUARD_ENTRIES(4, 11, A) INA_GUARD_ENTRIES(5, 10, A)      \
+    INA_GUARD_ENTRIES(6, 9, A) INA_GUARD_ENTRIES(7, 8, A) INA_GUARD_ENTRIES(8, 7, A)         \
+    INA_GUARD_ENTRIES(9, 6, A) INA_GUARD_ENTRIES(10, 5, A) INA_GUARD_ENTRIES(11, 4, A)       \
+    INA_GUARD_ENTRIES(12, 3, A) INA_GUARD_ENTRIES(13, 2, A) INA_GUARD_ENTRIES(14, 1, A)      \
+    INA_GUARD_ENTRIES(15, 0, A)
 
 control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                    in ingress_intrinsic_metadata_t ig_intr_md,
@@ -558,30 +556,35 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             33 .. 0xffff: set_guard_class(0x3f);
         }
     }
-    action guard_hit_lo() {
-        meta.guard_lo = 1;
+    /* Four tables of 16 values each: one of 32 7-bit keys (33 bytes) does not fit a table's
+     * ternary input crossbar.  Each sets its own bit of the word the slot's guard ORs in. */
+    action guard_hit_lo_a() {
+        meta.guard_lo[0:0] = 1;
     }
-    action guard_hit_hi() {
-        meta.guard_hi = 1;
+    action guard_hit_lo_b() {
+        meta.guard_lo[16:16] = 1;
     }
-    table guard_lo {
-        key = {
-            meta.guard_class: ternary @name("class");
-            INA_PAIRS(INA_GUARD_KEY)
-        }
-        actions = { guard_hit_lo; @defaultonly NoAction; }
-        const default_action = NoAction();
-        const entries = { INA_GUARD_COLUMNS(guard_hit_lo) }
+    action guard_hit_hi_a() {
+        meta.guard_hi[0:0] = 1;
     }
-    table guard_hi {
-        key = {
-            meta.guard_class: ternary @name("class");
-            INA_PAIRS(INA_GUARD_KEY_HI)
-        }
-        actions = { guard_hit_hi; @defaultonly NoAction; }
-        const default_action = NoAction();
-        const entries = { INA_GUARD_COLUMNS(guard_hit_hi) }
+    action guard_hit_hi_b() {
+        meta.guard_hi[16:16] = 1;
     }
+#define INA_GUARD_TABLE(table_name, PAIRS, KEY, hit)                                               \
+    table table_name {                                                                       \
+        key = {                                                                              \
+            meta.guard_class: ternary @name("class");                                        \
+            PAIRS(KEY)                                                                       \
+        }                                                                                    \
+        actions = { hit; @defaultonly NoAction; }                                            \
+        const default_action = NoAction();                                                   \
+        size = 192;                                                                          \
+        const entries = { INA_GUARD_COLUMNS(hit) }                                           \
+    }
+    INA_GUARD_TABLE(guard_lo_a, INA_PAIRS_A, INA_GUARD_KEY, guard_hit_lo_a)
+    INA_GUARD_TABLE(guard_lo_b, INA_PAIRS_B, INA_GUARD_KEY, guard_hit_lo_b)
+    INA_GUARD_TABLE(guard_hi_a, INA_PAIRS_A, INA_GUARD_KEY_HI, guard_hit_hi_a)
+    INA_GUARD_TABLE(guard_hi_b, INA_PAIRS_B, INA_GUARD_KEY_HI, guard_hit_hi_b)
 
     /* Turn the packet into the ONE aggregate sent on to the PS (its values are the sums
      * after the harvest pass; OVERFLOW is added there). */
@@ -617,8 +620,10 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         }
         bitmap_rank.apply();
         fan_in_class.apply();
-        guard_lo.apply();
-        guard_hi.apply();
+        guard_lo_a.apply();
+        guard_lo_b.apply();
+        guard_hi_a.apply();
+        guard_hi_b.apply();
         meta.bridge.setValid();
         meta.bridge.replica = 0;
         meta.bridge.emitted = 0;
@@ -749,8 +754,12 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port[8:7] ++ RECIRC_PORT_LOCAL;
             ig_tm_md.bypass_egress = 1;
             meta.recirc.setValid();
-            meta.recirc.kind = (meta.fate == FATE_HARVEST ? RECIRC_HARVEST : RECIRC_RETRY);
-            meta.recirc.idx = meta.idx[15:0];
+            if (meta.fate == FATE_HARVEST) {  /* a branch: Tofino's actions hold no conditions */
+                meta.recirc.kind = RECIRC_HARVEST;
+            } else {
+                meta.recirc.kind = RECIRC_RETRY;
+            }
+            meta.recirc.idx = meta.idx;
             meta.bridge.setInvalid();
         } else {
             meta.recirc.setInvalid();
