@@ -21,9 +21,11 @@
  *   s1   slot_tag {round + 1, chunk}: MATCH / same round / other round (first pass), claim
  *        if free or older (claim pass), free (harvest); fan_in_class (fan-in -> guard class)
  *   s2   slot_bitmap_lo, slot_bitmap_hi (each returns old & mine: the duplicate test);
- *        guard_lo, guard_hi (a contribution's values outside the guard range)
+ *        guard_lo_a/_b, guard_hi_a/_b (a contribution's values outside the guard range)
  *   s3   slot_count, slot_guard_lo, slot_guard_hi, slot_sum_0
  *   s4+  slot_sum_1 .. slot_sum_31 (s4 .. s11: 32 SALUs for 31), routing, counters
+ * (the design's map: the open-source back end needs 73 stages for this program and 14
+ * without the guard; docs/tofino.md, "Trial compiles")
  *
  * Overflow: a pair SALU has one comparison per value, too few for the sticky saturation of
  * p4src/tna's earlier one-value-per-SALU layout, so overflow is detected from the inputs: a
