@@ -735,32 +735,41 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                 result_multicast.apply();
             }
         }
-        if (meta.fate == FATE_ROUTE || meta.fate == FATE_MULTICAST) {
-            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-        }
+        /* one chain over the fate: its branches exclude each other by structure, so the
+         * back end may place them in one stage (the port written by routing and by the
+         * recirculation is no write-after-write conflict) */
         if (meta.fate == FATE_ROUTE) {
+            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+            meta.recirc.setInvalid();
             if (!route_pair.apply().hit) {
                 route_dst.apply();
             }
-        }
-        if (meta.fate == FATE_DROP) {
+        } else if (meta.fate == FATE_MULTICAST) {
+            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+            meta.recirc.setInvalid();
+        } else if (meta.fate == FATE_DROP) {
             ig_dprsr_md.drop_ctl = 1;
+            meta.recirc.setInvalid();
         } else if (meta.fate == FATE_RESUBMIT) {
             ig_dprsr_md.resubmit_type = 1;
             meta.resub.setValid();
             meta.resub.claim = 1;
             meta.resub.pad = 0;
-        } else if (meta.fate == FATE_HARVEST || meta.fate == FATE_RETRY) {
+            meta.recirc.setInvalid();
+        } else if (meta.fate == FATE_HARVEST) {
             /* round this pipe's recirculation port, egress bypassed: the recirculation header
              * goes first and the bridge header not at all */
             ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port[8:7] ++ RECIRC_PORT_LOCAL;
             ig_tm_md.bypass_egress = 1;
             meta.recirc.setValid();
-            if (meta.fate == FATE_HARVEST) {  /* a branch: Tofino's actions hold no conditions */
-                meta.recirc.kind = RECIRC_HARVEST;
-            } else {
-                meta.recirc.kind = RECIRC_RETRY;
-            }
+            meta.recirc.kind = RECIRC_HARVEST;
+            meta.recirc.idx = meta.idx;
+            meta.bridge.setInvalid();
+        } else if (meta.fate == FATE_RETRY) {
+            ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port[8:7] ++ RECIRC_PORT_LOCAL;
+            ig_tm_md.bypass_egress = 1;
+            meta.recirc.setValid();
+            meta.recirc.kind = RECIRC_RETRY;
             meta.recirc.idx = meta.idx;
             meta.bridge.setInvalid();
         } else {
