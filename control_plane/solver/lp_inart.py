@@ -67,7 +67,7 @@ class InArtLP:
             raise ValueError(f"formulation '{formulation}': expected one of {FORMULATIONS}")
         t0 = time.perf_counter()
         if formulation == "naive":
-            paths = PathSets(topo, paths.k, candidates="any")
+            paths = PathSets(topo, paths.k, candidates="any", routes=paths.routes)
         self.method = "simplex" if formulation == "naive" else "ipm"
         self.topo, self.paths, self.joint = topo, paths, joint
         self.model = m = LPModel()

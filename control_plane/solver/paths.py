@@ -6,6 +6,14 @@ leaf-spine routing (ECMP) use, and keeping only them keeps the LP small.  All mi
 (up to ENUM_LIMIT) are enumerated in natural id order along the BFS distance DAG, then k are
 picked greedily to share as few links as possible (lexicographic order alone would give k paths
 through the same aggregation switch); the same topology always gives the same sets.
+
+`routes="simple"` takes every simple path instead (up to SIMPLE_LIMIT per pair, beyond which
+it refuses rather than drop one), fewest hops first.  That is the whole routing freedom of a
+plan: a walk that repeats a node uses every link of the simple path left when its loop is
+cut out, and more, and its interior switches carry no load unless they aggregate, so some
+optimal plan takes only simple paths.  The exact MILP of `inart bench solver` uses it with
+every switch a candidate (`exact_paths`); minimum-hop sets miss plans that go around a
+cycle to avoid a bottleneck.
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from control_plane.model.topology import Topology, TopologyError, natural_key
 
 Path_ = tuple[str, ...]
 ENUM_LIMIT = 64
+SIMPLE_LIMIT = 4096  # simple paths per pair: more (large fabrics) is no exact-MILP instance
+ROUTES = ("min-hop", "simple")
 
 
 @dataclass(frozen=True)
@@ -40,14 +50,18 @@ class WorkerClass:
 class PathSets:
     """Lazily computed k-shortest path sets of one topology."""
 
-    def __init__(self, topo: Topology, k: int = 3, candidates: str = "all") -> None:
-        if k < 1:
-            raise ValueError(f"paths per pair k={k}: expected >= 1")
+    def __init__(self, topo: Topology, k: int | None = 3, candidates: str = "all",
+                 routes: str = "min-hop") -> None:
+        if k is not None and k < 1:
+            raise ValueError(f"paths per pair k={k}: expected >= 1 (or None: all)")
         if candidates not in ("all", "chosen", "any"):
             raise ValueError(f"candidates '{candidates}': expected 'all', 'chosen' or 'any'")
+        if routes not in ROUTES:
+            raise ValueError(f"routes '{routes}': expected one of {ROUTES}")
         self.topo = topo
         self.k = k
         self.candidates = candidates
+        self.routes = routes
         self._succ = {
             u: sorted((b for (_, b) in topo.digraph.out_edges(u)), key=natural_key)
             for u in topo.nodes
@@ -94,8 +108,20 @@ class PathSets:
             frontier = nxt
         return dist
 
+    @property
+    def describe(self) -> str:
+        """The path set in words, for reports: which paths and how many per pair."""
+        which = "all simple paths" if self.routes == "simple" else "minimum-hop paths"
+        per = "all per pair" if self.k is None else f"up to {self.k} per pair"
+        where = {"any": "every switch", "all": "switches on minimum-hop paths",
+                 "chosen": "switches on the chosen paths"}[self.candidates]
+        return f"{which} ({per}; aggregation at {where})"
+
     def _pick(self, src: str, dst: str) -> tuple[Path_, ...]:
-        """Up to k of the minimum-hop paths, each sharing the fewest links with those chosen."""
+        """Up to k of the paths, each sharing the fewest links with those chosen (all of
+        them, in enumeration order, when k is None)."""
+        if self.k is None:
+            return self.all(src, dst)
         pool = [(p, set(arcs(p))) for p in self.all(src, dst)]
         chosen: list[Path_] = []
         used: set[tuple[str, str]] = set()
@@ -118,12 +144,15 @@ class PathSets:
         return sorted(found, key=natural_key)
 
     def _enumerate(self, src: str, dst: str) -> tuple[Path_, ...]:
-        """All minimum-hop paths (up to ENUM_LIMIT) in natural id order, depth first."""
+        """All minimum-hop paths (up to ENUM_LIMIT) in natural id order, depth first; with
+        routes "simple", every simple path (`_simple`)."""
         if src == dst:
             return ((src,),)
         dist = self._dist_to(dst)
         if src not in dist:
             raise TopologyError(f"no path from '{src}' to '{dst}' through switches")
+        if self.routes == "simple":
+            return self._simple(src, dst)
         hops = self._hops.setdefault(dst, {})  # next hops on the distance DAG, filled lazily
         nodes, succ = self.topo.nodes, self._succ
 
@@ -142,6 +171,55 @@ class PathSets:
                 continue
             stack.extend(path + (v,) for v in reversed(downhill(path[-1])))
         return tuple(out)
+
+    def _simple(self, src: str, dst: str) -> tuple[Path_, ...]:
+        """Every simple path from src to dst through switches, fewest hops first (natural id
+        order among equals); more than SIMPLE_LIMIT is refused, never cut."""
+        nodes, succ = self.topo.nodes, self._succ
+        out: list[Path_] = []
+        stack: list[Path_] = [(src,)]
+        while stack:
+            path = stack.pop()
+            if path[-1] == dst:
+                out.append(path)
+                if len(out) > SIMPLE_LIMIT:
+                    raise ValueError(f"more than {SIMPLE_LIMIT} simple paths from '{src}' to "
+                                     f"'{dst}': all simple paths are for small topologies")
+                continue
+            stack.extend(path + (v,) for v in reversed(succ[path[-1]]) if v not in path
+                         and (v == dst or nodes[v].kind == "switch"))
+        return tuple(sorted(out, key=len))  # stable: depth-first order among equal lengths
+
+
+def simple_paths_at_most(topo: Topology, limit: int) -> bool:
+    """Whether every source (worker or switch) reaches every destination (PS or switch) by
+    at most `limit` simple paths through switches; stops counting at the first pair above.
+    Small irregular graphs pass (16 at most on 5-7 switches), fat-trees fail at once
+    (fattree:4: over a thousand between hosts of different pods)."""
+    nodes = topo.nodes
+    succ = {u: [b for (_, b) in topo.digraph.out_edges(u)] for u in nodes}
+    switches = set(topo.switches)
+    for src in [*topo.workers, *topo.switches]:
+        for dst in [*topo.pss, *topo.switches]:
+            if src == dst:
+                continue
+            found, stack = 0, [(src, frozenset((src,)))]
+            while stack:
+                u, seen = stack.pop()
+                for v in succ[u]:
+                    if v == dst:
+                        found += 1
+                        if found > limit:
+                            return False
+                    elif v in switches and v not in seen:
+                        stack.append((v, seen | {v}))
+    return True
+
+
+def exact_paths(topo: Topology) -> PathSets:
+    """The path sets of the exact MILP: every simple path, every switch a candidate."""
+    return PathSets(topo, k=None, candidates="any", routes="simple")
+
 
 def arcs(path: Path_) -> list[tuple[str, str]]:
     """The directed links a path uses."""
