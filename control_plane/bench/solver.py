@@ -10,8 +10,9 @@ Tables:
   fat-trees, each solved exactly (MILP) where it fits, with inart/MILP per instance, its mean
   and min, and the seeds of the worst instances (to rerun one: `inart plan` with the printed
   topology options).  The MILP routes over every simple path with every switch a candidate
-  (`milp_paths`; fat-trees, with thousands per pair: minimum-hop paths), and each row and
-  summary says which path set it used;
+  (`milp_paths`; fat-trees, with thousands per pair: minimum-hop paths), over installable
+  segments only, as every scheme (model/unaggregated.py), and each row and summary says
+  which path set it used;
 - `--lp-timing`: the naive path LP against our compact one, timed in the same run;
 - last, one labelled line per figure with its goal (figures.py).
 """

@@ -14,6 +14,12 @@ cut out, and more, and its interior switches carry no load unless they aggregate
 optimal plan takes only simple paths.  The exact MILP of `inart bench solver` uses it with
 every switch a candidate (`exact_paths`); minimum-hop sets miss plans that go around a
 cycle to avoid a bottleneck.
+
+A flow aggregated at v reaches v on a segment (`segments`): only those paths to v after
+which the packets v passes on unaggregated still have a route to the PS that revisits no
+switch of the segment (model/unaggregated.py: switches forward them by address pair alone),
+and a switch with no such segment is no candidate.  Minimum-hop sets never lose one; a
+detour can (every simple path, any switch a candidate).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from control_plane.model.topology import Topology, TopologyError, natural_key
+from control_plane.model.unaggregated import unaggregated_tail
 
 Path_ = tuple[str, ...]
 ENUM_LIMIT = 64
@@ -72,6 +79,7 @@ class PathSets:
         }
         self.all = lru_cache(maxsize=None)(self._enumerate)
         self.get = lru_cache(maxsize=None)(self._pick)
+        self.segments = lru_cache(maxsize=None)(self._segments)
         self.switches_between = lru_cache(maxsize=None)(self._switches_between)
         self._dist_to = lru_cache(maxsize=None)(self._distances)  # one BFS per destination
         self.arcs = lru_cache(maxsize=None)(lambda path: tuple(arcs(path)))  # packing's hot loop
@@ -113,7 +121,7 @@ class PathSets:
         """The path set in words, for reports: which paths and how many per pair."""
         which = "all simple paths" if self.routes == "simple" else "minimum-hop paths"
         per = "all per pair" if self.k is None else f"up to {self.k} per pair"
-        where = {"any": "every switch", "all": "switches on minimum-hop paths",
+        where = {"any": "any switch", "all": "switches on minimum-hop paths",
                  "chosen": "switches on the chosen paths"}[self.candidates]
         return f"{which} ({per}; aggregation at {where})"
 
@@ -132,16 +140,43 @@ class PathSets:
             used |= best[1]
         return tuple(chosen)
 
+    def _segments(self, src: str, v: str, dst: str) -> tuple[Path_, ...]:
+        """The paths src -> v (of `get`) on which a flow src -> dst may reach its aggregation
+        switch v: those after which the packets v passes on unaggregated still have a route
+        to dst (model/unaggregated.py; the stream paths v -> dst are tried first).  A detour
+        can cut v off (fig1's w5 reaching v1 through v2, which every path from v1 to a PS
+        crosses); minimum-hop paths to a v on a minimum-hop path src -> dst never do
+        (`_on_shortest`), and are not searched."""
+        if v not in self._dist_to(dst):
+            return ()
+        if self.routes == "min-hop" and self._on_shortest(src, v, dst):
+            return self.get(src, v)
+        return tuple(p for p in self.get(src, v)
+                     if unaggregated_tail(self.topo, p, dst, self.get(v, dst)) is not None)
+
+    def _on_shortest(self, src: str, v: str, dst: str) -> bool:
+        """Whether v lies on a minimum-hop path src -> dst.  Then every minimum-hop path
+        src -> v leaves v a route on: a switch x before v on it has d(x, dst) >= d(src, dst)
+        - d(src, x) > d(src, dst) - d(src, v) = d(v, dst), and a minimum-hop path v -> dst
+        only passes switches at most d(v, dst) from dst."""
+        to_v, to_dst = self._dist_to(v), self._dist_to(dst)
+        return src in to_v and to_v[src] + to_dst[v] == to_dst.get(src, -1)
+
     def _switches_between(self, src: str, dst: str) -> list[str]:
         """Candidate aggregation switches for src -> dst: those on any minimum-hop path
-        ("all"), on the k chosen paths ("chosen"), or every switch ("any": a detour is fine)."""
+        ("all"), on the k chosen paths ("chosen"), or every switch ("any": a detour is fine),
+        each only if some segment to it is installable (`segments`)."""
         if self.candidates == "any":
-            return self.topo.switches
-        pool = self.all(src, dst) if self.candidates == "all" else self.get(src, dst)
-        found = {n for p in pool for n in p[1:-1]}
-        if self.topo.nodes[dst].kind == "switch":
-            found.add(dst)
-        return sorted(found, key=natural_key)
+            pool_nodes = self.topo.switches
+        else:
+            pool = self.all(src, dst) if self.candidates == "all" else self.get(src, dst)
+            found = {n for p in pool for n in p[1:-1]}
+            if self.topo.nodes[dst].kind == "switch":
+                found.add(dst)
+            pool_nodes = sorted(found, key=natural_key)
+        if self.routes == "min-hop" and self.candidates != "any":
+            return pool_nodes  # on minimum-hop paths src -> dst: `_on_shortest`
+        return [v for v in pool_nodes if self.segments(src, v, dst)]
 
     def _enumerate(self, src: str, dst: str) -> tuple[Path_, ...]:
         """All minimum-hop paths (up to ENUM_LIMIT) in natural id order, depth first; with
@@ -217,7 +252,8 @@ def simple_paths_at_most(topo: Topology, limit: int) -> bool:
 
 
 def exact_paths(topo: Topology) -> PathSets:
-    """The path sets of the exact MILP: every simple path, every switch a candidate."""
+    """The path sets of the exact MILP: every simple path, every switch a candidate that
+    some installable segment reaches (`PathSets.segments`)."""
     return PathSets(topo, k=None, candidates="any", routes="simple")
 
 

@@ -75,7 +75,8 @@ def default_paths(topo: Topology, scheme: str = "inart", k: int = 3) -> PathSets
     """The path sets a scheme plans over unless it is given some.  On small instances (at
     most MILP_MAX_FLOWS worker-PS pairs) whose switch graph has few simple paths (at most
     DETOUR_PATHS per pair: the small irregular graphs, not fat-trees), InArt's schemes take
-    every simple path with every switch a candidate (`exact_paths`): going around a cycle
+    every simple path with every switch a candidate (`exact_paths`, installable segments
+    only: model/unaggregated.py): going around a cycle
     to avoid a bottleneck link, or to aggregate at a switch off every shortest path, gains
     up to a quarter of the rate on them.  Elsewhere, and for the baselines, up to k
     minimum-hop paths: on fat-trees and leaf-spines those are what ECMP uses and they keep
@@ -421,7 +422,7 @@ def route(topology: Topology, split: dict[str, float], scheme: str = "inart", se
 def _or_shortest(plan: Plan, paths: PathSets, k: int,
                  again: Callable[[PathSets], Plan]) -> Plan:
     """Over every simple path (`default_paths`) the packing now and then misses a plan that
-    minimum-hop paths alone give (a leaf-spine: 6.18 where minimum-hop paths give 6.5), so
+    minimum-hop paths alone give (a leaf-spine: 8.44 where minimum-hop paths give 8.5), so
     the scheme plans over those too (`again`) and the better plan is kept.  A minimum-hop
     plan is one over every simple path, but its bound is not: it is recomputed over `paths`
     (joint: the free-split LP's over `paths`, which bounds every plan)."""
