@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from control_plane.cli import main as cli
 from control_plane.model.plan import Plan
 from control_plane.repo import child_env
@@ -61,7 +63,7 @@ def test_plan_keeps_every_plan_and_the_table_under_out_plan(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "out" / "plan"
     assert Plan.load(out / "atp.json").scheme == "atp"
-    assert Plan.load(out / "inart.json").rate == 2.5
+    assert Plan.load(out / "inart.json").rate == pytest.approx(2.5)
     assert (out / "plan.csv").read_text().startswith("scheme,rate")
     assert "wrote out/plan/<scheme>.json (inart, atp) and out/plan/plan.csv" in proc.stdout
 

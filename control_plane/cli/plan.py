@@ -46,7 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_topology_args(p)
     p.add_argument("--scheme", "-s", default="all",
                    help=f"comma-separated from {', '.join(SCHEMES)}, or 'all'")
-    p.add_argument("--k-paths", type=int, default=3, help="paths per (source, destination)")
+    p.add_argument("--k-paths", type=int, default=3,
+                   help="minimum-hop paths per (source, destination); InArt's schemes plan "
+                        "small graphs with few simple paths (irregular clusters, not "
+                        "fat-trees) over every simple path instead")
     p.add_argument("--trials", type=int, default=32,
                    help="Alg. 2 rounding trials, best kept (--rounding paper)")
     p.add_argument("--rounding", choices=ROUNDINGS, default="best",

@@ -13,7 +13,8 @@ Routes (``InaIngress.route_pair`` keyed on (src, dst), ``InaIngress.route_dst`` 
 - the packets of an aggregated flow that v forwards unaggregated (RETX, collisions) continue
   with pair entries (w, s) along the stream path, or, if that path comes back through a switch
   of w..v (a (src, dst) key cannot take two directions on one switch), along the shortest path
-  from v to s that avoids those switches; if none exists the plan is refused.
+  from v to s that avoids those switches (model/unaggregated.py, which the plan validator and
+  the solver share); if none exists the plan is refused.
 
 Aggregation (``InaIngress.ina_aggregate``): one entry per (job, s, w) aggregated at v. Every
 (job, PS) pool on a switch gets a disjoint range of the INA_SLOTS slots: all pools have the same
@@ -31,7 +32,7 @@ stack gets them in the plan file it runs on.
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -39,6 +40,7 @@ import networkx as nx
 from control_plane.deploy.addressing import Addressing
 from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology, natural_key
+from control_plane.model.unaggregated import switch_bfs, unaggregated_tail
 
 INA_SLOTS = 4096  # p4src/common/constants.p4; checked against build-info.json when present
 MAX_RANKS = 64
@@ -181,18 +183,7 @@ class _Builder:
 
     def _switch_bfs(self, root: str, avoid: frozenset[str] = frozenset()) -> dict[str, str]:
         """Parent pointers of a BFS from ``root`` through switches only (natural order)."""
-        graph = self.graph
-        parent = {root: root}
-        queue = deque([root])
-        while queue:
-            node = queue.popleft()
-            if node != root and not self._is_switch(node):
-                continue  # hosts are never transit nodes
-            for nb in sorted(graph[node], key=natural_key):
-                if nb not in parent and nb not in avoid:
-                    parent[nb] = node
-                    queue.append(nb)
-        return parent
+        return switch_bfs(self.topo, root, avoid, self.graph)
 
     # -- routes --------------------------------------------------------------------------------
     def dst_routes(self) -> None:
@@ -239,18 +230,11 @@ class _Builder:
 
     def _unaggregated_tail(self, path: tuple[str, ...], v: str, s: str,
                            why: str) -> tuple[str, ...]:
-        before = frozenset(path[:-1])
-        stream = self._stream_path(v, s)
-        if not before & set(stream[1:]):
-            return stream
-        parent = self._switch_bfs(s, avoid=before)
-        if v not in parent:
+        tail = unaggregated_tail(self.topo, path, s, (self._stream_path(v, s),), self.graph)
+        if tail is None:
             raise EntriesError(f"{why}: its unaggregated packets cannot continue from {v} to "
                                f"{s} without revisiting a switch of {list(path)}")
-        out = [v]
-        while out[-1] != s:
-            out.append(parent[out[-1]])
-        return tuple(out)
+        return tail
 
     def stream_routes(self) -> None:
         for st in self.plan.streams:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from control_plane.model.topology import Topology, TopologyError
+from control_plane.model.unaggregated import unaggregated_tail
 from control_plane.solver.paths import arcs
 
 MAX_FAN_IN = 64  # workers per aggregated stream: the INA bitmap has one bit per rank
@@ -239,6 +240,7 @@ def validate(plan: Plan) -> Loads:
         if st.fan_in > MAX_FAN_IN:
             raise PlanError(f"plan stream {st.switch}->{st.ps}: fan_in {st.fan_in} > "
                             f"{MAX_FAN_IN} workers")
+    _check_tails(plan)
     loads = evaluate(plan)
     if plan.upper_bound is not None and loads.rate > plan.upper_bound * (1 + 1e-4) + 1e-9:
         raise PlanError(f"plan 'upper_bound'={plan.upper_bound} is below the plan's own rate "
@@ -279,6 +281,22 @@ def _validate_decisions(plan: Plan) -> None:
     if missing:
         raise PlanError(f"plan 'flows': no flow for {sorted(missing)[:5]} (every worker sends "
                         "to every PS)")
+
+
+def _check_tails(plan: Plan) -> None:
+    """Every aggregated flow's unaggregated packets have a route on from its switch that
+    does not revisit a switch of its path (model/unaggregated.py): else no switch could be
+    told where to send them."""
+    for i, f in enumerate(plan.flows):
+        v = f.aggregate_at
+        if v is None:
+            continue
+        stream = plan.stream_path(v, f.ps)
+        if unaggregated_tail(plan.topology, f.path, f.ps, (stream,) if stream else ()) is None:
+            raise PlanError(f"plan flows[{i}] ({f.worker}->{f.ps}) 'path': {list(f.path)} to "
+                            f"its 'aggregate_at' {v} leaves no route from {v} to {f.ps} that "
+                            f"avoids its switches, so the packets {v} passes on unaggregated "
+                            f"cannot be forwarded (they would revisit a switch of the path)")
 
 
 def _check_path(topo: Topology, path: tuple[str, ...], src: str, dst: str, where: str) -> None:

@@ -58,7 +58,7 @@ class CountSolution:
     n: dict[tuple[str, int, str], float]  # (s, class index, v) -> workers aggregated at v
     d: dict[tuple[str, int], dict[tuple[str, ...], float]]  # (s, class) -> path -> workers
     z: dict[tuple[str, str], float]  # (s, v) -> stream fraction
-    segment: dict[tuple[int, str], dict[tuple[str, ...], float]]  # (class, v) -> path -> flow
+    segment: dict[tuple[str, int, str], dict[tuple[str, ...], float]]  # (s, class, v) -> path
     stream: dict[tuple[str, str], dict[tuple[str, ...], float]]  # (s, v) -> path -> fraction
 
 
@@ -103,7 +103,11 @@ class CountLP:
         self.z_cols: dict[tuple[str, str], int] = {}
         self.candidates: dict[tuple[str, str], int] = defaultdict(int)  # workers that may use v
         self.demand_rows: dict[tuple[str, int], int] = {}
-        by_segment: dict[tuple[int, str], list[int]] = defaultdict(list)
+        # segment routes (class, v, the paths `segments` allows) are shared by the PSs for
+        # which the same paths are allowed: all of them over minimum-hop paths
+        Segment = tuple[int, str, tuple[tuple[str, ...], ...]]
+        by_segment: dict[Segment, list[int]] = defaultdict(list)
+        self.segment_of: dict[tuple[str, int, str], Segment] = {}
         by_stream: dict[tuple[str, str], list[int]] = defaultdict(list)
 
         def charge(ci: int, path: tuple[str, ...], col: int) -> None:
@@ -127,7 +131,9 @@ class CountLP:
                     self.n_cols[(s, ci, v)] = col
                     demand.append((col, 1.0))
                     switch_terms[v].append((col, 1.0))
-                    by_segment[(ci, v)].append(col)
+                    key = (ci, v, paths.segments(cls.rep, v, s))
+                    by_segment[key].append(col)
+                    self.segment_of[(s, ci, v)] = key
                     by_stream[(s, v)].append(col)
                     self.candidates[(s, v)] += len(cls.members)
                 self.demand_rows[(s, ci)] = m.row(demand, 0.0, 0.0)
@@ -149,14 +155,14 @@ class CountLP:
             size = len(self.classes[ci].members)
             if self.candidates[(s, v)] > size:  # else the fan-in row already implies it
                 m.row([(col, 1.0), (self.z_cols[(s, v)], -float(size))], upper=0.0)
-        self.seg_cols: dict[tuple[int, str], list[tuple[tuple[str, ...], int]]] = {}
-        for (ci, v), cols in by_segment.items():
+        self.seg_cols: dict[Segment, list[tuple[tuple[str, ...], int]]] = {}
+        for key, cols in by_segment.items():
             route = []
-            for p in paths.get(self.classes[ci].rep, v):
+            for p in key[2]:
                 col = m.var()
                 route.append((p, col))
-                charge(ci, p, col)
-            self.seg_cols[(ci, v)] = route
+                charge(key[0], p, col)
+            self.seg_cols[key] = route
             m.row([(c, 1.0) for _, c in route] + [(c, -1.0) for c in cols], 0.0, 0.0)
         self.switch_rows = {v: m.row(t, upper=0.0) for v, t in switch_terms.items()}
         self.ps_rows = {s: m.row(t, upper=0.0) for s, t in ps_terms.items()}
@@ -391,6 +397,7 @@ class CountLP:
         def dist(route: list[tuple[tuple[str, ...], int]]) -> dict[tuple[str, ...], float]:
             return {p: float(x[c]) for p, c in route if x[c] > 1e-12}
 
+        segments = {k: dist(r) for k, r in self.seg_cols.items()}
         return CountSolution(
             rate=f,
             n={k: float(x[c]) / share[k[0]] for k, c in self.n_cols.items()
@@ -399,6 +406,6 @@ class CountLP:
                for k, r in self.d_cols.items()},
             z={k: float(x[c]) / share[k[0]] for k, c in self.z_cols.items()
                if share[k[0]] > EPS and x[c] > 1e-9 * share[k[0]]},
-            segment={k: dist(r) for k, r in self.seg_cols.items()},
+            segment={k: segments[group] for k, group in self.segment_of.items()},
             stream={k: dist(r) for k, r in self.stream_cols.items()},
         )

@@ -28,8 +28,6 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from control_plane.model.topology import Topology
 from control_plane.solver.lp_model import LPModel
 from control_plane.solver.paths import PathSets, arcs
@@ -46,7 +44,7 @@ class LPResult:
     direct: dict[tuple[str, str], float]  # (s, w) -> share sent directly (sums with agg to 1)
     aggregate: dict[tuple[str, str], dict[str, float]]  # (s, w) -> {v: share}
     direct_paths: dict[tuple[str, str], dict[tuple[str, ...], float]]
-    segment_paths: dict[tuple[str, str], dict[tuple[str, ...], float]]  # (w, v)
+    segment_paths: dict[tuple[str, str, str], dict[tuple[str, ...], float]]  # (s, w, v)
     stream_paths: dict[tuple[str, str], dict[tuple[str, ...], float]]  # (v, s)
     seconds: float
     size: dict[str, int] = field(default_factory=dict)
@@ -67,7 +65,7 @@ class InArtLP:
             raise ValueError(f"formulation '{formulation}': expected one of {FORMULATIONS}")
         t0 = time.perf_counter()
         if formulation == "naive":
-            paths = PathSets(topo, paths.k, candidates="any")
+            paths = PathSets(topo, paths.k, candidates="any", routes=paths.routes)
         self.method = "simplex" if formulation == "naive" else "ipm"
         self.topo, self.paths, self.joint = topo, paths, joint
         self.model = m = LPModel()
@@ -123,11 +121,11 @@ class InArtLP:
         self.cut_rows = {key: m.row(terms + [(Z[key], -float(len(W)))], upper=0.0)
                          for key, terms in fan.items()}
         self.Z = Z
-        def route(a: str, b: str, terms: list[tuple[int, float]]
+        def route(options: tuple[tuple[str, ...], ...], terms: list[tuple[int, float]]
                   ) -> list[tuple[tuple[str, ...], int]]:
-            """One variable per path a -> b, charged to its links and added to ``terms``."""
+            """One variable per path, charged to its links and added to ``terms``."""
             chosen = []
-            for p in paths.get(a, b):
+            for p in options:
                 col = m.var()
                 chosen.append((p, col))
                 terms.append((col, 1.0))
@@ -135,26 +133,31 @@ class InArtLP:
                     link_terms[arc].append((col, 1.0))
             return chosen
 
-        T: dict[tuple[str, str], list[tuple[tuple[str, ...], int]]] = {}
+        # segment routes by (w, v, the paths `segments` allows for s): compact shares them
+        # among the PSs with the same paths (all of them over minimum-hop paths)
+        T: dict[tuple, list[tuple[tuple[str, ...], int]]] = {}
+        self.segment_of: dict[tuple[str, str, str], tuple] = {}
         if formulation == "compact":
-            by_segment: dict[tuple[str, str], list[int]] = defaultdict(list)
-            for (_, w, v), col in A.items():
-                by_segment[(w, v)].append(col)
-            for (w, v), cols in by_segment.items():
+            by_segment: dict[tuple, list[int]] = defaultdict(list)
+            for (s, w, v), col in A.items():
+                key = self.segment_of[(s, w, v)] = (w, v, paths.segments(w, v, s))
+                by_segment[key].append(col)
+            for key, cols in by_segment.items():
                 terms = [(c, -1.0) for c in cols]
-                T[(w, v)] = route(w, v, terms)
+                T[key] = route(key[2], terms)
                 m.row(terms, 0.0, 0.0)
         else:
-            for (_, w, v), acol in A.items():
+            for (s, w, v), acol in A.items():
                 terms = [(acol, -1.0)]
-                T.setdefault((w, v), []).extend(route(w, v, terms))
+                T[(s, w, v)] = route(paths.segments(w, v, s), terms)
+                self.segment_of[(s, w, v)] = (s, w, v)
                 m.row(terms, 0.0, 0.0)
 
         U: dict[tuple[str, str], list[tuple[tuple[str, ...], int]]] = {}
         for (s, v), zcol in Z.items():
             ps_terms[s].append((zcol, 1.0))
             terms = [(zcol, -1.0)]
-            U[(v, s)] = route(v, s, terms)
+            U[(v, s)] = route(paths.get(v, s), terms)
             m.row(terms, 0.0, 0.0)
 
         for v, terms in switch_terms.items():
@@ -226,17 +229,11 @@ class InArtLP:
             tot = sum(vals.values())
             return {p: v / tot for p, v in vals.items() if v > 1e-12} if tot > 1e-12 else {}
 
-        seg: dict[tuple[str, str], dict[tuple[str, ...], float]] = {}
-        for key, entries in T.items():
-            merged: dict[tuple[str, ...], list] = defaultdict(list)
-            for p, c in entries:
-                merged[p].append(c)
-            vals = {p: float(np.sum(x[cs])) for p, cs in merged.items()}
-            tot = sum(vals.values())
-            seg[key] = {p: v / tot for p, v in vals.items() if v > 1e-12} if tot > 1e-12 else {}
+        routes = {key: dist(entries) for key, entries in T.items()}
         return LPResult(
             rate=rate, split=split_out, direct=direct, aggregate=aggregate,
-            direct_paths={k: dist(v) for k, v in D.items()}, segment_paths=seg,
+            direct_paths={k: dist(v) for k, v in D.items()},
+            segment_paths={k: routes[key] for k, key in self.segment_of.items()},
             stream_paths={k: dist(v) for k, v in U.items()},
             seconds=time.perf_counter() - t0 + (0.0 if warm else self.build_seconds),
             size={"vars": m.num_vars, "rows": m.num_rows, "nonzeros": len(m.coo_val),

@@ -76,7 +76,7 @@ def solve_milp(topo: Topology, paths: PathSets, split: dict[str, float] | None =
                 if (v, s) not in zflag:
                     zflag[(v, s)] = m.var(upper=1.0, integer=True)
                     zrate[(v, s)] = []
-                for p in paths.get(w, v):
+                for p in paths.segments(w, v, s):
                     b, r = carried(s, v, p)
                     opts.append((b, v, p))
                     rates.append(r)

@@ -85,11 +85,11 @@ class Packer:
         return best
 
     # -- placing one (PS, worker) pair -------------------------------------------------------
-    def _segment(self, w: str, v: str, need: float) -> Path_ | None:
+    def _segment(self, s: str, w: str, v: str, need: float) -> Path_ | None:
         ci = self.cls_of[w]
         rep = self.paths.classes[ci].rep
-        weights = self.guide.segment.get((ci, v), {}) if self.guide else {}
-        return self._choose(self.paths.get(rep, v), weights, need, w)
+        weights = self.guide.segment.get((s, ci, v), {}) if self.guide else {}
+        return self._choose(self.paths.segments(rep, v, s), weights, need, w)
 
     def aggregate(self, s: str, w: str, v: str) -> bool:
         """Aggregate (s, w) at v, opening the stream (s, v) if needed; False if it won't fit
@@ -98,7 +98,7 @@ class Packer:
         need = self.unit[s]
         if self.node[v] < need - EPS or self.fan.get((s, v), 0) >= MAX_FAN_IN:
             return False
-        seg = self._segment(w, v, need)
+        seg = self._segment(s, w, v, need)
         if seg is None:
             return False
         if (s, v) not in self.stream:

@@ -54,7 +54,8 @@ def round_once(topo: Topology, paths: PathSets, lp: LPResult, split: dict[str, f
             if v is None:
                 path = _path(rng, lp.direct_paths.get((s, w), {}), paths.get(w, s))
             else:
-                path = _path(rng, lp.segment_paths.get((w, v), {}), paths.get(w, v))
+                path = _path(rng, lp.segment_paths.get((s, w, v), {}),
+                             paths.segments(w, v, s))
             flows.append(Flow(w, s, v, path))
     stream_paths = {}
     for f in flows:

@@ -39,7 +39,7 @@ from control_plane.solver.l_inart import l_inart
 from control_plane.solver.lp_inart import InArtLP
 from control_plane.solver.milp import solve_milp
 from control_plane.solver.pack import best_pack, pack_search
-from control_plane.solver.paths import PathSets
+from control_plane.solver.paths import PathSets, exact_paths, simple_paths_at_most
 from control_plane.solver.resplit import refined
 from control_plane.solver.rounding import round_best
 
@@ -66,6 +66,25 @@ POLISH_GAP = 0.01  # small instances: a plan this far under the best split bound
 POLISH_NODES, POLISH_SECONDS = 200, 10.0  # that polish (the exact MILP from the plan): limits
 PACK_GAP = 0.01  # a carried plan this close to its split's bound is not packed for again
 LP_MAX_FLOWS = 1500  # larger instances are packed without the count LP (fattree:16: 4080)
+DETOUR_PATHS = 64  # small instances with at most this many simple paths per pair plan over all
+MIN_HOP_SCHEMES = ("atp", "lbmm")  # the baselines route as their papers do: shortest paths
+SHORTEST_TOO = ("inart", "r-inart", "joint")  # also planned over minimum-hop paths (_or_shortest)
+
+
+def default_paths(topo: Topology, scheme: str = "inart", k: int = 3) -> PathSets:
+    """The path sets a scheme plans over unless it is given some.  On small instances (at
+    most MILP_MAX_FLOWS worker-PS pairs) whose switch graph has few simple paths (at most
+    DETOUR_PATHS per pair: the small irregular graphs, not fat-trees), InArt's schemes take
+    every simple path with every switch a candidate (`exact_paths`, installable segments
+    only: model/unaggregated.py): going around a cycle
+    to avoid a bottleneck link, or to aggregate at a switch off every shortest path, gains
+    up to a quarter of the rate on them.  Elsewhere, and for the baselines, up to k
+    minimum-hop paths: on fat-trees and leaf-spines those are what ECMP uses and they keep
+    large LPs small."""
+    if (scheme not in MIN_HOP_SCHEMES and len(topo.workers) * len(topo.pss) <= MILP_MAX_FLOWS
+            and simple_paths_at_most(topo, DETOUR_PATHS)):
+        return exact_paths(topo)
+    return PathSets(topo, k)
 
 
 def _count_round(lp: CountLP, split: dict[str, float], scheme: str, carried: Plan | None,
@@ -367,9 +386,13 @@ def solve(topology: Topology, scheme: str = "inart", seed: int = 0, k_paths: int
         raise ValueError(f"scheme '{scheme}': expected one of {SCHEMES}")
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding '{rounding}': expected one of {ROUNDINGS}")
-    paths = paths or PathSets(topology, k_paths)
+    given, paths = paths is not None, paths or default_paths(topology, scheme, k_paths)
     t0 = time.perf_counter()
-    plan = SOLVERS[scheme](topology, paths, seed, trials, Options(formulation, rounding))
+    opts = Options(formulation, rounding)
+    plan = SOLVERS[scheme](topology, paths, seed, trials, opts)
+    if not given and scheme in SHORTEST_TOO and rounding == "best":
+        plan = _or_shortest(plan, paths, k_paths,
+                            lambda p: SOLVERS[scheme](topology, p, seed, trials, opts))
     return _finished(plan, scheme, seed, t0)
 
 
@@ -386,10 +409,36 @@ def route(topology: Topology, split: dict[str, float], scheme: str = "inart", se
                          f"{topology.pss}")
     if any(not 0 <= x <= 1 for x in split.values()) or abs(sum(split.values()) - 1) > 1e-6:
         raise ValueError(f"split: shares {split} must lie in [0, 1] and sum to 1")
-    paths = paths or PathSets(topology, k_paths)
+    given, paths = paths is not None, paths or default_paths(topology, scheme, k_paths)
     t0 = time.perf_counter()
-    plan = _fixed(topology, paths, split, seed, trials, Options(rounding=rounding), scheme)
+    opts = Options(rounding=rounding)
+    plan = _fixed(topology, paths, split, seed, trials, opts, scheme)
+    if not given and rounding == "best":
+        plan = _or_shortest(plan, paths, k_paths,
+                            lambda p: _fixed(topology, p, split, seed, trials, opts, scheme))
     return _finished(plan, scheme, seed, t0)
+
+
+def _or_shortest(plan: Plan, paths: PathSets, k: int,
+                 again: Callable[[PathSets], Plan]) -> Plan:
+    """Over every simple path (`default_paths`) the packing now and then misses a plan that
+    minimum-hop paths alone give (a leaf-spine: 8.44 where minimum-hop paths give 8.5), so
+    the scheme plans over those too (`again`) and the better plan is kept.  A minimum-hop
+    plan is one over every simple path, but its bound is not: it is recomputed over `paths`
+    (joint: the free-split LP's over `paths`, which bounds every plan)."""
+    if paths.routes != "simple":
+        return plan
+    short = again(PathSets(plan.topology, k))
+    if short.rate <= plan.rate * (1 + 1e-6):
+        return plan
+    if "joint" in short.meta:
+        short.upper_bound = plan.upper_bound
+    else:
+        lp = CountLP(plan.topology, paths)
+        lp.use_split(short.partition)
+        short.upper_bound = lp.bound_from(short.rate, l_inart(plan.topology).rate).rate
+    short.meta["paths"] = "minimum-hop plan kept (better than over every simple path)"
+    return short
 
 
 def _finished(plan: Plan, scheme: str, seed: int, t0: float) -> Plan:
