@@ -14,12 +14,14 @@ follow ``routing`` (simulation/routes.py: ECMP, or the emulation's destination r
   (counted over the trees by simulation/rat_traffic.py).  Each rank runs the stages on its
   own (simulation/ranks.py), as tree.py does.
 - rsgcm: the MCTS schedule of rsgcm/plan.py (S=2 blocks); each step runs its rings at once,
-  every ring one gloo ring all-reduce (gloo_ring_segments) over its members in rank order;
-  its chain: two host messages per segment a rank sends (the notice and the data).
-  Where the search finds no schedule (it does not for 54 devices), or above MCTS_MAX_WORLD
-  devices (124 took 128 s to fail on this machine), the classical 2D-mesh
-  schedule on the squarest grid stands in (rsgcm/classical.py ``mesh_2d``), and the result
-  says so.
+  every ring one gloo ring all-reduce over its members in rank order, simulated rank by rank
+  and message by message (simulation/gloo_rings.py), or, above a number of messages, each
+  step's transfers rank by rank (simulation/ranks.py) with a chain of two host messages per
+  segment a rank sends (the notice and the data).  Its bytes count gloo's two notices a
+  message (``NOTICE_WIRE_BYTES`` each way).  Where the search finds no schedule (it does not
+  for 54 devices), or above MCTS_MAX_WORLD devices (124 took 128 s to fail on this machine),
+  the classical 2D-mesh schedule on the squarest grid stands in (rsgcm/classical.py
+  ``mesh_2d``), and the result says so.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from simulation.gloo_rings import ELEMENT, RingAllReduce
 from simulation.rat_traffic import stage_pairs
 from simulation.routes import Router
 
-# host messages per segment of gloo's ring all-reduce on its dependency chain: the receiver's
-# notice (gloo posts a segment's receive once the one before is reduced) and the data
+# host messages per segment of gloo's ring all-reduce on its dependency chain when its steps
+# run rank by rank: the receiver's notice and the data
 GLOO_HOST_MESSAGES = 2
 MCTS_MAX_WORLD = 64
 
