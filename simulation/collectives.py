@@ -166,7 +166,7 @@ def rsgcm_rings(topo: Topology, workers: list[str], model_bytes: int, seed: int 
                 continue
             stage.chain_hops = max(stage.chain_hops, 2 * (f - 1))
             members = tuple(workers[r] for r in ring)
-            rings.append(RingAllReduce(k, members, blocks[b]))
+            rings.append(RingAllReduce(len(stages), members, blocks[b]))
             for p, host in enumerate(members):
                 to = members[(p - 1) % f]
                 for pair in ((host, to), (to, host)):
@@ -180,7 +180,8 @@ def rsgcm_rings(topo: Topology, workers: list[str], model_bytes: int, seed: int 
                     acks=sum(ack_wire_bytes(m) for m in sent)))
                 stage.transfers.append(Transfer(paths[(to, host)],
                                                 len(sent) * NOTICE_WIRE_BYTES))
-        stages.append(stage)
+        if stage.transfers:  # a step whose blocks are all empty sends nothing
+            stages.append(stage)
     return rings, paths, stages, kind
 
 

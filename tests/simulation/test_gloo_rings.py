@@ -94,3 +94,11 @@ def test_rsgcm_link_bytes_follow_gloo_and_count_its_notices() -> None:
                 up += ack_wire_bytes(recv) + NOTICE_WIRE_BYTES
     assert res.link_bytes["w1->v1"] == pytest.approx(up)
     assert res.link_bytes["v1->v2"] > 0 and res.link_bytes["v2->v1"] > 0
+
+
+def test_a_step_whose_blocks_are_empty_is_left_out() -> None:
+    """A 4-byte gradient is one element: block 1 of fig1's two steps is empty, so only the
+    step of block 0 runs."""
+    res = simulate(build_topology("fig1"), "rsgcm", model_bytes=4, link_gbps=10)
+    assert [row["stage"] for row in res.stages] == ["step0"]
+    assert res.comm_time_s > 0
