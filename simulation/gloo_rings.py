@@ -36,7 +36,7 @@ fraction of a message.  A wait shorter than the precision lasts the precision.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from host_stack.collectives.p2p import (
     NOTICE_WIRE_BYTES,
@@ -64,6 +64,28 @@ def data_bytes(length: int) -> float:
     """What one data message of ``length`` bytes moves here: its frames, both notices and the
     receiver's ACKs."""
     return message_wire_bytes(length) + 2 * NOTICE_WIRE_BYTES + ack_wire_bytes(length)
+
+
+@dataclass
+class _Connection:
+    """One rank's sending side of one ring all-reduce, shared by the actors that play it
+    (SimGrid runs one actor at a time, so plain fields are safe; a semaphore is taken only to
+    block, each costing a thread switch): sends posted, RECV_READY notices' arrival times in
+    order, sends written."""
+
+    to_send: object  # the connection's actor waits on it for a send posted and noticed
+    to_loop: object  # the ring's loop waits on it for a send written
+    issued: int = 0
+    arrivals: deque = field(default_factory=deque)
+    sent: int = 0
+    wait_issue: bool = False
+    wait_sent: bool = False
+
+    def poke(self) -> None:
+        """A send was posted or noticed: wake the connection's actor if it waits."""
+        if self.wait_issue:
+            self.wait_issue = False
+            self.to_send.release()
 
 
 def run_gloo_rings(net: Network, rings: list[RingAllReduce],
@@ -109,28 +131,31 @@ def _simulate(net: Network, rings: list[RingAllReduce],
         for host in ring.members:
             mine.setdefault(host, [[] for _ in range(steps)])[ring.step].append(i)
     ends = [0.0] * steps
-    # the RECV_READY notices each (ring, sender) has been sent: when they arrive, in order
-    noticed: dict[tuple[int, str], tuple[deque, object]] = {}
+    conns: dict[tuple[int, str], _Connection] = {}
 
-    def notices(op: int, host: str) -> tuple[deque, object]:
-        if (op, host) not in noticed:
-            noticed[(op, host)] = (deque(), sg.Semaphore(0))
-        return noticed[(op, host)]
+    def conn(op: int, host: str) -> _Connection:
+        """The connection on which ``host`` sends in ring all-reduce ``op``."""
+        if (op, host) not in conns:
+            conns[(op, host)] = _Connection(sg.Semaphore(0), sg.Semaphore(0))
+        return conns[(op, host)]
 
     def wake(at: float) -> None:
         if at > engine.clock:
             sg.this_actor.sleep_until(at)
 
-    def connection(me: str, op: int, to: str, sends: list[tuple[int, int]], issued,
-                   sent) -> None:
+    def connection(me: str, op: int, to: str, sends: list[tuple[int, int]]) -> None:
         """gloo's handling of this rank's sends on one connection: each is written once
         posted and noticed, and leaves once the one before it is through (one TCP stream)."""
-        arrivals, arrived = notices(op, me)
-        for j, length in sends:
-            issued.acquire()
-            arrived.acquire()
-            wake(arrivals.popleft() + host_s)
-            sent.release()  # written to the socket
+        c = conn(op, me)
+        for k, (j, length) in enumerate(sends):
+            while c.issued <= k or not c.arrivals:
+                c.wait_issue = True
+                c.to_send.acquire()
+            wake(c.arrivals.popleft() + host_s)
+            c.sent += 1  # written to the socket
+            if c.wait_sent:
+                c.wait_sent = False
+                c.to_loop.release()
             sg.Mailbox.by_name(f"d{op}:{to}:{j}").put(j, max(1, int(round(
                 data_bytes(length) / unit))))
 
@@ -141,13 +166,12 @@ def _simulate(net: Network, rings: list[RingAllReduce],
         to, frm = ring.members[(p - 1) % f], ring.members[(p + 1) % f]
         its = gloo_ring_iterations(ring.nbytes, ELEMENT, f, p)
         sends = [(j, s) for j, (s, _) in enumerate(its) if s > 0]
-        issued, sent = sg.Semaphore(0), sg.Semaphore(0)
+        mine_c, theirs = conn(op, me), conn(op, frm)
         if sends:
-            sg.Actor.create(f"{me}>{to}:{op}", hosts[me], connection, me, op, to, sends,
-                            issued, sent)
-        tell, told = notices(op, frm)
+            sg.Actor.create(f"{me}>{to}:{op}", hosts[me], connection, me, op, to, sends)
         posted: dict[int, tuple] = {}
         n = len(its) // 2  # iterations that post operations, per phase
+        done = 0  # sends this loop has waited for
         for phase in (0, 1):
             for i in range(n + 2):
                 if i >= 2:
@@ -157,15 +181,19 @@ def _simulate(net: Network, rings: list[RingAllReduce],
                         comm.wait()
                         wake(comm.finish_time + lat[(frm, me)] + host_s)
                     if its[j][0] > 0:
-                        sent.acquire()
+                        done += 1
+                        while mine_c.sent < done:
+                            mine_c.wait_sent = True
+                            mine_c.to_loop.acquire()
                 if i < n:
                     j = phase * n + i
                     if its[j][1] > 0:
                         posted[j] = sg.Mailbox.by_name(f"d{op}:{me}:{j}").get_async()
-                        tell.append(engine.clock + notice[(me, frm)])
-                        told.release()
+                        theirs.arrivals.append(engine.clock + notice[(me, frm)])
+                        theirs.poke()
                     if its[j][0] > 0:
-                        issued.release()
+                        mine_c.issued += 1
+                        mine_c.poke()
 
     def rank(me: str) -> None:
         for k, ops in enumerate(mine[me]):

@@ -31,10 +31,10 @@ INA_SCHEMES = ("inart", "r-inart", "atp", "lbmm")
 COLLECTIVES = ("ring", "tree", "rsgcm")
 SCHEMES = (*INA_SCHEMES, *COLLECTIVES)
 DEFAULT_LATENCY_US = 1.0
-# RSGCM message by message up to this many data messages (fattree:6, ResNet-50: 18,860 in
-# about 16 s of wall time on a shared 2-core VM; each costs SimGrid's Python actors a dozen
-# thread switches), rank by rank per step above
-RSGCM_MESSAGE_LIMIT = 20_000
+# RSGCM message by message up to this many data messages (fattree:8, ResNet-50: 53,320 in
+# 19 s of wall time on a shared 2-core VM; each costs SimGrid's Python actors about five
+# thread switches), each step's transfers rank by rank above
+RSGCM_MESSAGE_LIMIT = 60_000
 
 
 @dataclass
