@@ -14,28 +14,33 @@ follow ``routing`` (simulation/routes.py: ECMP, or the emulation's destination r
   (counted over the trees by simulation/rat_traffic.py).  Each rank runs the stages on its
   own (simulation/ranks.py), as tree.py does.
 - rsgcm: the MCTS schedule of rsgcm/plan.py (S=2 blocks); each step runs its rings at once,
-  every ring one gloo ring all-reduce (gloo_ring_segments) over its members in rank order;
-  its chain: two host messages per segment a rank sends (the notice and the data).
-  Where the search finds no schedule (it does not for 54 devices), or above MCTS_MAX_WORLD
-  devices (124 took 128 s to fail on this machine), the classical 2D-mesh
-  schedule on the squarest grid stands in (rsgcm/classical.py ``mesh_2d``), and the result
-  says so.
+  every ring one gloo ring all-reduce over its members in rank order, simulated rank by rank
+  and message by message (simulation/gloo_rings.py), or, above a number of messages, each
+  step's transfers rank by rank (simulation/ranks.py) with a chain of two host messages per
+  segment a rank sends (the notice and the data).  Its bytes count gloo's two notices a
+  message (``NOTICE_WIRE_BYTES`` each way).  Where the search finds no schedule (it does not
+  for 54 devices), or above MCTS_MAX_WORLD devices (124 took 128 s to fail on this machine),
+  the classical 2D-mesh schedule on the squarest grid stands in (rsgcm/classical.py
+  ``mesh_2d``), and the result says so.
 """
 
 from __future__ import annotations
 
-import math
-
 from control_plane.model.topology import Topology
-from host_stack.collectives.p2p import ack_wire_bytes, gloo_ring_segments, message_wire_bytes
+from host_stack.collectives.p2p import (
+    NOTICE_WIRE_BYTES,
+    ack_wire_bytes,
+    gloo_ring_iterations,
+    message_wire_bytes,
+)
 from host_stack.collectives.ring import DEFAULT_CHUNK_BYTES
 from simulation.engine import Stage, Transfer
+from simulation.gloo_rings import ELEMENT, RingAllReduce
 from simulation.rat_traffic import stage_pairs
 from simulation.routes import Router
 
-ELEMENT = 4  # fp32 gradients
-# host messages per segment of gloo's ring all-reduce on its dependency chain: the receiver's
-# notice (gloo posts a segment's receive once the one before is reduced) and the data
+# host messages per segment of gloo's ring all-reduce on its dependency chain when its steps
+# run rank by rank: the receiver's notice and the data
 GLOO_HOST_MESSAGES = 2
 MCTS_MAX_WORLD = 64
 
@@ -136,28 +141,52 @@ def rsgcm_schedule(world: int, seed: int) -> tuple[RingSteps, int, str]:
         return steps, 2, f"2d-mesh {rows}x{cols}"
 
 
-def rsgcm_stages(topo: Topology, workers: list[str], model_bytes: int, seed: int = 0,
-                 routing: str = "ecmp") -> tuple[list[Stage], str]:
+def rsgcm_rings(topo: Topology, workers: list[str], model_bytes: int, seed: int = 0,
+                routing: str = "ecmp"
+                ) -> tuple[list[RingAllReduce], dict[tuple[str, str], tuple[str, ...]],
+                           list[Stage], str]:
+    """RSGCM's schedule as gloo ring all-reduces (simulation/gloo_rings.py), the routes
+    between ring neighbours both ways, its bytes per step as stages (data with its SEND_READY
+    notices and ACKs from each member to the one before it, RECV_READY notices back), and
+    which schedule ran."""
     n = len(workers)
     if n < 2:
-        return [], "none"
+        return [], {}, [], "none"
     steps, nblocks, kind = rsgcm_schedule(n, seed)
-    block = math.ceil(model_bytes / nblocks / ELEMENT) * ELEMENT
-    traffic = Traffic(topo, workers, routing)
-    out = []
-    for i, step in enumerate(steps):
-        pairs: dict = {}
-        longest, messages = 1, 0
-        for ring, _ in step:
+    elements = -(-model_bytes // ELEMENT)
+    blocks = [(elements // nblocks + (b < elements % nblocks)) * ELEMENT
+              for b in range(nblocks)]  # torch.tensor_split's
+    router = Router(topo, routing)
+    rings, paths, stages = [], {}, []
+    for k, step in enumerate(steps):
+        stage = Stage(f"step{k}")
+        for ring, b in step:
             f = len(ring)
-            if f < 2:
+            if f < 2 or not blocks[b]:
                 continue
-            longest = max(longest, 2 * (f - 1))
-            sent, _received = gloo_ring_segments(block, ELEMENT, f, 0)
-            messages = max(messages, GLOO_HOST_MESSAGES * len(sent))
-            for pos, rank in enumerate(ring):
-                _add(pairs, rank, ring[(pos + 1) % f], sent)
-        stage = traffic.stage(f"step{i}", pairs, longest)
-        stage.messages = messages
-        out.append(stage)
-    return out, kind
+            stage.chain_hops = max(stage.chain_hops, 2 * (f - 1))
+            members = tuple(workers[r] for r in ring)
+            rings.append(RingAllReduce(len(stages), members, blocks[b]))
+            for p, host in enumerate(members):
+                to = members[(p - 1) % f]
+                for pair in ((host, to), (to, host)):
+                    if pair not in paths:
+                        paths[pair] = router.path(*pair)
+                sent = [s for s, _ in gloo_ring_iterations(blocks[b], ELEMENT, f, p) if s]
+                stage.messages = max(stage.messages, GLOO_HOST_MESSAGES * len(sent))
+                stage.transfers.append(Transfer(
+                    paths[(host, to)], sum(message_wire_bytes(m) + NOTICE_WIRE_BYTES
+                                           for m in sent),
+                    acks=sum(ack_wire_bytes(m) for m in sent)))
+                stage.transfers.append(Transfer(paths[(to, host)],
+                                                len(sent) * NOTICE_WIRE_BYTES))
+        if stage.transfers:  # a step whose blocks are all empty sends nothing
+            stages.append(stage)
+    return rings, paths, stages, kind
+
+
+def gloo_messages(rings: list[RingAllReduce]) -> int:
+    """Data messages the ring all-reduces send in all."""
+    return sum(1 for ring in rings for p in range(len(ring.members))
+               for s, _ in gloo_ring_iterations(ring.nbytes, ELEMENT, len(ring.members), p)
+               if s)

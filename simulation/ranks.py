@@ -31,16 +31,31 @@ def run_ranks(net: Network, stages: list[Stage]) -> list[float]:
     return in_child(_simulate, net, stages)
 
 
-def _simulate(net: Network, stages: list[Stage]) -> list[float]:
-    sg, engine = new_engine()
-    unit = min((lower_bound(net, st) for st in stages if st.transfers), default=1.0)
+def platform(sg, net: Network, paths: list[tuple[str, ...]]) -> dict[str, object]:
+    """A sealed full zone with one host per rank (each path's ends) and one route per
+    (sender, receiver), the first path given for it; the hosts by name."""
     zone = sg.NetZone.create_full_zone("ranks")
     links = {key: sg.LinkInRoute(zone.create_link(f"{key[0]}->{key[1]}", bps).seal())
              for key, bps in net.links.items()}
-    ranks = sorted({end for st in stages for t in st.transfers for end in (t.path[0],
-                                                                             t.path[-1])})
-    hosts = {r: zone.create_host(r, 1.0).seal() for r in ranks}
+    hosts = {r: zone.create_host(r, 1.0).seal()
+             for r in sorted({end for path in paths for end in (path[0], path[-1])})}
     routed: set[tuple[str, str]] = set()
+    for path in paths:
+        a, b = path[0], path[-1]
+        if (a, b) not in routed:
+            route = [links[hop] for hop in zip(path, path[1:], strict=False)]
+            zone.add_route(hosts[a].netpoint, hosts[b].netpoint, None, None, route, False)
+            routed.add((a, b))
+    zone.seal()
+    return hosts
+
+
+def _simulate(net: Network, stages: list[Stage]) -> list[float]:
+    sg, engine = new_engine()
+    unit = min((lower_bound(net, st) for st in stages if st.transfers), default=1.0)
+    hosts = platform(sg, net, [t.path for st in stages for t in st.transfers
+                               if t.size + t.acks >= 1])
+    ranks = sorted(hosts)
     # per rank, per stage it takes part in: (stage, mailboxes it gets from, (mailbox, size)
     # it puts)
     work: dict[str, list[tuple[int, list[str], list[tuple[str, int]]]]] = {r: [] for r in ranks}
@@ -50,17 +65,12 @@ def _simulate(net: Network, stages: list[Stage]) -> list[float]:
             if t.size + t.acks < 1:
                 continue
             a, b = t.path[0], t.path[-1]
-            if (a, b) not in routed:
-                route = [links[hop] for hop in zip(t.path, t.path[1:], strict=False)]
-                zone.add_route(hosts[a].netpoint, hosts[b].netpoint, None, None, route, False)
-                routed.add((a, b))
             box = f"{k}:{i}"
             mine.setdefault(b, ([], []))[0].append(box)
             mine.setdefault(a, ([], []))[1].append(
                 (box, max(1, int(round((t.size + t.acks) / unit)))))
         for r, (gets, puts) in mine.items():
             work[r].append((k, gets, puts))
-    zone.seal()
     ends = [0.0] * len(stages)
     posted_of = {box: sg.Semaphore(0) for jobs in work.values() for _, gets, _ in jobs
                  for box in gets}

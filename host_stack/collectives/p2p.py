@@ -27,6 +27,9 @@ TAG_LIMIT = 2**31 - 1
 TCP_MSS = 1448  # TCP payload per segment at MTU 1500 with the timestamp option
 FRAME_HEADERS = 66  # Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12 per segment
 GLOO_PREAMBLE = 48  # gloo's tcp transport: 6 x size_t (nbytes, opcode, slot, offsets) a message
+# gloo's rendezvous: a receive sends the sender NOTIFY_RECV_READY and a send the receiver
+# NOTIFY_SEND_READY, each a bare preamble in its own frame (gloo's sockets are TCP_NODELAY)
+NOTICE_WIRE_BYTES = GLOO_PREAMBLE + FRAME_HEADERS
 
 
 @dataclass
@@ -56,29 +59,36 @@ def ack_wire_bytes(nbytes: int) -> int:
     return math.ceil(math.ceil((nbytes + GLOO_PREAMBLE) / TCP_MSS) / 2) * FRAME_HEADERS
 
 
-def gloo_ring_segments(nbytes: int, element: int, ranks: int, rank: int
-                       ) -> tuple[list[int], list[int]]:
-    """Lengths of the messages ``rank`` sends and receives in gloo's ring all-reduce of
-    ``nbytes`` (elements of ``element`` bytes) over ``ranks``: the buffer is cut into
-    numSegments = 2f segments of ceil(B / 2f) bytes (rounded up to whole elements; one MiB at
-    most, so more segments only above 2f MiB), the last ones short or empty; each phase
-    (reduce-scatter, all-gather) sends and receives numSegments - 2 of them."""
+def gloo_ring_iterations(nbytes: int, element: int, ranks: int, rank: int
+                         ) -> list[tuple[int, int]]:
+    """(send, receive) bytes of each iteration in which ``rank`` posts operations in gloo's ring
+    all-reduce of ``nbytes`` (elements of ``element`` bytes) over ``ranks``: numSegments - 2
+    of the reduce-scatter, then as many of the all-gather; 0 where gloo posts none (a segment
+    past the buffer's end).  It sends to rank - 1 and receives from rank + 1.  The buffer is
+    cut into numSegments = 2f segments of ceil(B / 2f) bytes (rounded up to whole elements;
+    one MiB at most, so more segments only above 2f MiB), the last ones short or empty."""
     if ranks < 2 or nbytes <= 0:
-        return [], []
+        return []
     seg = min(-(-nbytes // (2 * ranks)), 1 << 20)
     seg = -(-seg // element) * element
     per_rank = -(-max(-(-nbytes // seg), 2 * ranks) // ranks)
     count = per_rank * ranks
 
     def length(first: int, i: int) -> int:
-        return min(seg, nbytes - ((first * per_rank + i) * seg) % (count * seg))
+        return max(0, min(seg, nbytes - ((first * per_rank + i) * seg) % (count * seg)))
 
-    sent, received = [], []
-    for send_first, recv_first in ((rank + 1, rank + 2), (rank, rank + 1)):
-        for i in range(count - 2):
-            sent.append(length(send_first, i))
-            received.append(length(recv_first, i))
-    return [n for n in sent if n > 0], [n for n in received if n > 0]
+    return [(length(send_first, i), length(recv_first, i))
+            for send_first, recv_first in ((rank + 1, rank + 2), (rank, rank + 1))
+            for i in range(count - 2)]
+
+
+def gloo_ring_segments(nbytes: int, element: int, ranks: int, rank: int
+                       ) -> tuple[list[int], list[int]]:
+    """Lengths of the messages ``rank`` sends and receives in gloo's ring all-reduce
+    (``gloo_ring_iterations``): each phase (reduce-scatter, all-gather) sends and receives
+    numSegments - 2 segments."""
+    its = gloo_ring_iterations(nbytes, element, ranks, rank)
+    return [s for s, _ in its if s > 0], [r for _, r in its if r > 0]
 
 
 def ring_traffic(t: torch.Tensor, ranks: int, rank: int) -> tuple[int, int]:

@@ -172,11 +172,14 @@ def test_a_plan_for_another_cluster_is_refused(tmp_path) -> None:
 
 
 def test_host_overhead_adds_once_per_message_on_each_collectives_chain() -> None:
-    """Ring: 2(n-1) steps, each one message after another; tree: one per stage; RSGCM: two
-    per segment of each step's gloo ring all-reduce (the notice and the data).  INA schemes
-    send paced datagrams and pay none."""
+    """Ring: 2(n-1) steps, each one message after another; tree: one per stage.  RSGCM's gloo
+    ring all-reduces pay it twice a message (the sender reacting to the notice, the receiver
+    waking up), but with two segments in flight it hides behind the next one's transfer on
+    the links, so the whole costs far less than two a message in a row.  INA schemes send
+    paced datagrams and pay none."""
     from host_stack.collectives.p2p import gloo_ring_segments
-    from simulation.collectives import ELEMENT, rsgcm_schedule
+    from simulation.collectives import rsgcm_schedule
+    from simulation.gloo_rings import ELEMENT
 
     topo, o = build_topology("fattree:4"), 250.0
     base = {"model_bytes": MB, "link_gbps": 10, "latency_us": 0, "routing": "dst"}
@@ -189,7 +192,7 @@ def test_host_overhead_adds_once_per_message_on_each_collectives_chain() -> None
     block = -(-MB // nblocks // ELEMENT) * ELEMENT
     chain = sum(max(2 * len(gloo_ring_segments(block, ELEMENT, len(r), 0)[0])
                     for r, _ in step if len(r) > 1) for step in steps)
-    assert diff["rsgcm"] == pytest.approx(chain * o * 1e-6, rel=1e-6)
+    assert 2 * o * 1e-6 <= diff["rsgcm"] < chain * o * 1e-6 / 10
     assert diff["atp"] == 0
 
 
