@@ -361,12 +361,12 @@ def test_result_goes_once_to_a_multicast_target_when_configured(closing):
     assert cluster.servers[0].stats()["late_aggregate_ignored"] == 1
 
 
-def _stream(closing, chunks=16):
+def _stream(closing, chunks=16, config=None):
     """A worker transport and one round's state towards a PS that is not there."""
     from host_stack.ina.transport import _PsRound
 
     tr = WorkerTransport(make_socket(("127.0.0.1", 0)), job=1, rank=0,
-                         links=[PsLink("s1", ("127.0.0.1", 9), None)])
+                         links=[PsLink("s1", ("127.0.0.1", 9), None)], config=config)
     closing(tr)
     rows, retx = tr._packets(0, np.zeros((chunks, N), np.int32))
     return tr, _PsRound(tr.links[0], rows, retx, N, 0.0)
@@ -398,6 +398,43 @@ def test_resend_scans_the_window_only_when_something_changed_or_fell_due(closing
     assert len(scans) == 2
     tr._resend(st, 0, now + 2 * wake)  # the deadline passed: scanned (and resent)
     assert len(scans) == 3 and tr.counters["retx_sent"] > 0
+
+
+# timeouts far beyond the test's clock: only the reordering rule resends
+LONG_TIMERS = TransportConfig(n=N, timeout_s=1.0, min_timeout_s=1.0, max_timeout_s=2.0)
+
+
+def test_a_ps_that_answers_nothing_after_passing_a_chunk_stalled_and_lost_nothing(closing):
+    """Chunk 3 was passed while the PS still owed 6-15: a silence of many reordering windows
+    is a stall (a descheduled PS), no resend; the PS's next answer, a window or more after
+    the passing, shows it ran without completing 3: then 3 is lost and resent alone."""
+    tr, st = _stream(closing, config=LONG_TIMERS)
+    tr.rtt.sample(0.1)  # a tail probe only after two SRTTs of silence
+    t0 = time.monotonic()
+    tr._send_new(st, t0)
+    tr._results(st, 0, _results_batch([0, 1, 2, 4, 5]), t0)
+    window = tr.reorder.value(tr.rtt.srtt)
+    later = t0 + 50 * window
+    wake = tr._resend(st, 0, later)
+    assert tr.counters["retx_sent"] == 0
+    assert wake > 0.1  # no wake for the window: the PS's next RESULT brings one
+    tr._results(st, 0, _results_batch([6]), later)
+    tr._resend(st, 0, later)
+    assert tr.counters["retx_fast"] == tr.counters["retx_sent"] == 1
+    assert st.resends.nonzero()[0].tolist() == [3]
+
+
+def test_a_chunk_passed_when_its_ps_owes_nothing_later_is_resent_after_the_window(closing):
+    """The round's tail: nothing later will come to show the PS ran, so the reordering
+    window alone decides (RACK)."""
+    tr, st = _stream(closing, config=LONG_TIMERS)
+    t0 = time.monotonic()
+    tr._send_new(st, t0)
+    tr._results(st, 0, _results_batch([0, 1, 2, *range(4, 16)]), t0)
+    window = tr.reorder.value(tr.rtt.srtt)
+    assert tr._resend(st, 0, t0) == pytest.approx(window)  # woken when the window is over
+    tr._resend(st, 0, t0 + window)
+    assert tr.counters["retx_fast"] == 1 and st.resends.nonzero()[0].tolist() == [3]
 
 
 def test_results_batches_out_of_order_or_repeated_complete_each_chunk_once(closing):
