@@ -50,6 +50,11 @@ class Impairment:
     def active(self) -> bool:
         return bool(self.loss or self.dup or self.reorder)
 
+    @property
+    def on_send(self) -> bool:
+        """Whether sends have fates to draw (reordering alone acts on arrival only)."""
+        return bool(self.loss or self.dup)
+
     @classmethod
     def parse(cls, text: str, seed: int = 0) -> Impairment:
         """'loss=0.05,dup=0.05,reorder=0.05[,delay=0.002]' -> Impairment."""
