@@ -155,6 +155,26 @@ def test_reordering_alone_sends_a_batch_as_an_unimpaired_socket_does():
     assert got[:, :4].copy().view(">u4").ravel().tolist() == list(range(100))
 
 
+def test_held_positions_follow_the_reordering_law_across_receives_of_any_size():
+    """Which arrivals are held: each with probability ``reorder``, positions within their
+    receive and ascending, across receives of one packet to many thousands (past the bulk
+    draws' ends), the same for the same seed."""
+    def held(seed):
+        imp = ImpairedSocket(socket.socket(socket.AF_INET, socket.SOCK_DGRAM),
+                             Impairment(reorder=0.05, seed=seed))
+        out = []
+        for k in [1, 3, 20_000, 0, 700, 1, 9_000] * 20:
+            late = imp.arrivals(k)
+            assert ((late >= 0) & (late < k)).all() and (np.diff(late) > 0).all()
+            out.append(late)
+        imp.sock.close()
+        return np.concatenate(out), imp.counts["reordered"]
+
+    late, count = held(7)
+    assert count == late.size and abs(late.size / (29_705 * 20) - 0.05) < 0.003
+    assert (held(7)[0] == late).all()
+
+
 def test_held_arrivals_come_out_a_delay_after_the_kernel_received_them():
     """Reordering holds arrivals back at the receiver, as netem's delay does: a held row comes
     out of recv() ``delay_s`` after its kernel arrival time (not after the receiver first
