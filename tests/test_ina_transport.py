@@ -424,6 +424,20 @@ def test_a_ps_that_answers_nothing_after_passing_a_chunk_stalled_and_lost_nothin
     assert st.resends.nonzero()[0].tolist() == [3]
 
 
+def test_a_passed_chunk_is_resent_once_its_ps_was_silent_for_a_stall(closing):
+    """What the PS owes may be lost too (its last chunk, say): after a stall's silence the
+    reordering window alone decides, beside the tail probe, not the chunk's RTO."""
+    tr, st = _stream(closing, config=LONG_TIMERS)
+    tr.rtt.sample(0.1)
+    t0 = time.monotonic()
+    tr._send_new(st, t0)
+    tr._results(st, 0, _results_batch([0, 1, 2, *range(4, 15)]), t0)  # 3 and 15 missing
+    wake = tr._resend(st, 0, t0 + 0.01)
+    assert tr.counters["retx_sent"] == 0 and wake == pytest.approx(tr._stall(st) - 0.01)
+    tr._resend(st, 0, t0 + 1.001 * tr._stall(st))
+    assert st.resends[3] == 1 and tr.counters["retx_fast"] >= 1
+
+
 def test_a_chunk_passed_when_its_ps_owes_nothing_later_is_resent_after_the_window(closing):
     """The round's tail: nothing later will come to show the PS ran, so the reordering
     window alone decides (RACK)."""

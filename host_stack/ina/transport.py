@@ -487,7 +487,7 @@ class WorkerTransport:
         fresh = waiting & (st.resends[lo:hi] == 0)
         passed = np.where(fresh, st.passed_at[lo:hi], np.inf)
         expired = passed + self.reorder.value(self.rtt.srtt)
-        gated = self._answer_gated(st, fresh, chunks)
+        gated = self._answer_gated(st, fresh, chunks, now)
         lost = expired <= np.where(gated, st.last_done or -np.inf, now)
         due = waiting & (st.deadline[lo:hi] <= now)
         c = self.counters
@@ -524,23 +524,28 @@ class WorkerTransport:
         waiting = ~st.done[lo:hi]
         pending = st.deadline[lo:hi][waiting]
         wake = float(pending.min()) if pending.size else np.inf
-        # a gated chunk's window is checked when its PS's next RESULT wakes this stream
+        # a gated chunk's window is checked when its PS's next RESULT wakes this stream, or
+        # when the silence has lasted a stall
         timed = expired[~gated & (passed < np.inf)]
         wake = min(wake, float(timed.min()) if timed.size else np.inf, stall_end)
+        if gated.any():
+            wake = min(wake, st.last_done + self._stall(st))
         return min(wake - now, self.cfg.max_timeout_s)
 
-    @staticmethod
-    def _answer_gated(st: _PsRound, fresh: np.ndarray, chunks: np.ndarray) -> np.ndarray:
+    def _answer_gated(self, st: _PsRound, fresh: np.ndarray, chunks: np.ndarray,
+                      now: float) -> np.ndarray:
         """Which chunks count as lost only once their PS answered something a reordering
         window after they were passed, not when the window has merely passed: those below
         the highest completed chunk, while the PS still owes chunks above it (sent after
-        the one that passed).  Silence from a PS that owes answers means it has not run
-        (on a loaded host a process is descheduled for ~12 ms at a time) rather than that
-        the chunk was lost, and every worker's resend of every chunk passed before such a
-        stall is spurious and teaches the reordering window the stall's length.  When the
-        PS owes nothing later (the round's tail) the window alone decides, as RACK's:
-        nothing more will come to wait for, and a silent stream is probed (``_stall``)."""
-        if not (fresh & (chunks > st.max_done)).any():
+        the one that passed) and has been silent for less than a stall (``_stall``).
+        Silence from a PS that owes answers means it has not run (on a loaded host a
+        process is descheduled for ~12 ms at a time) rather than that the chunk was lost,
+        and every worker's resend of every chunk passed before such a stall is spurious
+        and teaches the reordering window the stall's length.  When the PS owes nothing
+        later (the round's tail), or its silence lasted a stall (what it owes may be lost
+        too: the last chunk, say), the window alone decides, as RACK's."""
+        if (st.last_done is None or now - st.last_done >= self._stall(st)
+                or not (fresh & (chunks > st.max_done)).any()):
             return np.zeros(chunks.size, dtype=bool)
         return chunks < st.max_done
 
