@@ -379,25 +379,37 @@ def _results_batch(chunks, flags=0, rnd=0):
     return wire.parse_batch(rows, np.full(len(chunks), rows.shape[1]), N)[0]
 
 
-def test_resend_scans_the_window_only_when_something_changed_or_fell_due(closing):
-    """A wake that brought nothing for a stream costs no scan of its window: the earliest
-    deadline is kept until a RESULT completes a chunk, chunks are sent, or it passes."""
-    tr, st = _stream(closing)
+def test_resend_scans_the_window_only_when_something_may_have_fallen_due(closing):
+    """A wake that brought nothing due for a stream costs no scan of its window: the
+    earliest time anything may be due is kept, and brought forward only by what can make
+    something due sooner: a chunk passed (its reordering window), an answer while gated
+    chunks wait for one, the tail's stall once all was sent, chunks sent."""
+    tr, st = _stream(closing, chunks=32, config=LONG_TIMERS)
+    tr.rtt.sample(0.1)
     scans = []
     scan = tr._scan
     tr._scan = lambda *a: scans.append(a[-1]) or scan(*a)
-    now = time.monotonic()
-    tr._send_new(st, now)
-    assert st.next_new == 16
-    wake = tr._resend(st, 0, now)
+    t0 = time.monotonic()
+    tr._send_new(st, t0)
+    assert st.next_new == 32
+    wake = tr._resend(st, 0, t0)
     assert len(scans) == 1 and 0 < wake <= tr.cfg.max_timeout_s
-    assert tr._resend(st, 0, now + wake / 2) == pytest.approx(wake / 2)  # nothing changed
+    assert tr._resend(st, 0, t0 + 0.001) == pytest.approx(wake - 0.001)  # nothing new
+    tr._results(st, 0, _results_batch([0, 1]), t0 + 0.001)  # in order: nothing passed
+    stall = tr._stall(st)
+    assert tr._resend(st, 0, t0 + 0.002) == pytest.approx(stall - 0.001)  # the tail's stall
     assert len(scans) == 1
-    tr._results(st, 0, _results_batch([0, 1]), now + wake / 2)
-    tr._resend(st, 0, now + wake / 2)  # a RESULT changed the stream: scanned again
+    tr._results(st, 0, _results_batch([3]), t0 + 0.002)  # 2 passed, 4-31 owed: gated
+    window = tr.reorder.value(tr.rtt.srtt)
+    assert tr._resend(st, 0, t0 + 0.002) == pytest.approx(window)
+    assert len(scans) == 1
+    tr._resend(st, 0, t0 + 0.002 + window)  # its window is over: scanned, but gated
+    assert len(scans) == 2 and tr.counters["retx_sent"] == 0
+    tr._resend(st, 0, t0 + 0.003 + window)  # nothing new: no scan
     assert len(scans) == 2
-    tr._resend(st, 0, now + 2 * wake)  # the deadline passed: scanned (and resent)
-    assert len(scans) == 3 and tr.counters["retx_sent"] > 0
+    tr._results(st, 0, _results_batch([4]), t0 + 0.004 + window)  # the answer releases 2
+    tr._resend(st, 0, t0 + 0.004 + window)
+    assert len(scans) == 3 and st.resends.nonzero()[0].tolist() == [2]
 
 
 # timeouts far beyond the test's clock: only the reordering rule resends

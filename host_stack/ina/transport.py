@@ -162,11 +162,14 @@ class _PsRound:
         self.last_done: float | None = None  # when a RESULT last completed a chunk
         self.max_gap = 0.0  # longest wait between two RESULTs that completed chunks
         self.probed = -np.inf  # when the tail was last probed
-        # when _resend has something to do at the earliest, valid until ``changed`` (a
-        # RESULT completed a chunk, or chunks were sent): most wakes bring nothing for
-        # this stream, and its scan of the window costs as much as a small batch
+        # when _resend has something to do at the earliest: kept by the last scan and
+        # brought forward by what could make something due sooner (chunks sent, chunks
+        # passed, an answer that may release gated ones), not rescanned on every RESULT:
+        # under reordering half the wakes bring only held RESULTs, and a scan of the
+        # window costs as much as a small batch
         self.next_check = -np.inf
-        self.changed = True
+        self.gated_due = np.inf  # the least reordering deadline among gated chunks
+        self.scan_window = 0.0  # the reordering window of the last scan
         self.done = np.zeros(self.n_chunks, dtype=bool)
         self.sent_at = np.zeros(self.n_chunks, dtype=np.float64)  # first send
         self.last_tx = np.zeros(self.n_chunks, dtype=np.float64)  # latest send, resends too
@@ -450,16 +453,15 @@ class WorkerTransport:
         st.deadline[new] = left + self._timeout(st)
         st.at_start[new] = not st.first_result
         st.next_new += sent
-        st.changed = True
+        st.next_check = min(st.next_check, float(st.deadline[first]))
         st.pacer.take(self.frame * sent, now)
         self.counters["grad_sent"] += sent
         return 0.0 if sent < allowed else self.cfg.max_timeout_s
 
     def _resend(self, st: _PsRound, round_: int, now: float) -> float:
         """Resend what is lost or timed out; seconds until the next deadline."""
-        if not st.changed and now < st.next_check:
+        if now < st.next_check and self.reorder.value(self.rtt.srtt) >= st.scan_window:
             return st.next_check - now
-        st.changed = False
         wake = self._scan(st, round_, now)
         st.next_check = now + wake
         return wake
@@ -486,7 +488,8 @@ class WorkerTransport:
         # where the PS still owes later chunks, it answered one since (_answer_gated)
         fresh = waiting & (st.resends[lo:hi] == 0)
         passed = np.where(fresh, st.passed_at[lo:hi], np.inf)
-        expired = passed + self.reorder.value(self.rtt.srtt)
+        st.scan_window = self.reorder.value(self.rtt.srtt)
+        expired = passed + st.scan_window
         gated = self._answer_gated(st, fresh, chunks, now)
         lost = expired <= np.where(gated, st.last_done or -np.inf, now)
         due = waiting & (st.deadline[lo:hi] <= now)
@@ -507,7 +510,6 @@ class WorkerTransport:
                     f"retransmissions (job {self.job})")
             sent = go[:self._send(st, st.retx_rows, go)]
             if go.size and not sent.size:
-                st.changed = True
                 return 0.001  # send buffer full: try again shortly, do not spin
             if sent.size:
                 fast = lost[sent - lo]
@@ -528,8 +530,11 @@ class WorkerTransport:
         # when the silence has lasted a stall
         timed = expired[~gated & (passed < np.inf)]
         wake = min(wake, float(timed.min()) if timed.size else np.inf, stall_end)
+        st.gated_due = np.inf
         if gated.any():
             wake = min(wake, st.last_done + self._stall(st))
+            held = expired[gated & (passed < np.inf)]
+            st.gated_due = float(held.min()) if held.size else np.inf
         return min(wake - now, self.cfg.max_timeout_s)
 
     def _answer_gated(self, st: _PsRound, fresh: np.ndarray, chunks: np.ndarray,
@@ -610,7 +615,6 @@ class WorkerTransport:
                 return 0
             payload, flags = recs["payload"][rows], flags[rows]
         st.results[new] = payload
-        st.changed = True
         st.done[new] = True
         st.deadline[new] = np.inf
         st.n_done += new.size
@@ -621,7 +625,15 @@ class WorkerTransport:
         low, top = st.oldest_outstanding(), int(new.max())
         if top > low:
             below = st.passed_at[low:top]
-            below[~st.done[low:top] & (below == np.inf)] = now
+            passing = ~st.done[low:top] & (below == np.inf)
+            if passing.any():
+                below[passing] = now
+                st.next_check = min(st.next_check, now + self.reorder.value(self.rtt.srtt))
+        # an answer may release gated chunks: at once, or when their window is over; once
+        # all was sent, the tail is probed a stall after the last answer
+        st.next_check = min(st.next_check, max(now, st.gated_due))
+        if st.next_new == st.n_chunks:
+            st.next_check = min(st.next_check, now + self._stall(st))
         st.max_done = max(st.max_done, top)
         c["result_received"] += new.size
         # Karn: only RESULTs made of original sends (RETX clear) time them
