@@ -141,6 +141,40 @@ def test_impaired_batch_leaves_as_one_batch_with_duplicates_after_their_original
     assert (np.diff(ids.astype(np.int64)) >= 0).all() and set(ids.tolist()) == set(range(300))
 
 
+def test_reordering_alone_sends_a_batch_as_an_unimpaired_socket_does():
+    """Reordering acts on arrival: a send through such a socket draws no fates (the
+    instrument's cost is paid only where it acts)."""
+    rx, _, (host, port) = pair()
+    imp = ImpairedSocket(make_socket(("127.0.0.1", 0)), Impairment(reorder=0.3, seed=3))
+    imp.fates = lambda k: pytest.fail("fates drawn for a send under reordering alone")
+    tx = BatchSocket(imp, L)
+    res = tx.send(numbered(100), np.arange(100), np.array([ipv4(host)], np.uint32),
+                  np.array([port], np.uint16))
+    assert res.done == 100
+    got, _, _ = drain(rx, 100)
+    assert got[:, :4].copy().view(">u4").ravel().tolist() == list(range(100))
+
+
+def test_held_positions_follow_the_reordering_law_across_receives_of_any_size():
+    """Which arrivals are held: each with probability ``reorder``, positions within their
+    receive and ascending, across receives of one packet to many thousands (past the bulk
+    draws' ends), the same for the same seed."""
+    def held(seed):
+        imp = ImpairedSocket(socket.socket(socket.AF_INET, socket.SOCK_DGRAM),
+                             Impairment(reorder=0.05, seed=seed))
+        out = []
+        for k in [1, 3, 20_000, 0, 700, 1, 9_000] * 20:
+            late = imp.arrivals(k)
+            assert ((late >= 0) & (late < k)).all() and (np.diff(late) > 0).all()
+            out.append(late)
+        imp.sock.close()
+        return np.concatenate(out), imp.counts["reordered"]
+
+    late, count = held(7)
+    assert count == late.size and abs(late.size / (29_705 * 20) - 0.05) < 0.003
+    assert (held(7)[0] == late).all()
+
+
 def test_held_arrivals_come_out_a_delay_after_the_kernel_received_them():
     """Reordering holds arrivals back at the receiver, as netem's delay does: a held row comes
     out of recv() ``delay_s`` after its kernel arrival time (not after the receiver first

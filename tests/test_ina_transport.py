@@ -361,12 +361,12 @@ def test_result_goes_once_to_a_multicast_target_when_configured(closing):
     assert cluster.servers[0].stats()["late_aggregate_ignored"] == 1
 
 
-def _stream(closing, chunks=16):
+def _stream(closing, chunks=16, config=None):
     """A worker transport and one round's state towards a PS that is not there."""
     from host_stack.ina.transport import _PsRound
 
     tr = WorkerTransport(make_socket(("127.0.0.1", 0)), job=1, rank=0,
-                         links=[PsLink("s1", ("127.0.0.1", 9), None)])
+                         links=[PsLink("s1", ("127.0.0.1", 9), None)], config=config)
     closing(tr)
     rows, retx = tr._packets(0, np.zeros((chunks, N), np.int32))
     return tr, _PsRound(tr.links[0], rows, retx, N, 0.0)
@@ -379,25 +379,88 @@ def _results_batch(chunks, flags=0, rnd=0):
     return wire.parse_batch(rows, np.full(len(chunks), rows.shape[1]), N)[0]
 
 
-def test_resend_scans_the_window_only_when_something_changed_or_fell_due(closing):
-    """A wake that brought nothing for a stream costs no scan of its window: the earliest
-    deadline is kept until a RESULT completes a chunk, chunks are sent, or it passes."""
-    tr, st = _stream(closing)
+def test_resend_scans_the_window_only_when_something_may_have_fallen_due(closing):
+    """A wake that brought nothing due for a stream costs no scan of its window: the
+    earliest time anything may be due is kept, and brought forward only by what can make
+    something due sooner: a chunk passed (its reordering window), an answer while gated
+    chunks wait for one, the tail's stall once all was sent, chunks sent."""
+    tr, st = _stream(closing, chunks=32, config=LONG_TIMERS)
+    tr.rtt.sample(0.1)
     scans = []
     scan = tr._scan
     tr._scan = lambda *a: scans.append(a[-1]) or scan(*a)
-    now = time.monotonic()
-    tr._send_new(st, now)
-    assert st.next_new == 16
-    wake = tr._resend(st, 0, now)
+    t0 = time.monotonic()
+    tr._send_new(st, t0)
+    assert st.next_new == 32
+    wake = tr._resend(st, 0, t0)
     assert len(scans) == 1 and 0 < wake <= tr.cfg.max_timeout_s
-    assert tr._resend(st, 0, now + wake / 2) == pytest.approx(wake / 2)  # nothing changed
+    assert tr._resend(st, 0, t0 + 0.001) == pytest.approx(wake - 0.001)  # nothing new
+    tr._results(st, 0, _results_batch([0, 1]), t0 + 0.001)  # in order: nothing passed
+    stall = tr._stall(st)
+    assert tr._resend(st, 0, t0 + 0.002) == pytest.approx(stall - 0.001)  # the tail's stall
     assert len(scans) == 1
-    tr._results(st, 0, _results_batch([0, 1]), now + wake / 2)
-    tr._resend(st, 0, now + wake / 2)  # a RESULT changed the stream: scanned again
+    tr._results(st, 0, _results_batch([3]), t0 + 0.002)  # 2 passed, 4-31 owed: gated
+    window = tr.reorder.value(tr.rtt.srtt)
+    assert tr._resend(st, 0, t0 + 0.002) == pytest.approx(window)
+    assert len(scans) == 1
+    tr._resend(st, 0, t0 + 0.002 + window)  # its window is over: scanned, but gated
+    assert len(scans) == 2 and tr.counters["retx_sent"] == 0
+    tr._resend(st, 0, t0 + 0.003 + window)  # nothing new: no scan
     assert len(scans) == 2
-    tr._resend(st, 0, now + 2 * wake)  # the deadline passed: scanned (and resent)
-    assert len(scans) == 3 and tr.counters["retx_sent"] > 0
+    tr._results(st, 0, _results_batch([4]), t0 + 0.004 + window)  # the answer releases 2
+    tr._resend(st, 0, t0 + 0.004 + window)
+    assert len(scans) == 3 and st.resends.nonzero()[0].tolist() == [2]
+
+
+# timeouts far beyond the test's clock: only the reordering rule resends
+LONG_TIMERS = TransportConfig(n=N, timeout_s=1.0, min_timeout_s=1.0, max_timeout_s=2.0)
+
+
+def test_a_ps_that_answers_nothing_after_passing_a_chunk_stalled_and_lost_nothing(closing):
+    """Chunk 3 was passed while the PS still owed 6-15: a silence of many reordering windows
+    is a stall (a descheduled PS), no resend; the PS's next answer, a window or more after
+    the passing, shows it ran without completing 3: then 3 is lost and resent alone."""
+    tr, st = _stream(closing, config=LONG_TIMERS)
+    tr.rtt.sample(0.1)  # a tail probe only after two SRTTs of silence
+    t0 = time.monotonic()
+    tr._send_new(st, t0)
+    tr._results(st, 0, _results_batch([0, 1, 2, 4, 5]), t0)
+    window = tr.reorder.value(tr.rtt.srtt)
+    later = t0 + 50 * window
+    wake = tr._resend(st, 0, later)
+    assert tr.counters["retx_sent"] == 0
+    assert wake > 0.1  # no wake for the window: the PS's next RESULT brings one
+    tr._results(st, 0, _results_batch([6]), later)
+    tr._resend(st, 0, later)
+    assert tr.counters["retx_fast"] == tr.counters["retx_sent"] == 1
+    assert st.resends.nonzero()[0].tolist() == [3]
+
+
+def test_a_passed_chunk_is_resent_once_its_ps_was_silent_for_a_stall(closing):
+    """What the PS owes may be lost too (its last chunk, say): after a stall's silence the
+    reordering window alone decides, beside the tail probe, not the chunk's RTO."""
+    tr, st = _stream(closing, config=LONG_TIMERS)
+    tr.rtt.sample(0.1)
+    t0 = time.monotonic()
+    tr._send_new(st, t0)
+    tr._results(st, 0, _results_batch([0, 1, 2, *range(4, 15)]), t0)  # 3 and 15 missing
+    wake = tr._resend(st, 0, t0 + 0.01)
+    assert tr.counters["retx_sent"] == 0 and wake == pytest.approx(tr._stall(st) - 0.01)
+    tr._resend(st, 0, t0 + 1.001 * tr._stall(st))
+    assert st.resends[3] == 1 and tr.counters["retx_fast"] >= 1
+
+
+def test_a_chunk_passed_when_its_ps_owes_nothing_later_is_resent_after_the_window(closing):
+    """The round's tail: nothing later will come to show the PS ran, so the reordering
+    window alone decides (RACK)."""
+    tr, st = _stream(closing, config=LONG_TIMERS)
+    t0 = time.monotonic()
+    tr._send_new(st, t0)
+    tr._results(st, 0, _results_batch([0, 1, 2, *range(4, 16)]), t0)
+    window = tr.reorder.value(tr.rtt.srtt)
+    assert tr._resend(st, 0, t0) == pytest.approx(window)  # woken when the window is over
+    tr._resend(st, 0, t0 + window)
+    assert tr.counters["retx_fast"] == 1 and st.resends.nonzero()[0].tolist() == [3]
 
 
 def test_results_batches_out_of_order_or_repeated_complete_each_chunk_once(closing):

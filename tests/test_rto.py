@@ -269,3 +269,30 @@ def test_resends_wait_an_srtt_four_times_then_back_off_never_below_the_paced_flo
         tr.rtt.sample(0.0)
     assert tr._retx_timeout(St, np.array([1]))[0] >= RETX_MIN_TIMEOUT
     tr.close()
+
+
+def test_resends_after_the_whole_shard_was_sent_wait_least_rtts_not_the_srtt():
+    """The round's tail: the PS's queue only drains, a resend is answered about as fast as
+    the fastest chunk was, so it waits TAIL_RESEND_RTTS least RTTs when that is shorter."""
+    from host_stack.ina.transport import RETX_MIN_TIMEOUT, TAIL_RESEND_RTTS
+
+    tr = WorkerTransport(make_socket(("127.0.0.1", 0)), 1, 0, [], TransportConfig(n=N))
+    for _ in range(10):
+        tr.rtt.sample(0.013)
+    tr.reorder.observe_rtt(0.003)
+
+    class St:
+        rto_floor, first_result, next_new, n_chunks = 0.0, True, 10, 20
+
+    srtt = tr.rtt.srtt
+    assert tr._retx_timeout(St, np.array([1]))[0] == pytest.approx(srtt)  # still sending
+    St.next_new = 20  # everything sent
+    assert tr._retx_timeout(St, np.array([1, 5]))[0] == pytest.approx(TAIL_RESEND_RTTS * 0.003)
+    assert tr._retx_timeout(St, np.array([5]))[0] == pytest.approx(2 * TAIL_RESEND_RTTS * 0.003)
+    tr.reorder.min_rtt = 0.0001
+    assert tr._retx_timeout(St, np.array([1]))[0] == RETX_MIN_TIMEOUT  # never below
+    tr.reorder.min_rtt = 0.02  # least RTTs longer than the SRTT: the SRTT
+    assert tr._retx_timeout(St, np.array([1]))[0] == pytest.approx(srtt)
+    St.rto_floor = 0.3  # never below a paced PS's floor
+    assert tr._retx_timeout(St, np.array([1]))[0] == pytest.approx(0.3)
+    tr.close()

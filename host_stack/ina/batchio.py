@@ -100,6 +100,8 @@ class BatchSocket:
         self.ips = np.zeros(rows, dtype=np.uint32)
         self.ports = np.zeros(rows, dtype=np.uint16)
         self.impaired = isinstance(sock, ImpairedSocket)
+        # reordering alone leaves sends alone: no fates drawn, no per-row addresses built
+        self.send_impaired = self.impaired and sock.imp.on_send
         self.stamps = np.zeros(rows, dtype=np.float64) if self.impaired else None
         if gso not in GSO_MODES:
             raise ValueError(f"gso={gso!r}: expected one of {', '.join(GSO_MODES)}")
@@ -144,7 +146,7 @@ class BatchSocket:
         ips = np.ascontiguousarray(ips, dtype=np.uint32)
         ports = np.ascontiguousarray(ports, dtype=np.uint16)
         rows = np.ascontiguousarray(rows, dtype=np.uint8)
-        if not self.impaired:
+        if not self.send_impaired:
             return self._send(rows, idx, ips, ports)
         if ips.size == 1:
             ips, ports = np.repeat(ips, idx.size), np.repeat(ports, idx.size)

@@ -50,6 +50,11 @@ class Impairment:
     def active(self) -> bool:
         return bool(self.loss or self.dup or self.reorder)
 
+    @property
+    def on_send(self) -> bool:
+        """Whether sends have fates to draw (reordering alone acts on arrival only)."""
+        return bool(self.loss or self.dup)
+
     @classmethod
     def parse(cls, text: str, seed: int = 0) -> Impairment:
         """'loss=0.05,dup=0.05,reorder=0.05[,delay=0.002]' -> Impairment."""
@@ -95,13 +100,13 @@ class ImpairedSocket:
         self.head = self.tail = 0  # queue[head:tail] is held
         self.first_due = np.inf  # when queue[head] is due: a cheap check per receive
         self.counts = {"dropped": 0, "duplicated": 0, "reordered": 0}
-        # position, counted from the next packet received, of the next one held back, and
-        # the geometric gaps after it (drawn in bulk)
-        self.upcoming = -1
-        self.gaps: list[int] = []
+        # positions (counted over every packet received) of the next ones held back, drawn
+        # in bulk as geometric gaps, and how many packets were received so far
+        self.received = 0
+        self.upcoming = NONE
         if impairment.reorder:  # kernel arrival times, so a held packet's delay starts there
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            self.upcoming = self._gap() - 1
+            self._draw(-1)
 
     @property
     def held(self) -> int:
@@ -121,29 +126,35 @@ class ImpairedSocket:
         self.counts["duplicated"] += copies.size - kept.size
         return copies
 
-    def _gap(self) -> int:
-        if not self.gaps:
-            self.gaps = self.rng.geometric(self.imp.reorder, 256).tolist()[::-1]
-        return self.gaps.pop()
+    def _draw(self, last: int) -> None:
+        """The next 256 held positions after position ``last``."""
+        self.upcoming = last + np.cumsum(self.rng.geometric(self.imp.reorder, 256))
 
     def arrivals(self, k: int) -> np.ndarray:
         """Positions (ascending) of the packets held back among ``k`` just received.
 
         Each packet is held with probability ``reorder``, drawn as geometric gaps between held
-        ones (the same law, without a draw per packet: a receive of thousands holds a few)."""
-        if self.upcoming >= k:
-            self.upcoming -= k
+        ones (the same law, without a draw per packet: a receive of thousands holds a few),
+        and found with one search, not a Python step per held packet."""
+        up = self.upcoming
+        if not up.size:  # no reordering
             return NONE
-        if self.upcoming < 0:  # no reordering
+        first, end = self.received, self.received + k
+        self.received = end
+        if up[0] >= end:
             return NONE
         late = []
-        pos, gaps = self.upcoming, self.gaps
-        while pos < k:
-            late.append(pos)
-            pos += gaps.pop() if gaps else self._gap()
-        self.upcoming = pos - k
-        self.counts["reordered"] += len(late)
-        return np.array(late, dtype=np.int64)
+        while True:
+            n = int(np.searchsorted(up, end))
+            late.append(up[:n] - first)
+            if n < up.size:
+                self.upcoming = up[n:]
+                break
+            self._draw(int(up[-1]))
+            up = self.upcoming
+        out = late[0] if len(late) == 1 else np.concatenate(late)
+        self.counts["reordered"] += out.size
+        return out
 
     def reserve(self, count: int, row_len: int) -> Held:
         """Room for ``count`` more held rows at the queue's tail (views to fill; the due
