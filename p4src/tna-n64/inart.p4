@@ -16,22 +16,20 @@
  * access), and a packet whose claim lost to another one, which goes round the recirculation
  * port once to try again as a MATCH (two first packets of one chunk).
  *
- * Expected stage map (ingress; egress only rewrites RESULT replicas and counts overflow_out):
- *   s0   ina_aggregate (job, PS, worker), bitmap_rank, the packet checks
- *   s1   slot_tag {round + 1, chunk}: MATCH / same round / other round (first pass), claim
- *        if free or older (claim pass), free (harvest); fan_in_class (fan-in -> guard class)
- *   s2   slot_bitmap_lo, slot_bitmap_hi (each returns old & mine: the duplicate test);
- *        guard_lo_a/_b, guard_hi_a/_b (a contribution's values outside the guard range)
- *   s3   slot_count, slot_guard_lo, slot_guard_hi, slot_sum_0
- *   s4+  slot_sum_1 .. slot_sum_31 (s4 .. s11: 32 SALUs for 31), routing, counters
- * (the design's map: the open-source back end needs 73 stages for this program and 14
- * without the guard; docs/tofino.md, "Trial compiles")
+ * Stage map (ingress), as the open-source back end places it without the overflow guard,
+ * in 12 stages: s0 ina_aggregate, bitmap_rank; s1 slot_tag; s2 slot_bitmap_lo/_hi,
+ * result_multicast; s3 slot_count; s4-s11 the 32 sum registers, four per stage (each one
+ * table, keyed on meta.sum_op); s11 also routing and the event counters.  With the guard it
+ * needs 16: each guard table needs a stage of ternary input crossbar (see the guard tables),
+ * and the tables after them in the control flow start only after them.  docs/tofino.md,
+ * "Trial compiles", has every trial and what it taught.
  *
  * Overflow: a pair SALU has one comparison per value, too few for the sticky saturation of
  * p4src/tna's earlier one-value-per-SALU layout, so overflow is detected from the inputs: a
  * slot whose fan-in is at most 2^c can only overflow if some contribution has a value outside
- * [-2^(31-c), 2^(31-c)); the guard tables test exactly that on every packet, the slot keeps a
- * sticky guard bit, and the harvest sets OVERFLOW on the aggregate when it is set.  The sums
+ * [-2^(31-c), 2^(31-c)); the guard tables test that on every packet (as a thermometer code
+ * of how far the worst value is out of range), the slot ORs the codes, and the harvest sets
+ * OVERFLOW on the aggregate when the code reaches the slot's class.  The sums
  * still saturate (|+|).  So OVERFLOW is never missed; it can be set on an aggregate that did
  * not overflow (a value outside the guard range that the others offset), which costs the host
  * one resend of the chunk.
@@ -68,6 +66,12 @@ const bit<7> RECIRC_PORT_LOCAL = 68;
 
 const bit<8> EV_NONE = 0xff;
 
+/* What the packet does to the slot's sums (meta.sum_op, the key of every sum table). */
+const bit<2> SUM_NONE = 0;
+const bit<2> SUM_STORE = 1;         /* claim */
+const bit<2> SUM_ADD = 2;           /* a contribution, unless the bitmap finds a duplicate */
+const bit<2> SUM_READ = 3;          /* harvest */
+
 /* The claim pass of a resubmitted packet (Tofino 1: 64 bits). */
 header resubmit_h {
     bit<8> claim;
@@ -81,6 +85,7 @@ const bit<8> RECIRC_RETRY = 2;
 header recirc_h {
     bit<8> kind;
     bit<32> idx;        /* all of meta.idx: a slice of it would pin both to one PHV container */
+    bit<8> guard_thr;   /* the slot's guard threshold, for the harvest */
 }
 
 /* Ingress -> egress, in front of every packet that goes through egress. */
@@ -95,6 +100,9 @@ struct ig_meta_t {
     recirc_h recirc;
     bridge_h bridge;
     bit<3> fate;
+    bit<8> pass_kind;     /* the arriving recirculation header's kind, 0 if none */
+    bit<2> sum_op;
+    PortId_t recirc_port; /* this pipe's recirculation port */
     bit<8> ev;
     bit<8> ev2;
     bit<32> slot32;
@@ -107,11 +115,17 @@ struct ig_meta_t {
     bit<1> agg_hit;
     bit<1> bit_ok;
     bit<8> bit_rank;
-    bit<6> guard_class;   /* bit d-1 set: the guard tests bit 31-d of every value */
-    bit<32> guard_lo;     /* 1: one of v0..v31 is outside the guard range */
-    bit<32> guard_hi;     /* 1: one of v32..v63 is */
-    bit<4> guard_out_lo;  /* PRED_LO: the slot's guard bits were set */
-    bit<4> guard_out_hi;
+    /* the overflow guard: thermometer codes (bits d-1 .. 5 set: some value's bit 31-d
+     * differs from its sign bit, for the smallest such d), per 16 values, then all 64 */
+    bit<8> guard_a;
+    bit<8> guard_b;
+    bit<8> guard_c;
+    bit<8> guard_d;
+    bit<8> guard_ab;
+    bit<8> guard_cd;
+    bit<8> guard_thr;     /* 64 - 2^(c-1) for the slot's fan-in class c: see slot_guard */
+    bit<4> guard_out_ab;  /* PRED_LO: the slot's guard code reached the threshold */
+    bit<4> guard_out_cd;
     bit<4> tag;
     bit<32> dup_lo;
     bit<32> dup_hi;
@@ -150,20 +164,25 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
                         out ingress_intrinsic_metadata_t ig_intr_md) {
     state start {
         pkt.extract(ig_intr_md);
+        meta.recirc_port = ig_intr_md.ingress_port;  /* the pipe's bits; the port's below */
         meta.resub.setInvalid();
         meta.recirc.setInvalid();
         /* constants set here cost no pipeline stage */
+        meta.pass_kind = 0;
+        meta.sum_op = SUM_NONE;
+        meta.dup_lo = 0;
+        meta.dup_hi = 0;
         meta.fate = FATE_ROUTE;
         meta.ev = EV_NONE;
         meta.ev2 = EV_NONE;
         meta.bit_ok = 0;
         meta.agg_hit = 0;
         meta.fan_in = 0;
-        meta.guard_class = 0;
-        meta.guard_lo = 0;
-        meta.guard_hi = 0;
-        meta.guard_out_lo = 0;
-        meta.guard_out_hi = 0;
+        meta.guard_a = 0;
+        meta.guard_b = 0;
+        meta.guard_c = 0;
+        meta.guard_d = 0;
+        meta.guard_thr = 0;
         transition select(ig_intr_md.resubmit_flag) {
             1: parse_resubmit;
             default: parse_port_metadata;
@@ -183,6 +202,15 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
     state parse_recirc {
         pkt.extract(meta.recirc);
         meta.idx = meta.recirc.idx;  /* a retry's is computed again from the table */
+        meta.pass_kind = meta.recirc.kind;
+        meta.guard_thr = meta.recirc.guard_thr;
+        transition select(meta.recirc.kind) {
+            RECIRC_HARVEST: parse_harvest;
+            default: parse_ethernet;
+        }
+    }
+    state parse_harvest {
+        meta.sum_op = SUM_READ;
         transition parse_ethernet;
     }
     state parse_ethernet {
@@ -239,15 +267,33 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
     RegisterAction<sum_pair_t, bit<12>, int<32>>(slot_sum_##k) sum_read_hi_##k = {           \
         void apply(inout sum_pair_t value, out int<32> rv) { rv = value.hi; }                \
     };
-#define INA_SUM_STORE(k, j) sum_store_##k.execute(meta.idx[11:0]);
-#define INA_SUM_ADD(k, j) hdr.vals.v##k = sum_add_##k.execute(meta.idx[11:0]);
-#define INA_SUM_READ_HI(k, j) hdr.vals.v##j = sum_read_hi_##k.execute(meta.idx[11:0]);
+/* One table per pair register, its action chosen by meta.sum_op: a stage holds 16 logical
+ * tables, and three call sites per register (store, add, read) would make three. */
+#define INA_SUM_TABLE(k, j)                                                                  \
+    action sum_store_do_##k() { sum_store_##k.execute(meta.idx[11:0]); }                      \
+    action sum_add_do_##k() { hdr.vals.v##k = sum_add_##k.execute(meta.idx[11:0]); }          \
+    action sum_read_do_##k() { hdr.vals.v##j = sum_read_hi_##k.execute(meta.idx[11:0]); }     \
+    table sum_##k {                                                                          \
+        key = { meta.sum_op: exact @name("op"); }                                            \
+        actions = { sum_store_do_##k; sum_add_do_##k; sum_read_do_##k; @defaultonly NoAction; } \
+        const default_action = NoAction();                                                   \
+        size = 4;                                                                            \
+        const entries = {                                                                    \
+            SUM_STORE: sum_store_do_##k();                                                   \
+            SUM_ADD: sum_add_do_##k();                                                       \
+            SUM_READ: sum_read_do_##k();                                                     \
+        }                                                                                    \
+    }
+#define INA_SUM_APPLY(k, j) sum_##k.apply();
 
 /* The overflow guard.  A value v is in the guard range of class c (fan-in <= 2^c) when bits
  * 31 .. 31-c of v are equal, i.e. -2^(31-c) <= v < 2^(31-c); fan-in such values cannot
- * overflow an int32 sum.  One ternary entry per (value, bit 31-d, sign): guard_class bit d-1
- * set (d <= c), bit 31 of the value = sign, bit 31-d != sign.  The key holds bits 31..25 of
- * each value (c <= 6: fan-in <= 64, the bitmap's limit). */
+ * overflow an int32 sum.  A guard table matches bits 31..25 of 16 values (c <= 6: fan-in
+ * <= 64, the bitmap's limit) with two entries per (value, d, sign of the value): bit 31 = sign,
+ * bit 31-d != sign.  Entries go by d, smallest first, so the first hit names the smallest d
+ * and sets the code for it.  Each table takes a stage's ternary input crossbar: the key
+ * bytes are the top bytes of 16 32-bit containers, and bf-p4c places no two guard tables in
+ * one stage. */
 #define INA_GUARD_KEY(k, j) hdr.vals.v##k[31:25]: ternary @name(#k);
 #define INA_GUARD_KEY_HI(k, j) hdr.vals.v##j[31:25]: ternary @name(#j);
 /* wildcards before (W) and after (T) the key column of one value */
@@ -315,23 +361,33 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
 #define INA_GT29 INA_GT28 , _
 #define INA_GT30 INA_GT29 , _
 #define INA_GT31 INA_GT30 , _
-/* the 12 entries of the value in column i (i wildcards before it, t after it) */
-#define INA_GUARD_ENTRIES_(W, T, A)                                                          \
-    (6w0x01 &&& 6w0x01, W 7w0x20 &&& 7w0x60 T): A(); (6w0x01 &&& 6w0x01, W 7w0x40 &&& 7w0x60 T): A(); \
-    (6w0x02 &&& 6w0x02, W 7w0x10 &&& 7w0x50 T): A(); (6w0x02 &&& 6w0x02, W 7w0x40 &&& 7w0x50 T): A(); \
-    (6w0x04 &&& 6w0x04, W 7w0x08 &&& 7w0x48 T): A(); (6w0x04 &&& 6w0x04, W 7w0x40 &&& 7w0x48 T): A(); \
-    (6w0x08 &&& 6w0x08, W 7w0x04 &&& 7w0x44 T): A(); (6w0x08 &&& 6w0x08, W 7w0x40 &&& 7w0x44 T): A(); \
-    (6w0x10 &&& 6w0x10, W 7w0x02 &&& 7w0x42 T): A(); (6w0x10 &&& 6w0x10, W 7w0x40 &&& 7w0x42 T): A(); \
-    (6w0x20 &&& 6w0x20, W 7w0x01 &&& 7w0x41 T): A(); (6w0x20 &&& 6w0x20, W 7w0x40 &&& 7w0x41 T): A();
-#define INA_GUARD_ENTRIES(i, t, A) INA_GUARD_ENTRIES_(INA_GW##i, INA_GT##t, A)
-/* the entries of a table keyed on 16 values: 12 per value column */
-#define INA_GUARD_COLUMNS(A)                                                                 \
-    INA_GUARD_ENTRIES(0, 15, A) INA_GUARD_ENTRIES(1, 14, A) INA_GUARD_ENTRIES(2, 13, A)      \
-    INA_GUARD_ENTRIES(3, 12, A) INA_GUARD_ENTRIES(4, 11, A) INA_GUARD_ENTRIES(5, 10, A)      \
-    INA_GUARD_ENTRIES(6, 9, A) INA_GUARD_ENTRIES(7, 8, A) INA_GUARD_ENTRIES(8, 7, A)         \
-    INA_GUARD_ENTRIES(9, 6, A) INA_GUARD_ENTRIES(10, 5, A) INA_GUARD_ENTRIES(11, 4, A)       \
-    INA_GUARD_ENTRIES(12, 3, A) INA_GUARD_ENTRIES(13, 2, A) INA_GUARD_ENTRIES(14, 1, A)      \
-    INA_GUARD_ENTRIES(15, 0, A)
+/* the two entries (sign 0, sign 1) of the value in column i at distance d */
+#define INA_GLO_1 7w0x20 &&& 7w0x60
+#define INA_GHI_1 7w0x40 &&& 7w0x60
+#define INA_GLO_2 7w0x10 &&& 7w0x50
+#define INA_GHI_2 7w0x40 &&& 7w0x50
+#define INA_GLO_3 7w0x08 &&& 7w0x48
+#define INA_GHI_3 7w0x40 &&& 7w0x48
+#define INA_GLO_4 7w0x04 &&& 7w0x44
+#define INA_GHI_4 7w0x40 &&& 7w0x44
+#define INA_GLO_5 7w0x02 &&& 7w0x42
+#define INA_GHI_5 7w0x40 &&& 7w0x42
+#define INA_GLO_6 7w0x01 &&& 7w0x41
+#define INA_GHI_6 7w0x40 &&& 7w0x41
+#define INA_GUARD_COL_(W, T, d, A) (W INA_GLO_##d T): A; (W INA_GHI_##d T): A;
+#define INA_GUARD_COL(i, t, d, A) INA_GUARD_COL_(INA_GW##i, INA_GT##t, d, A)
+/* the entries of distance d in all 16 columns */
+#define INA_GUARD_D(d, A)                                                                    \
+    INA_GUARD_COL(0, 15, d, A) INA_GUARD_COL(1, 14, d, A) INA_GUARD_COL(2, 13, d, A)         \
+    INA_GUARD_COL(3, 12, d, A) INA_GUARD_COL(4, 11, d, A) INA_GUARD_COL(5, 10, d, A)         \
+    INA_GUARD_COL(6, 9, d, A) INA_GUARD_COL(7, 8, d, A) INA_GUARD_COL(8, 7, d, A)            \
+    INA_GUARD_COL(9, 6, d, A) INA_GUARD_COL(10, 5, d, A) INA_GUARD_COL(11, 4, d, A)          \
+    INA_GUARD_COL(12, 3, d, A) INA_GUARD_COL(13, 2, d, A) INA_GUARD_COL(14, 1, d, A)         \
+    INA_GUARD_COL(15, 0, d, A)
+/* thermometer code of distance d: bits d-1 .. 5 */
+#define INA_GUARD_ENTRIES(set)                                                               \
+    INA_GUARD_D(1, set(0x3f)) INA_GUARD_D(2, set(0x3e)) INA_GUARD_D(3, set(0x3c))            \
+    INA_GUARD_D(4, set(0x38)) INA_GUARD_D(5, set(0x30)) INA_GUARD_D(6, set(0x20))
 
 control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                    in ingress_intrinsic_metadata_t ig_intr_md,
@@ -343,6 +399,9 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
      * Tofino counts a counter once per packet, so each gets its own; readers sum them. */
     Counter<bit<64>, bit<8>>(EV_COUNT, CounterType_t.PACKETS_AND_BYTES) events;
     Counter<bit<64>, bit<8>>(EV_COUNT, CounterType_t.PACKETS_AND_BYTES) more_events;
+    /* no_route_drop, counted by routing's own miss action: routing is the last thing the
+     * packet meets, and a counter behind it would cost a stage of its own */
+    Counter<bit<64>, bit<8>>(EV_COUNT, CounterType_t.PACKETS_AND_BYTES) route_events;
 
     /* ---- slot state ---- */
 
@@ -428,45 +487,51 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         }
     };
 
-    /* Sticky guard bits of the slot's contributions (v0..v31, v32..v63): OR on claim and
-     * add, tested (PRED_LO: set) and cleared by the harvest. */
-    Register<bit<32>, bit<12>>(INA_SLOTS, 0) slot_guard_lo;
-    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard_lo) guard_lo_or = {
-        void apply(inout bit<32> value) { value = value | meta.guard_lo; }
+    /* The guard code of the slot's contributions, ORed (an OR of thermometer codes is the
+     * code of the smallest d among them): stored by the claim, ORed by each contribution,
+     * tested and cleared by the harvest.  Overflow is possible only if some contribution
+     * has a value outside the class-c range, i.e. the code has bit c-1 set, i.e. (as the
+     * code is 64 - 2^(d-1)) code >= 64 - 2^(c-1): one comparison with a PHV operand. */
+#define INA_GUARD_REGISTER(name, code)                                                       \
+    Register<bit<8>, bit<12>>(INA_SLOTS, 0) name;                                            \
+    RegisterAction<bit<8>, bit<12>, bit<8>>(name) name##_set = {                             \
+        void apply(inout bit<8> value) { value = code; }                                     \
+    };                                                                                       \
+    RegisterAction<bit<8>, bit<12>, bit<8>>(name) name##_or = {                              \
+        void apply(inout bit<8> value) { value = value | code; }                             \
+    };                                                                                       \
+    RegisterAction<bit<8>, bit<12>, bit<4>>(name) name##_take = {                            \
+        void apply(inout bit<8> value, out bit<4> rv) {                                      \
+            rv = this.predicate(value >= meta.guard_thr);                                    \
+            value = 0;                                                                       \
+        }                                                                                    \
     };
-    RegisterAction<bit<32>, bit<12>, bit<4>>(slot_guard_lo) guard_lo_take = {
-        void apply(inout bit<32> value, out bit<4> rv) {
-            rv = this.predicate(value != 0);
-            value = 0;
-        }
-    };
-    Register<bit<32>, bit<12>>(INA_SLOTS, 0) slot_guard_hi;
-    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard_hi) guard_hi_or = {
-        void apply(inout bit<32> value) { value = value | meta.guard_hi; }
-    };
-    RegisterAction<bit<32>, bit<12>, bit<4>>(slot_guard_hi) guard_hi_take = {
-        void apply(inout bit<32> value, out bit<4> rv) {
-            rv = this.predicate(value != 0);
-            value = 0;
-        }
-    };
+    /* two registers, for v0..v15 with v32..v47 and for the rest: an OR of all four codes
+     * would take two ALU stages, and a register's input one */
+    INA_GUARD_REGISTER(slot_guard_ab, meta.guard_ab)
+    INA_GUARD_REGISTER(slot_guard_cd, meta.guard_cd)
 
     INA_PAIRS(INA_SUM_PAIR)
+    INA_PAIRS(INA_SUM_TABLE)
 
+    /* the drop is decided here, not in a fate branch after the sums: every table that
+     * follows them in the control flow shares their last stage */
     action drop_event(bit<8> ev) {
         meta.ev = ev;
         meta.fate = FATE_DROP;
+        ig_dprsr_md.drop_ctl = 1;
     }
 
     /* ---- routing: (src, dst) exact first, then dst longest-prefix ---- */
     action set_next_hop(PortId_t port, bit<48> dst_mac, bit<48> src_mac) {
         ig_tm_md.ucast_egress_port = port;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
         hdr.ethernet.dst_addr = dst_mac;
         hdr.ethernet.src_addr = src_mac;
     }
     action drop_no_route() {
-        meta.ev2 = EV_NO_ROUTE_DROP;
-        meta.fate = FATE_DROP;
+        route_events.count(EV_NO_ROUTE_DROP);
+        ig_dprsr_md.drop_ctl = 1;
     }
     table route_pair {
         key = {
@@ -539,54 +604,40 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     }
 
     /* ---- the overflow guard (see the top of this file) ---- */
-    action set_guard_class(bit<6> guard_class) {
-        meta.guard_class = guard_class;
+    action set_guard_thr(bit<8> thr) {
+        meta.guard_thr = thr;
     }
-    /* fan-in -> class c = ceil(log2(fan-in)) as a thermometer code (bits 0 .. c-1 set);
-     * fan-in 0 or 1 adds nothing, class 0.  Fan-in above 64 (more than the bitmap's workers)
-     * gets the strictest class. */
+    /* fan-in -> 64 - 2^(c-1) for class c = ceil(log2(fan-in)); fan-in above 64 (more than
+     * the bitmap's workers) gets the strictest class.  Fan-in 0 or 1 uses no slot. */
     table fan_in_class {
         key = { meta.fan_in: range @name("fan_in"); }
-        actions = { set_guard_class; @defaultonly NoAction; }
+        actions = { set_guard_thr; @defaultonly NoAction; }
         const default_action = NoAction();
         const entries = {
-            2 .. 2: set_guard_class(0x01);
-            3 .. 4: set_guard_class(0x03);
-            5 .. 8: set_guard_class(0x07);
-            9 .. 16: set_guard_class(0x0f);
-            17 .. 32: set_guard_class(0x1f);
-            33 .. 0xffff: set_guard_class(0x3f);
+            2 .. 2: set_guard_thr(63);
+            3 .. 4: set_guard_thr(62);
+            5 .. 8: set_guard_thr(60);
+            9 .. 16: set_guard_thr(56);
+            17 .. 32: set_guard_thr(48);
+            33 .. 0xffff: set_guard_thr(32);
         }
     }
-    /* Four tables of 16 values each: one of 32 7-bit keys (33 bytes) does not fit a table's
-     * ternary input crossbar.  Each sets its own bit of the word the slot's guard ORs in. */
-    action guard_hit_lo_a() {
-        meta.guard_lo[0:0] = 1;
-    }
-    action guard_hit_lo_b() {
-        meta.guard_lo[16:16] = 1;
-    }
-    action guard_hit_hi_a() {
-        meta.guard_hi[0:0] = 1;
-    }
-    action guard_hit_hi_b() {
-        meta.guard_hi[16:16] = 1;
-    }
-#define INA_GUARD_TABLE(table_name, PAIRS, KEY, hit)                                               \
+    action guard_code_a(bit<8> code) { meta.guard_a = code; }
+    action guard_code_b(bit<8> code) { meta.guard_b = code; }
+    action guard_code_c(bit<8> code) { meta.guard_c = code; }
+    action guard_code_d(bit<8> code) { meta.guard_d = code; }
+#define INA_GUARD_TABLE(table_name, PAIRS, KEY, set)                                         \
     table table_name {                                                                       \
-        key = {                                                                              \
-            meta.guard_class: ternary @name("class");                                        \
-            PAIRS(KEY)                                                                       \
-        }                                                                                    \
-        actions = { hit; @defaultonly NoAction; }                                            \
+        key = { PAIRS(KEY) }                                                                 \
+        actions = { set; @defaultonly NoAction; }                                            \
         const default_action = NoAction();                                                   \
         size = 192;                                                                          \
-        const entries = { INA_GUARD_COLUMNS(hit) }                                           \
+        const entries = { INA_GUARD_ENTRIES(set) }                                           \
     }
-    INA_GUARD_TABLE(guard_lo_a, INA_PAIRS_A, INA_GUARD_KEY, guard_hit_lo_a)
-    INA_GUARD_TABLE(guard_lo_b, INA_PAIRS_B, INA_GUARD_KEY, guard_hit_lo_b)
-    INA_GUARD_TABLE(guard_hi_a, INA_PAIRS_A, INA_GUARD_KEY_HI, guard_hit_hi_a)
-    INA_GUARD_TABLE(guard_hi_b, INA_PAIRS_B, INA_GUARD_KEY_HI, guard_hit_hi_b)
+    INA_GUARD_TABLE(guard_lo_a, INA_PAIRS_A, INA_GUARD_KEY, guard_code_a)
+    INA_GUARD_TABLE(guard_lo_b, INA_PAIRS_B, INA_GUARD_KEY, guard_code_c)
+    INA_GUARD_TABLE(guard_hi_a, INA_PAIRS_A, INA_GUARD_KEY_HI, guard_code_b)
+    INA_GUARD_TABLE(guard_hi_b, INA_PAIRS_B, INA_GUARD_KEY_HI, guard_code_d)
 
     /* Turn the packet into the ONE aggregate sent on to the PS (its values are the sums
      * after the harvest pass; OVERFLOW is added there). */
@@ -599,6 +650,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     /* ---- RESULT multicast: the PS's RESULT to the job's result address is replicated ---- */
     action multicast(MulticastGroupId_t group) {
         ig_tm_md.mcast_grp_a = group;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
         meta.fate = FATE_MULTICAST;
         meta.ev = EV_RESULT_MULTICAST;
         meta.bridge.replica = 1;
@@ -617,7 +669,12 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     apply {
         /* the lookups first and unconditionally: every check below can then be a gateway
          * in the same stages as the slot registers */
-        if (!meta.recirc.isValid() || meta.recirc.kind != RECIRC_HARVEST) {
+        /* the arriving recirculation header is never sent on as it came: a recirculating
+         * fate writes a new one */
+        meta.recirc.setInvalid();
+        /* one write each where the fate is decided: the port's two parts would take two */
+        meta.recirc_port[6:0] = RECIRC_PORT_LOCAL;
+        if (meta.pass_kind != RECIRC_HARVEST) {
             ina_aggregate.apply();
         }
         bitmap_rank.apply();
@@ -626,6 +683,8 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         guard_lo_b.apply();
         guard_hi_a.apply();
         guard_hi_b.apply();
+        meta.guard_ab = meta.guard_a | meta.guard_b;
+        meta.guard_cd = meta.guard_c | meta.guard_d;
         meta.bridge.setValid();
         meta.bridge.replica = 0;
         meta.bridge.emitted = 0;
@@ -638,23 +697,20 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             drop_event(EV_MALFORMED_DROP);
         } else if (hdr.ina.isValid() && hdr.udp.length != INA_UDP_LENGTH) {
             drop_event(EV_MALFORMED_DROP);
-        } else if (meta.recirc.isValid() && meta.recirc.kind == RECIRC_HARVEST) {
+        } else if (meta.pass_kind == RECIRC_HARVEST) {
             /* second pass of the completing packet: v0..v31 hold their sums already */
             meta.tag = tag_free.execute(meta.idx[11:0]);
             hdr.ina.bitmap[31:0] = bitmap_lo_read.execute(meta.idx[11:0]);
             hdr.ina.bitmap[63:32] = bitmap_hi_read.execute(meta.idx[11:0]);
-            INA_PAIRS(INA_SUM_READ_HI)
-            if (meta.tag == PRED_BOTH) {
-                meta.guard_out_lo = guard_lo_take.execute(meta.idx[11:0]);
-                meta.guard_out_hi = guard_hi_take.execute(meta.idx[11:0]);
-            } else {
+            meta.guard_out_ab = slot_guard_ab_take.execute(meta.idx[11:0]);
+            meta.guard_out_cd = slot_guard_cd_take.execute(meta.idx[11:0]);
+            if (meta.tag != PRED_BOTH) {
                 /* another round took the slot between the two passes (a packet of a past
                  * round completed it late): its sums are not this chunk's to vouch for */
-                meta.guard_out_lo = PRED_LO;
-            }
-            if (meta.guard_out_lo == PRED_LO) {
                 hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
-            } else if (meta.guard_out_hi == PRED_LO) {
+            } else if (meta.guard_out_ab == PRED_LO) {
+                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
+            } else if (meta.guard_out_cd == PRED_LO) {
                 hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
             }
             meta.ev = EV_AGGREGATED_OUT;
@@ -683,12 +739,12 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                         /* claim pass */
                         meta.tag = tag_claim.execute(meta.idx[11:0]);
                         if (meta.tag == PRED_LO) {
+                            meta.sum_op = SUM_STORE;
                             bitmap_lo_set.execute(meta.idx[11:0]);
                             bitmap_hi_set.execute(meta.idx[11:0]);
                             meta.count_old = count_claim.execute(meta.idx[11:0]);
-                            guard_lo_or.execute(meta.idx[11:0]);
-                            guard_hi_or.execute(meta.idx[11:0]);
-                            INA_PAIRS(INA_SUM_STORE)
+                            slot_guard_ab_set.execute(meta.idx[11:0]);
+                            slot_guard_cd_set.execute(meta.idx[11:0]);
                             drop_event(EV_ABSORBED_DROP);
                             if (meta.count_old == PRED_LO) {
                                 meta.ev2 = EV_STALE_RECLAIMED;
@@ -700,6 +756,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                     } else {
                         meta.tag = tag_check.execute(meta.idx[11:0]);
                         if (meta.tag == PRED_BOTH) {
+                            meta.sum_op = SUM_ADD;
                             meta.dup_lo = bitmap_lo_or_dup.execute(meta.idx[11:0]);
                             meta.dup_hi = bitmap_hi_or_dup.execute(meta.idx[11:0]);
                             /* one word per condition: a gateway reads 4 bytes at most */
@@ -709,9 +766,8 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                                 drop_event(EV_DUPLICATE_DROP);
                             } else {
                                 meta.count_pred = count_add.execute(meta.idx[11:0]);
-                                guard_lo_or.execute(meta.idx[11:0]);
-                                guard_hi_or.execute(meta.idx[11:0]);
-                                INA_PAIRS(INA_SUM_ADD)
+                                slot_guard_ab_or.execute(meta.idx[11:0]);
+                                slot_guard_cd_or.execute(meta.idx[11:0]);
                                 if (meta.count_pred == PRED_LO) {
                                     emit_aggregate();
                                     meta.fate = FATE_HARVEST;
@@ -721,7 +777,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                                     drop_event(EV_ABSORBED_DROP);
                                 }
                             }
-                        } else if (meta.tag == PRED_LO || meta.recirc.isValid()) {
+                        } else if (meta.tag == PRED_LO || meta.pass_kind == RECIRC_RETRY) {
                             /* same round, another chunk; or a retry that found another
                              * round again: forwarded unaggregated */
                             meta.ev = EV_COLLISION;
@@ -735,51 +791,50 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                 result_multicast.apply();
             }
         }
-        /* one chain over the fate: its branches exclude each other by structure, so the
-         * back end may place them in one stage (the port written by routing and by the
-         * recirculation is no write-after-write conflict) */
-        if (meta.fate == FATE_ROUTE) {
-            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-            meta.recirc.setInvalid();
-            if (!route_pair.apply().hit) {
-                route_dst.apply();
+        /* the sums, for every kind of pass at once (a duplicate adds nothing) */
+        if (meta.dup_lo == 0) {
+            if (meta.dup_hi == 0) {
+                INA_PAIRS(INA_SUM_APPLY)
             }
-        } else if (meta.fate == FATE_MULTICAST) {
-            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-            meta.recirc.setInvalid();
-        } else if (meta.fate == FATE_DROP) {
-            ig_dprsr_md.drop_ctl = 1;
-            meta.recirc.setInvalid();
-        } else if (meta.fate == FATE_RESUBMIT) {
-            ig_dprsr_md.resubmit_type = 1;
-            meta.resub.setValid();
-            meta.resub.claim = 1;
-            meta.resub.pad = 0;
-            meta.recirc.setInvalid();
-        } else if (meta.fate == FATE_HARVEST) {
-            /* round this pipe's recirculation port, egress bypassed: the recirculation header
-             * goes first and the bridge header not at all */
-            ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port[8:7] ++ RECIRC_PORT_LOCAL;
-            ig_tm_md.bypass_egress = 1;
-            meta.recirc.setValid();
-            meta.recirc.kind = RECIRC_HARVEST;
-            meta.recirc.idx = meta.idx;
-            meta.bridge.setInvalid();
-        } else if (meta.fate == FATE_RETRY) {
-            ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port[8:7] ++ RECIRC_PORT_LOCAL;
-            ig_tm_md.bypass_egress = 1;
-            meta.recirc.setValid();
-            meta.recirc.kind = RECIRC_RETRY;
-            meta.recirc.idx = meta.idx;
-            meta.bridge.setInvalid();
-        } else {
-            meta.recirc.setInvalid();
         }
+        /* the events are known before routing (which counts its own miss) */
         if (meta.ev != EV_NONE) {
             events.count(meta.ev);
         }
         if (meta.ev2 != EV_NONE) {
             more_events.count(meta.ev2);
+        }
+        /* one chain over the fate (drops, multicast and the TTL are done by their actions):
+         * its branches exclude each other by structure, so the back end may place them in
+         * one stage (the port written by routing and by the recirculation is no
+         * write-after-write conflict) */
+        if (meta.fate == FATE_ROUTE) {
+            if (!route_pair.apply().hit) {
+                route_dst.apply();
+            }
+        } else if (meta.fate == FATE_RESUBMIT) {
+            ig_dprsr_md.resubmit_type = 1;
+            meta.resub.setValid();
+            meta.resub.claim = 1;
+            meta.resub.pad = 0;
+        } else if (meta.fate == FATE_HARVEST) {
+            /* round this pipe's recirculation port, egress bypassed: the recirculation header
+             * goes first and the bridge header not at all */
+            ig_tm_md.ucast_egress_port = meta.recirc_port;
+            ig_tm_md.bypass_egress = 1;
+            meta.recirc.setValid();
+            meta.recirc.kind = RECIRC_HARVEST;
+            meta.recirc.idx = meta.idx;
+            meta.recirc.guard_thr = meta.guard_thr;
+            meta.bridge.setInvalid();
+        } else if (meta.fate == FATE_RETRY) {
+            ig_tm_md.ucast_egress_port = meta.recirc_port;
+            ig_tm_md.bypass_egress = 1;
+            meta.recirc.setValid();
+            meta.recirc.kind = RECIRC_RETRY;
+            meta.recirc.idx = meta.idx;
+            meta.recirc.guard_thr = meta.guard_thr;
+            meta.bridge.setInvalid();
         }
     }
 }
