@@ -18,7 +18,7 @@ from control_plane.repo import REPO, child_env
 
 TRIAL = REPO / "p4src" / "tna-n64" / "inart.p4"
 
-# What bf-p4c writes, cut to the parts the build reads; STAGES and WARN are filled in.
+# What bf-p4c writes, cut to the parts the build reads; STAGES, WARN and BFA are filled in.
 DRIVER = r'''#!/usr/bin/env python3
 import json, pathlib, sys
 args = sys.argv[1:]
@@ -43,16 +43,38 @@ rows = "".join(f"|      {s}       |  1   |\n" for s in range(STAGES))
 (logs / "metrics.json").write_text(json.dumps(
     {"compiler_version": "9.13.4", "target": "tofino",
      "mau": {"srams": 1}, "phv": {"normal": [{"bit_width": 32, "containers_occupied": 60}]}}))
-if WARN:
-    print("warning: something the build does not allow")
+(out / "pipe" / "inart.bfa").write_text(BFA)
+for line in WARN:
+    print(line)
 '''
 
 
-def _driver(tmp_path: Path, stages: int = 3, warn: bool = False) -> Path:
+# two tables of one stage on one register's stateful ALU, as bf-p4c writes them for if/else
+BFA_PAIR = """stage 3 ingress:
+  hash_action tbl_inart466 3:
+    gateway:
+      name: cond-46
+    stateful: tbl_inart468$salu.InaIngress.slot_round(hash_dist 0, meter_pfe, meter_type)
+  hash_action tbl_inart468 4:
+    stateful: tbl_inart468$salu.InaIngress.slot_round(hash_dist 0, $DEFAULT, $DEFAULT)
+  hash_action tbl_other 5:
+    stateful: tbl_other$salu.InaIngress.slot_chunk(hash_dist 0, $DEFAULT, $DEFAULT)
+"""
+PAIR_WARNINGS = [
+    "OUT/pipe/inart.bfa:2256: warning: Action bus byte 96 set in table tbl_inart468 and table "
+    "tbl_inart466",
+    "OUT/pipe/inart.bfa:2260: warning: Conflicting instruction slot usage for non-exlusive "
+    "table tbl_inart468 action inart468",
+    "OUT/pipe/inart.bfa:2223: warning: and table tbl_inart466 action inart466"]
+
+
+def _driver(tmp_path: Path, stages: int = 3, warn: tuple[str, ...] | list[str] = (),
+            bfa: str = "") -> Path:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     driver = bindir / "p4c"
-    driver.write_text(DRIVER.replace("STAGES", str(stages)).replace("WARN", str(warn)))
+    driver.write_text(DRIVER.replace("STAGES", str(stages)).replace("WARN", repr(list(warn)))
+                      .replace("BFA", repr(bfa)))
     driver.chmod(0o755)
     (bindir / "p4c-barefoot").write_text("")
     return driver
@@ -82,8 +104,31 @@ def test_more_than_twelve_stages_is_refused(tmp_path):
 
 
 def test_a_compiler_warning_is_refused(tmp_path):
+    driver = _driver(tmp_path, warn=["warning: something the build does not allow"])
     with pytest.raises(BuildError, match="emitted warnings"):
-        tna.compile_program(str(_driver(tmp_path, warn=True)), tmp_path / "out", TRIAL)
+        tna.compile_program(str(driver), tmp_path / "out", TRIAL)
+
+
+def test_assembler_pairs_on_one_stateful_alu_are_allowed(tmp_path):
+    info = tna.compile_program(str(_driver(tmp_path, warn=PAIR_WARNINGS, bfa=BFA_PAIR)),
+                               tmp_path / "out", TRIAL)
+    assert info["stages"] == 3
+
+
+def test_assembler_pairs_on_two_stateful_alus_are_refused(tmp_path):
+    warn = [w.replace("tbl_inart466", "tbl_other") for w in PAIR_WARNINGS]
+    refused = r"(?s)emitted warnings.*and table tbl_other action inart466\n\nall of"
+    with pytest.raises(BuildError, match=refused):
+        tna.compile_program(str(_driver(tmp_path, warn=warn, bfa=BFA_PAIR)),
+                            tmp_path / "out", TRIAL)
+
+
+def test_the_parser_match_register_bug_is_named(tmp_path):
+    warn = ["OUT/pipe/inart.bfa:430: warning: Can't match parser state due to previous match"]
+    with pytest.raises(BuildError, match="p4lang/p4c/pull/5753"):
+        tna.compile_program(str(_driver(tmp_path, warn=warn, bfa=BFA_PAIR)),
+                            tmp_path / "out", TRIAL)
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_trial_source_needs_its_own_directory():
@@ -92,3 +137,18 @@ def test_a_trial_source_needs_its_own_directory():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert "--tna-source needs --tna-out" in proc.stderr
+
+
+def test_a_build_tree_records_its_local_changes(tmp_path):
+    src = tmp_path / "p4c"
+    src.mkdir()
+    git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t"]
+    (src / "a.cpp").write_text("int a;\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "a.cpp"], check=True)
+    subprocess.run([*git, "commit", "-qm", "a"], check=True)
+    assert tc.source_changes(src) == ((), "")
+    (src / "a.cpp").write_text("int b;\n")
+    changes, digest = tc.source_changes(src)
+    assert changes == ("M a.cpp",) and len(digest) == 64
+    assert tc.source_changes(tmp_path / "not-git") == ((), "")

@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from control_plane.p4build.bfas_warnings import judge
 from control_plane.p4build.sources import (
     BUILD_DIR,
     BUILD_INFO,
@@ -51,7 +52,8 @@ ARTIFACTS = {
 EVENT_COUNTERS = ["InaIngress.events", "InaIngress.more_events", "InaEgress.events"]
 _TNA_N = re.compile(r"^#ifndef INA_N\s*\n#define INA_N\s+(\d+)\s*$", re.M)
 _WARNING = re.compile(r"\bwarning\b", re.I)
-# Warnings that do not matter, with why.  Anything else fails the build.
+# Warnings that do not matter, with why.  Anything else fails the build, except the
+# assembler's table-pair warnings that bfas_warnings.judge finds harmless in the .bfa.
 ALLOWED_WARNINGS = (
     # bf-p4c pads short parser paths to Tofino's minimum parse depth with a loop state it
     # makes itself; informational, nothing in the program to change
@@ -116,14 +118,17 @@ def _compile(compiler: str, out: Path, source: Path = MAIN_SOURCE) -> str:
     diagnostics = (proc.stdout + proc.stderr).strip()
     if proc.returncode != 0:
         raise BuildError(f"the Tofino back end failed ({proc.returncode}):\n{diagnostics}")
-    bad = [line for line in diagnostics.splitlines()
+    bfas = sorted((out / "pipe").glob("*.bfa"))
+    judged = judge(diagnostics, bfas[0].read_text() if bfas else "")
+    bad = [line for line in judged
            if (_WARNING.search(line) or line.startswith("W0"))
            and not any(p.match(line) for p in ALLOWED_WARNINGS)
            and not re.search(r"\d+ errors?, \d+ warnings? generated", line)]
     if bad:
+        refused = "\n".join(bad)
         raise BuildError(f"the Tofino back end emitted warnings (the build must be free of "
                          f"them; known harmless ones are listed in ALLOWED_WARNINGS):\n"
-                         f"{diagnostics}")
+                         f"{refused}\n\nall of its output:\n{diagnostics}")
     return diagnostics
 
 
@@ -172,6 +177,8 @@ def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD,
         "artifacts": {key: file_sha256(build_dir / name) for key, name in ARTIFACTS.items()},
         "compiler_kind": found.kind,
         "compiler_version": version,
+        **({"compiler_source_changes": list(found.changes),
+            "compiler_source_changes_sha256": found.changes_sha256} if found.changes else {}),
         "compiler_command": f"p4c --target tofino --arch tna --std p4-16 -g "
                             f"{' '.join(DISABLED)} -o OUT --bf-rt-schema OUT/bfrt.json "
                             f"--p4runtime-files OUT/{ARTIFACTS['p4info']},"

@@ -13,6 +13,7 @@ the kind (``compiler_kind``) beside the version.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -35,7 +36,10 @@ TREE_ASSEMBLER = Path("backends/tofino/bf-asm/bfas")
 SRC_DRIVER = Path("backends/tofino/bf-p4c/driver")
 SRC_INCLUDES = (Path("p4include"), Path("backends/tofino/bf-p4c/p4include"))
 SRC_SCRIPTS = {"bfrt_schema.py": Path("backends/tofino/compiler_interfaces/schemas/bfrt_schema.py"),
-               "p4c-gen-conf": Path("backends/tofino/scripts/p4c-gen-conf")}
+               "p4c-gen-conf": Path("backends/tofino/scripts/p4c-gen-conf"),
+               # the driver's summary logs (mau.resources.log, metrics.json) and their modules
+               "p4c-build-logs": Path("backends/tofino/compiler_interfaces/p4c-build-logs"),
+               "tools": Path("backends/tofino/compiler_interfaces/tools")}
 _SOURCE_DIR = re.compile(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.+)$", re.M)
 # the Tofino driver keeps find_file's Path results and later calls str methods on them
 _FIND_FILE = re.compile(r"^([ \t]*\w+ = )(find_file\(.*\))[ \t]*$", re.M)
@@ -47,6 +51,10 @@ class TofinoCompiler:
 
     driver: str
     kind: str
+    # for a p4c build tree: its source tree's uncommitted changes (``git status`` lines) and
+    # the sha256 of their diff, so a build says which local patches made it
+    changes: tuple[str, ...] = ()
+    changes_sha256: str = ""
 
 
 def kind_of(driver: str) -> str:
@@ -83,8 +91,10 @@ def open_compiler(explicit: str | None = None) -> Iterator[TofinoCompiler]:
             if not is_build_tree(tree):
                 raise BuildError(f"'{explicit}' is a directory but not a p4c build tree with "
                                  f"the Tofino back end built ({TREE_BACKEND} missing)")
+            changes, digest = source_changes(tree_sources(tree))
             with tempfile.TemporaryDirectory(prefix="inart-tofino-driver-") as tmp:
-                yield TofinoCompiler(str(stage_build_tree(tree, Path(tmp))), OPEN_SOURCE)
+                yield TofinoCompiler(str(stage_build_tree(tree, Path(tmp))), OPEN_SOURCE,
+                                     changes, digest)
             return
         found = shutil.which(explicit)
         if found is None:
@@ -110,6 +120,21 @@ def tree_sources(tree: Path) -> Path:
     if not m:
         raise BuildError(f"{tree / 'CMakeCache.txt'}: no CMAKE_HOME_DIRECTORY")
     return Path(m.group(1).strip())
+
+
+def source_changes(src: Path) -> tuple[tuple[str, ...], str]:
+    """The uncommitted changes of a p4c source tree (``git status --porcelain`` lines of
+    tracked files) and the sha256 of their diff; nothing when it is not a git checkout."""
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(src), *args], capture_output=True, timeout=120)
+    status = git("status", "--porcelain", "--untracked-files=no")
+    if status.returncode != 0:
+        return (), ""
+    lines = tuple(sorted(line.strip() for line in status.stdout.decode().splitlines()
+                         if line.strip()))
+    modified = [line.split(maxsplit=1)[1] for line in lines if line.startswith("M")]
+    diff = git("diff", "--", *modified).stdout if modified else b""
+    return lines, hashlib.sha256(diff).hexdigest() if modified else ""
 
 
 def stage_build_tree(tree: Path, dest: Path) -> Path:
