@@ -160,6 +160,12 @@ def test_tna_records_its_n_and_the_shared_constants(tna_info):
     assert tna_info["arch"] == "tna" and tna_info["stages"] <= 12
 
 
+def test_tna_build_was_checked_for_the_parser_match_bug(tna_info):
+    """The build step checks every selecting parser state of the .bfa kept its match (p4c's
+    Tofino-1 parser match register bug); a build made without that check does not say so."""
+    assert tna_info.get("parser_select_states", 0) >= 1
+
+
 @pytest.mark.parametrize("table", sorted(CONTRACT))
 def test_tna_has_the_v1model_tables(tna_p4info, table):
     test_controller_facing_tables(tna_p4info, table)

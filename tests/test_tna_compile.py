@@ -49,8 +49,26 @@ for line in WARN:
 '''
 
 
-# two tables of one stage on one register's stateful ALU, as bf-p4c writes them for if/else
-BFA_PAIR = """stage 3 ingress:
+# a parser whose one select kept its match, then two tables of one stage on one register's
+# stateful ALU, as bf-p4c writes them for if/else
+PARSER = """parser ingress:
+  start: $entry_point.start
+  states:
+    $entry_point.start:
+      *:
+        load: { byte1 : 0 }
+        next: parse_ethernet
+    parse_ethernet:
+      match: [ half ]
+      0x0800:
+        next: parse_ipv4
+      0x****:
+        next: end
+deparser ingress:
+  dictionary:
+    B4: B7(6)
+"""
+BFA_PAIR = PARSER + """stage 3 ingress:
   hash_action tbl_inart466 3:
     gateway:
       name: cond-46
@@ -112,7 +130,14 @@ def test_a_compiler_warning_is_refused(tmp_path):
 def test_assembler_pairs_on_one_stateful_alu_are_allowed(tmp_path):
     info = tna.compile_program(str(_driver(tmp_path, warn=PAIR_WARNINGS, bfa=BFA_PAIR)),
                                tmp_path / "out", TRIAL)
-    assert info["stages"] == 3
+    assert info["stages"] == 3 and info["parser_select_states"] == 1
+
+
+def test_a_parser_select_without_its_match_is_refused(tmp_path):
+    bfa = BFA_PAIR.replace("      match: [ half ]\n", "")
+    with pytest.raises(BuildError, match="ingress parse_ethernet select among.*pull/5753"):
+        tna.compile_program(str(_driver(tmp_path, bfa=bfa)), tmp_path / "out", TRIAL)
+    assert not (tmp_path / "out").exists()
 
 
 def test_assembler_pairs_on_two_stateful_alus_are_refused(tmp_path):

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from control_plane.p4build.bfas_warnings import judge
+from control_plane.p4build.bfa_checks import PARSER_FIX, judge, parser_selects
 from control_plane.p4build.sources import (
     BUILD_DIR,
     BUILD_INFO,
@@ -53,7 +53,7 @@ EVENT_COUNTERS = ["InaIngress.events", "InaIngress.more_events", "InaEgress.even
 _TNA_N = re.compile(r"^#ifndef INA_N\s*\n#define INA_N\s+(\d+)\s*$", re.M)
 _WARNING = re.compile(r"\bwarning\b", re.I)
 # Warnings that do not matter, with why.  Anything else fails the build, except the
-# assembler's table-pair warnings that bfas_warnings.judge finds harmless in the .bfa.
+# assembler's table-pair warnings that bfa_checks.judge finds harmless in the .bfa.
 ALLOWED_WARNINGS = (
     # bf-p4c pads short parser paths to Tofino's minimum parse depth with a loop state it
     # makes itself; informational, nothing in the program to change
@@ -132,6 +132,20 @@ def _compile(compiler: str, out: Path, source: Path = MAIN_SOURCE) -> str:
     return diagnostics
 
 
+def check_parser(out: Path) -> int:
+    """The number of parser states that select, after checking each kept its match (p4c's
+    Tofino-1 parser match register bug drops them, warned or not)."""
+    bfas = sorted((out / "pipe").glob("*.bfa"))
+    if not bfas:
+        raise BuildError(f"the Tofino back end wrote no .bfa in {out / 'pipe'}")
+    selecting, unmatched = parser_selects(bfas[0].read_text())
+    if unmatched:
+        raise BuildError(f"parser state(s) {', '.join(unmatched)} select among transitions "
+                         f"without a match in {bfas[0].name}: p4c's Tofino-1 parser match "
+                         f"register bug; use a back end with the fix {PARSER_FIX}")
+    return selecting
+
+
 def _install(tmp: Path, build_dir: Path, report: ResourceReport) -> None:
     """Replace ``build_dir`` with the artifacts of one compile."""
     if build_dir.exists():
@@ -154,6 +168,7 @@ def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD,
           tempfile.TemporaryDirectory(prefix="inart-bf-p4c-") as tmp_name):
         tmp = Path(tmp_name)
         _compile(found.driver, tmp, source)
+        selecting = check_parser(tmp)
         report = read_report(tmp / "pipe")
         if not report.fits:
             raise BuildError(f"the TNA program does not fit one pipe:\n{report.text()}")
@@ -172,6 +187,7 @@ def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD,
         "events": consts.events,
         "drop_events": sorted(k for k in consts.events if k.endswith("_drop")),
         "stages": report.stages_used,
+        "parser_select_states": selecting,
         "sources": [p.relative_to(P4SRC).as_posix() for p in source_files(P4SRC, SOURCE_DIRS)],
         "sources_sha256": sources_sha256(P4SRC, SOURCE_DIRS),
         "artifacts": {key: file_sha256(build_dir / name) for key, name in ARTIFACTS.items()},

@@ -1,4 +1,5 @@
-"""Which warnings of the Tofino assembler (bfas) a build may carry, judged against its .bfa.
+"""Checks of a Tofino build against its assembly (.bfa): which warnings of the assembler
+(bfas) it may carry, and that its parser kept every select's match.
 
 Two of bfas's checks look at one stage's tables in pairs and cannot see that a P4 ``if``/
 ``else`` chooses between them: its exclusivity test follows next-table links, and the
@@ -12,7 +13,9 @@ when the .bfa shows both of its tables on the same stateful ALU; anything else i
 
 bfas's "Can't match parser state due to previous match" is the sign of p4c's Tofino-1
 parser match register bug (every select becomes its first transition), fixed upstream by
-https://github.com/p4lang/p4c/pull/5753; a build showing it is refused with that cause.
+https://github.com/p4lang/p4c/pull/5753; a build showing it is refused with that cause, and
+so is a build whose .bfa has a parser state with several transitions but no ``match:`` (the
+bug itself, whether or not the assembler warned).
 """
 
 from __future__ import annotations
@@ -31,6 +34,11 @@ _SLOT_AND = re.compile(r"warning: and table (\S+) action \S+$")
 # a table of a stage: "  hash_action tbl_inart466 3:" (kind, name, logical id)
 _TABLE = re.compile(r"^  [a-z_]+ (\S+) \d+:$")
 _STATEFUL = re.compile(r"^    stateful: ([^(\s]+)")
+# in a "parser ingress:" block: a state (indent 4), its match (indent 6) and its transitions
+# (indent 6, keyed by a value pattern: *, 0x.., 0b.. or a number)
+_STATE = re.compile(r"^    (\S+):$")
+_MATCH = re.compile(r"^      match:")
+_TRANSITION = re.compile(r"^      (\*|0x[0-9a-fA-F*]+|0b[01*]+|\d+):")
 
 
 def stateful_alus(bfa: str) -> dict[str, str]:
@@ -46,6 +54,39 @@ def stateful_alus(bfa: str) -> dict[str, str]:
         if m and table is not None:
             alus[table] = m.group(1)
     return alus
+
+
+def parser_selects(bfa: str) -> tuple[int, list[str]]:
+    """(states that select among several transitions, those of them without a match)."""
+    selecting, unmatched = 0, []
+    state: str | None = None
+    transitions, matched = 0, False
+
+    def close() -> None:
+        nonlocal selecting
+        if state is not None and transitions > 1:
+            selecting += 1
+            if not matched:
+                unmatched.append(state)
+
+    gress = ""
+    for line in bfa.splitlines():
+        if line and not line[0].isspace():
+            close()
+            state = None
+            gress = line[len("parser "):].rstrip(":") if line.startswith("parser ") else ""
+            continue
+        if not gress:
+            continue
+        if m := _STATE.match(line):
+            close()
+            state, transitions, matched = f"{gress} {m.group(1)}", 0, False
+        elif _MATCH.match(line):
+            matched = True
+        elif _TRANSITION.match(line):
+            transitions += 1
+    close()
+    return selecting, unmatched
 
 
 def _pairs(lines: list[str]) -> Iterable[tuple[int, tuple[str, ...], tuple[str, str] | None]]:
