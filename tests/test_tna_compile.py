@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from p4.config.v1 import p4info_pb2
 
 from control_plane.p4build import tna
 from control_plane.p4build import tofino_compiler as tc
@@ -30,7 +31,7 @@ out = pathlib.Path(args[args.index("-o") + 1])
 logs = out / "pipe" / "logs"
 logs.mkdir(parents=True)
 for name in args[args.index("--p4runtime-files") + 1].split(","):
-    pathlib.Path(name).write_bytes(b"p4info")
+    pathlib.Path(name).write_bytes(P4INFO)
 (out / "bfrt.json").write_text("{}")
 (out / "pipe" / "context.json").write_text("{}")
 (out / "pipe" / "tofino.bin").write_bytes(b"bin")
@@ -86,13 +87,21 @@ PAIR_WARNINGS = [
     "OUT/pipe/inart.bfa:2223: warning: and table tbl_inart466 action inart466"]
 
 
+def _p4info(counters: tuple[str, ...] = ("InaEgress.events", "InaIngress.route_events",
+                                          "InaEgress.replica_drops", "InaIngress.events")) -> bytes:
+    info = p4info_pb2.P4Info()
+    for name in counters:
+        info.counters.add().preamble.name = name
+    return info.SerializeToString()
+
+
 def _driver(tmp_path: Path, stages: int = 3, warn: tuple[str, ...] | list[str] = (),
             bfa: str = "") -> Path:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     driver = bindir / "p4c"
     driver.write_text(DRIVER.replace("STAGES", str(stages)).replace("WARN", repr(list(warn)))
-                      .replace("BFA", repr(bfa)))
+                      .replace("BFA", repr(bfa)).replace("P4INFO", repr(_p4info())))
     driver.chmod(0o755)
     (bindir / "p4c-barefoot").write_text("")
     return driver
@@ -106,6 +115,10 @@ def test_a_trial_build_of_another_source(tmp_path):
     assert args[-1] == "p4src/tna-n64/inart.p4"
     assert args[:4] == ["--target", "tofino", "--arch", "tna"]
     assert info["N"] == 64 and info["stages"] == 3
+    # from the P4Info: every '*events' counter, the ingress ones first
+    assert info["event_counters"] == ["InaIngress.events", "InaIngress.route_events",
+                                      "InaEgress.events"]
+    assert info["event_counter"] == "InaIngress.events"
     assert info["compiler_kind"] == tc.OPEN_SOURCE
     assert info["compiler_version"] == "p4c 1.2.5.16 (SHA: stand-in)"
     assert info["compiler_command"].endswith(" p4src/tna-n64/inart.p4")
@@ -177,3 +190,10 @@ def test_a_build_tree_records_its_local_changes(tmp_path):
     changes, digest = tc.source_changes(src)
     assert changes == ("M a.cpp",) and len(digest) == 64
     assert tc.source_changes(tmp_path / "not-git") == ((), "")
+
+
+def test_a_program_without_event_counters_is_refused(tmp_path):
+    path = tmp_path / "p4info.bin"
+    path.write_bytes(_p4info(("InaEgress.replica_drops",)))
+    with pytest.raises(BuildError, match="no counter named"):
+        tna.event_counters(path)

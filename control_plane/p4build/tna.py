@@ -19,6 +19,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from p4.config.v1 import p4info_pb2
+
 from control_plane.p4build.bfa_checks import PARSER_FIX, judge, parser_selects
 from control_plane.p4build.sources import (
     BUILD_DIR,
@@ -49,7 +51,8 @@ ARTIFACTS = {
     "p4info_text": "inart.p4info.txtpb",  # for reading
     "resources": "resources.txt",
 }
-EVENT_COUNTERS = ["InaIngress.events", "InaIngress.more_events", "InaEgress.events"]
+# the program's event counters: every counter whose name ends so (the ingress ones first)
+EVENT_COUNTER_SUFFIX = "events"
 _TNA_N = re.compile(r"^#ifndef INA_N\s*\n#define INA_N\s+(\d+)\s*$", re.M)
 _WARNING = re.compile(r"\bwarning\b", re.I)
 # Warnings that do not matter, with why.  Anything else fails the build, except the
@@ -132,6 +135,18 @@ def _compile(compiler: str, out: Path, source: Path = MAIN_SOURCE) -> str:
     return diagnostics
 
 
+def event_counters(p4info_bin: Path) -> list[str]:
+    """The program's event counters, from its P4Info: the TNA program spreads the events
+    over several (a counter per stage that counts), each indexed by the event's number."""
+    info = p4info_pb2.P4Info()
+    info.ParseFromString(p4info_bin.read_bytes())
+    names = [c.preamble.name for c in info.counters
+             if c.preamble.name.endswith(EVENT_COUNTER_SUFFIX)]
+    if not names:
+        raise BuildError(f"{p4info_bin}: no counter named '*{EVENT_COUNTER_SUFFIX}'")
+    return sorted(names, key=lambda n: (not n.startswith("InaIngress."), n))
+
+
 def check_parser(out: Path) -> int:
     """The number of parser states that select, after checking each kept its match (p4c's
     Tofino-1 parser match register bug drops them, warned or not)."""
@@ -169,6 +184,7 @@ def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD,
         tmp = Path(tmp_name)
         _compile(found.driver, tmp, source)
         selecting = check_parser(tmp)
+        counters = event_counters(tmp / ARTIFACTS["p4info"])
         report = read_report(tmp / "pipe")
         if not report.fits:
             raise BuildError(f"the TNA program does not fit one pipe:\n{report.text()}")
@@ -181,8 +197,8 @@ def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD,
         "target": "tofino",
         "N": read_n(source),
         "slots": consts.slots,
-        "event_counter": EVENT_COUNTERS[0],
-        "event_counters": EVENT_COUNTERS,
+        "event_counter": counters[0],
+        "event_counters": counters,
         "event_counter_size": consts.event_counter_size,
         "events": consts.events,
         "drop_events": sorted(k for k in consts.events if k.endswith("_drop")),
