@@ -134,6 +134,10 @@ def test_the_staged_layout_drives_p4cs_own_tofino_driver(tmp_path):
                                "-g", "-o", str(out), "--bf-rt-schema", str(out / "bfrt.json"),
                                str(REPO / "p4src" / "tna" / "inart.p4")],
                               capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    # its last step, the summary logs (mau.resources.log, metrics.json), is composed, but in a
+    # dry run p4c's barefoot.py has no 'pipe_name' for the pipe and returns 1 after it
+    last = proc.stdout.rstrip().splitlines()[-1]
+    assert last.startswith(f"{staged}/p4c-build-logs "), proc.stdout
+    assert proc.returncode in (0, 1), proc.stderr
     assert f"{staged}/p4c-barefoot --nocpp" in proc.stdout
     assert f"{staged}/bfas " in proc.stdout and f"-I {staged}/p4include" in proc.stdout
