@@ -17,18 +17,29 @@ window within which flows end together, what keeps large runs fast) would last t
 Routes: a full zone with one host per rank and one route per (sender, receiver), the
 transfer's own path (a pair's path is the same in every stage).  Sharing and time unit as in
 engine.py (the unit: the smallest stage's lower bound).
+
+Scale: SimGrid's Python actors run on threads, and every simcall (a mailbox lookup, a
+semaphore, a put, a wait) is a switch to SimGrid's maestro and back, so the actors make no
+simcall they can do without.  The max-min solver re-solves the whole connected system at
+every event, and once the first ranks reach the cross-pod stage every flow is connected, so
+the events are what cost at scale: flows that end within ``WINDOW`` of the collective's
+scale (the sum of its stages' lower bounds) of each other end together, one event
+(docs/simulation.md, "Wall time at scale", has the error this costs).
 """
 
 from __future__ import annotations
 
 from simulation.engine import Network, Stage, in_child, lower_bound, new_engine
 
+WINDOW = 1e-3  # of the collective's scale: flows ending this close together end together
 
-def run_ranks(net: Network, stages: list[Stage]) -> list[float]:
+
+def run_ranks(net: Network, stages: list[Stage], window: float = WINDOW) -> list[float]:
     """Seconds from the start at which each stage's last transfer is in (bandwidth only); the
     collective ends at the largest.  Every transfer's path must run from one rank's host to
-    another's."""
-    return in_child(_simulate, net, stages)
+    another's.  ``window``: flows ending within this fraction of the sum of the stages'
+    lower bounds of each other end together."""
+    return in_child(_simulate, net, stages, window)
 
 
 def platform(sg, net: Network, paths: list[tuple[str, ...]]) -> dict[str, object]:
@@ -50,9 +61,10 @@ def platform(sg, net: Network, paths: list[tuple[str, ...]]) -> dict[str, object
     return hosts
 
 
-def _simulate(net: Network, stages: list[Stage]) -> list[float]:
-    sg, engine = new_engine()
-    unit = min((lower_bound(net, st) for st in stages if st.transfers), default=1.0)
+def _simulate(net: Network, stages: list[Stage], window: float) -> list[float]:
+    bounds = [lower_bound(net, st) for st in stages if st.transfers]
+    unit = min(bounds, default=1.0)
+    sg, engine = new_engine(window * sum(bounds) / unit)
     hosts = platform(sg, net, [t.path for st in stages for t in st.transfers
                                if t.size + t.acks >= 1])
     ranks = sorted(hosts)
@@ -72,22 +84,32 @@ def _simulate(net: Network, stages: list[Stage]) -> list[float]:
         for r, (gets, puts) in mine.items():
             work[r].append((k, gets, puts))
     ends = [0.0] * len(stages)
-    posted_of = {box: sg.Semaphore(0) for jobs in work.values() for _, gets, _ in jobs
-                 for box in gets}
+    # mailboxes whose receive is posted, and the senders blocked until it is: actors run one
+    # at a time, so these need no simcall unless a sender must wait (each simcall is a
+    # thread switch to SimGrid's maestro and back)
+    posted_boxes: set[str] = set()
+    # looked up here, not by the actors: each lookup from an actor is a simcall
+    mailbox = {box: sg.Mailbox.by_name(box) for jobs in work.values() for _, gets, _ in jobs
+               for box in gets}
+    waiting: dict[str, object] = {}
 
     def rank(r: str) -> None:
         sent = []
         for k, gets, puts in work[r]:
             # the get's second half holds the buffer the comm writes into: keep it alive
-            posted = [sg.Mailbox.by_name(box).get_async() for box in gets]
+            posted = [mailbox[box].get_async() for box in gets]
             for box in gets:
-                posted_of[box].release()
-            sent += [sg.Mailbox.by_name(box).put_async(box, size) for box, size in puts]
+                posted_boxes.add(box)
+                if box in waiting:
+                    waiting.pop(box).release()
+            sent += [mailbox[box].put_async(box, size) for box, size in puts]
             sg.Comm.wait_all([comm for comm, _ in posted])
             for _, data in posted:
                 data.get()
             for box, _ in puts:  # a send is done once its receiver has posted (above)
-                posted_of[box].acquire()
+                if box not in posted_boxes:
+                    waiting[box] = sem = sg.Semaphore(0)
+                    sem.acquire()
             ends[k] = max(ends[k], engine.clock)
         sg.Comm.wait_all(sent)
 
