@@ -39,7 +39,8 @@ def run_ranks(net: Network, stages: list[Stage], window: float = WINDOW) -> list
     collective ends at the largest.  Every transfer's path must run from one rank's host to
     another's.  ``window``: flows ending within this fraction of the sum of the stages'
     lower bounds of each other end together."""
-    return in_child(_simulate, net, stages, window)
+    scale = sum(lower_bound(net, st) for st in stages if st.transfers)
+    return in_child(simulate_ranks, net, stages, window * scale)[0]
 
 
 def platform(sg, net: Network, paths: list[tuple[str, ...]]) -> dict[str, object]:
@@ -61,13 +62,28 @@ def platform(sg, net: Network, paths: list[tuple[str, ...]]) -> dict[str, object
     return hosts
 
 
-def _simulate(net: Network, stages: list[Stage], window: float) -> list[float]:
+Carried = dict[str, list[tuple[tuple[str, ...], float]]]  # rank -> (path, bytes) on the wire
+
+
+def simulate_ranks(net: Network, stages: list[Stage], window_s: float,
+                   starts: dict[str, float] | None = None, carried: Carried | None = None
+                   ) -> tuple[list[float], dict[str, float], Carried]:
+    """In this process (SimGrid runs once per process): (seconds at which each stage's last
+    transfer is in, seconds at which each rank that takes part is done with its last stage,
+    and the bytes of its sends still on the wire then).  Flows ending within ``window_s`` of
+    each other end together; a rank in ``starts`` begins then (rounded to the window: each
+    distinct start is an event), the others at 0, and first sends what ``carried`` has for
+    it (sends whose receivers have long posted)."""
+    starts, carried = starts or {}, carried or {}
     bounds = [lower_bound(net, st) for st in stages if st.transfers]
     unit = min(bounds, default=1.0)
-    sg, engine = new_engine(window * sum(bounds) / unit)
+    sg, engine = new_engine(window_s / unit)
     hosts = platform(sg, net, [t.path for st in stages for t in st.transfers
-                               if t.size + t.acks >= 1])
+                               if t.size + t.acks >= 1]
+                     + [path for sends in carried.values() for path, _ in sends])
     ranks = sorted(hosts)
+    path_of = {f"{k}:{i}": t.path for k, st in enumerate(stages)
+               for i, t in enumerate(st.transfers)}
     # per rank, per stage it takes part in: (stage, mailboxes it gets from, (mailbox, size)
     # it puts)
     work: dict[str, list[tuple[int, list[str], list[tuple[str, int]]]]] = {r: [] for r in ranks}
@@ -84,6 +100,8 @@ def _simulate(net: Network, stages: list[Stage], window: float) -> list[float]:
         for r, (gets, puts) in mine.items():
             work[r].append((k, gets, puts))
     ends = [0.0] * len(stages)
+    done: dict[str, float] = {}
+    left: Carried = {}
     # mailboxes whose receive is posted, and the senders blocked until it is: actors run one
     # at a time, so these need no simcall unless a sender must wait (each simcall is a
     # thread switch to SimGrid's maestro and back)
@@ -94,7 +112,11 @@ def _simulate(net: Network, stages: list[Stage], window: float) -> list[float]:
     waiting: dict[str, object] = {}
 
     def rank(r: str) -> None:
-        sent = []
+        if starts.get(r, 0.0) > 0:
+            sg.this_actor.sleep_until(round(starts[r] / window_s) * window_s / unit)
+        sent = [sg.Comm.sendto_async(hosts[r], hosts[path[-1]], max(1, int(round(size / unit))))
+                for path, size in carried.get(r, ())]
+        outgoing = []
         for k, gets, puts in work[r]:
             # the get's second half holds the buffer the comm writes into: keep it alive
             posted = [mailbox[box].get_async() for box in gets]
@@ -102,7 +124,7 @@ def _simulate(net: Network, stages: list[Stage], window: float) -> list[float]:
                 posted_boxes.add(box)
                 if box in waiting:
                     waiting.pop(box).release()
-            sent += [mailbox[box].put_async(box, size) for box, size in puts]
+            outgoing += [(box, mailbox[box].put_async(box, size)) for box, size in puts]
             sg.Comm.wait_all([comm for comm, _ in posted])
             for _, data in posted:
                 data.get()
@@ -111,9 +133,13 @@ def _simulate(net: Network, stages: list[Stage], window: float) -> list[float]:
                     waiting[box] = sem = sg.Semaphore(0)
                     sem.acquire()
             ends[k] = max(ends[k], engine.clock)
-        sg.Comm.wait_all(sent)
+        if work[r]:
+            done[r] = engine.clock * unit
+            left[r] = [(path_of[box], comm.remaining * unit) for box, comm in outgoing
+                       if comm.remaining > 0]
+        sg.Comm.wait_all([*sent, *(comm for _, comm in outgoing)])
 
     for r in ranks:
         sg.Actor.create(r, hosts[r], rank, r)
     engine.run()
-    return [end * unit for end in ends]
+    return [end * unit for end in ends], done, left
