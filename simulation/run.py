@@ -37,8 +37,8 @@ DEFAULT_LATENCY_US = 1.0
 # 19 s of wall time on a shared 2-core VM; each costs SimGrid's Python actors about five
 # thread switches), each step's transfers rank by rank above
 RSGCM_MESSAGE_LIMIT = 60_000
-# the tree in phases above this many transfers in all (fattree:20: 189,224, 81 s of wall time
-# as one run on a shared 2-core VM; fattree:24: 393,856; simulation/phases.py)
+# the tree in phases above this many transfers in all (fattree:20: 189,064, 81 s of wall time
+# as one run on a shared 2-core VM; fattree:24: 394,056; simulation/phases.py)
 TREE_PHASES_ABOVE = 200_000
 
 
