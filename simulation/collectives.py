@@ -31,6 +31,7 @@ from host_stack.collectives.p2p import (
     NOTICE_WIRE_BYTES,
     ack_wire_bytes,
     gloo_ring_iterations,
+    gloo_send_wire_bytes,
     message_wire_bytes,
 )
 from host_stack.collectives.ring import DEFAULT_CHUNK_BYTES
@@ -175,8 +176,7 @@ def rsgcm_rings(topo: Topology, workers: list[str], model_bytes: int, seed: int 
                 sent = [s for s, _ in gloo_ring_iterations(blocks[b], ELEMENT, f, p) if s]
                 stage.messages = max(stage.messages, GLOO_HOST_MESSAGES * len(sent))
                 stage.transfers.append(Transfer(
-                    paths[(host, to)], sum(message_wire_bytes(m) + NOTICE_WIRE_BYTES
-                                           for m in sent),
+                    paths[(host, to)], sum(map(gloo_send_wire_bytes, sent)),
                     acks=sum(ack_wire_bytes(m) for m in sent)))
                 stage.transfers.append(Transfer(paths[(to, host)],
                                                 len(sent) * NOTICE_WIRE_BYTES))

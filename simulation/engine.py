@@ -142,13 +142,14 @@ def _quiet_import():
     return simgrid
 
 
-def new_engine():
-    """(simgrid, its engine) with the sharing model of the module docstring."""
+def new_engine(precision: float = PRECISION):
+    """(simgrid, its engine) with the sharing model of the module docstring; flows ending
+    within ``precision`` (in the run's time unit) of each other end together."""
     sg = _quiet_import()
     engine = sg.Engine(["inart-simulate", "--log=root.thres:critical",
                         "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
                         "--cfg=network/TCP-gamma:0", "--cfg=network/weight-S:0",
-                        f"--cfg=surf/precision:{PRECISION}"])
+                        f"--cfg=surf/precision:{precision}"])
     return sg, engine
 
 

@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 
 from host_stack.collectives.p2p import (
     NOTICE_WIRE_BYTES,
-    ack_wire_bytes,
+    gloo_recv_wire_bytes,
     gloo_ring_iterations,
-    message_wire_bytes,
+    gloo_send_wire_bytes,
 )
 from simulation.engine import Network, in_child, new_engine
 from simulation.ranks import platform
@@ -63,7 +63,7 @@ class RingAllReduce:
 def data_bytes(length: int) -> float:
     """What one data message of ``length`` bytes moves here: its frames, both notices and the
     receiver's ACKs."""
-    return message_wire_bytes(length) + 2 * NOTICE_WIRE_BYTES + ack_wire_bytes(length)
+    return gloo_send_wire_bytes(length) + gloo_recv_wire_bytes(length)
 
 
 @dataclass

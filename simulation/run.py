@@ -6,16 +6,17 @@ per unit as the emulation's ``--scale`` does, and with neither one unit is 1 Gbi
 link adds ``latency_us`` per hop (default 1 us) on each dependency chain, and every host
 message of a collective on it ``host_overhead_us`` (default 0: the ideal hosts of a network
 model; ``inart bench message-overhead`` measures a machine's, ``inart bench calibrate`` uses
-it).  The RAT tree runs rank by rank (simulation/ranks.py), the rest stage by stage
-(simulation/engine.py).  An iteration is
-compute then communication (no overlap); a deterministic fluid model makes every iteration
-alike, so one is simulated and ``iterations`` multiplies.
+it).  The RAT tree runs rank by rank (simulation/ranks.py; above ``TREE_PHASES_ABOVE``
+transfers in phases, simulation/phases.py), the rest stage by stage (simulation/engine.py).
+An iteration is compute then communication (no overlap); a deterministic fluid model makes
+every iteration alike, so one is simulated and ``iterations`` multiplies.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from control_plane.model.topology import Topology
 from simulation import collectives, ina
 from simulation.engine import Network, Stage, run_stages
 from simulation.gloo_rings import run_gloo_rings
+from simulation.phases import run_phases
 from simulation.ranks import run_ranks
 from simulation.routes import ROUTINGS
 
@@ -35,6 +37,9 @@ DEFAULT_LATENCY_US = 1.0
 # 19 s of wall time on a shared 2-core VM; each costs SimGrid's Python actors about five
 # thread switches), each step's transfers rank by rank above
 RSGCM_MESSAGE_LIMIT = 60_000
+# the tree in phases above this many transfers in all (fattree:20: 189,064, 81 s of wall time
+# as one run on a shared 2-core VM; fattree:24: 394,056; simulation/phases.py)
+TREE_PHASES_ABOVE = 200_000
 
 
 @dataclass
@@ -169,7 +174,10 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
                                                                  seed, routing)
             note = f"schedule: {kind}"
     net = network(topo, unit)
-    if scheme == "tree":
+    if scheme == "tree" and sum(len(st.transfers) for st in stages) > TREE_PHASES_ABOVE:
+        stage_rows, comm = _by_rank(net, stages, overhead_s, latency_s, run_phases)
+        note = "rank by rank in phases"
+    elif scheme == "tree":
         stage_rows, comm = _by_rank(net, stages, overhead_s, latency_s)
     elif scheme == "rsgcm" and collectives.gloo_messages(rings) <= RSGCM_MESSAGE_LIMIT:
         ends = run_gloo_rings(net, rings, paths, latency_s, overhead_s) if rings else []
@@ -215,13 +223,14 @@ def _in_lockstep(net: Network, stages: list[Stage], overhead_s: float, latency_s
     return rows, comm
 
 
-def _by_rank(net: Network, stages: list[Stage], overhead_s: float, latency_s: float
+def _by_rank(net: Network, stages: list[Stage], overhead_s: float, latency_s: float,
+             runner: Callable[[Network, list[Stage]], list[float]] = run_ranks
              ) -> tuple[list[dict[str, Any]], float]:
-    """Every rank at its own pace (simulation/ranks.py): (a row per stage, with the time its
-    last transfer was in, seconds in all).  The chain passes every stage once, so each
-    stage's latency and host time add once."""
+    """Every rank at its own pace (simulation/ranks.py, or ``runner``'s phases): (a row per
+    stage, with the time its last transfer was in, seconds in all).  The chain passes every
+    stage once, so each stage's latency and host time add once."""
     rows, delay, end = [], 0.0, 0.0
-    for stage, secs in zip(stages, run_ranks(net, stages), strict=True):
+    for stage, secs in zip(stages, runner(net, stages), strict=True):
         lat, host = _delays(stage, overhead_s, latency_s)
         delay += lat + host
         end = max(end, secs + delay)

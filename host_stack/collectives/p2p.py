@@ -8,8 +8,10 @@ ceil(B / 2f) bytes over f ranks, 2f - 2 sends per phase).  The training table's 
 is made of it.  ``SENT.wire`` is what those messages put on this host's link: gloo's TCP
 transport writes a 48-byte preamble before every message, TCP cuts the message into segments
 of at most MSS bytes, each with Ethernet, IPv4 and TCP (timestamps) headers, and the
-receiver of each message sends one ACK per two segments (Linux's delayed ACK).  Head-to-head
-compares it with the bytes the emulated link counted.
+receiver of each message sends one ACK per two segments (Linux's delayed ACK); gloo's ring
+all-reduce also sends its rendezvous notices, one frame each way a message
+(``gloo_send_wire_bytes``, ``gloo_recv_wire_bytes``: what simulation/ counts for them too).
+Head-to-head compares it with the bytes the emulated link counted.
 """
 
 from __future__ import annotations
@@ -59,6 +61,18 @@ def ack_wire_bytes(nbytes: int) -> int:
     return math.ceil(math.ceil((nbytes + GLOO_PREAMBLE) / TCP_MSS) / 2) * FRAME_HEADERS
 
 
+def gloo_send_wire_bytes(nbytes: int) -> int:
+    """What sending one message of gloo's ring all-reduce puts on the sender's link: its
+    frames and its NOTIFY_SEND_READY notice."""
+    return message_wire_bytes(nbytes) + NOTICE_WIRE_BYTES
+
+
+def gloo_recv_wire_bytes(nbytes: int) -> int:
+    """What receiving one message of gloo's ring all-reduce puts on the receiver's link: its
+    ACKs and its NOTIFY_RECV_READY notice."""
+    return ack_wire_bytes(nbytes) + NOTICE_WIRE_BYTES
+
+
 def gloo_ring_iterations(nbytes: int, element: int, ranks: int, rank: int
                          ) -> list[tuple[int, int]]:
     """(send, receive) bytes of each iteration in which ``rank`` posts operations in gloo's ring
@@ -93,11 +107,12 @@ def gloo_ring_segments(nbytes: int, element: int, ranks: int, rank: int
 
 def ring_traffic(t: torch.Tensor, ranks: int, rank: int) -> tuple[int, int]:
     """(payload, wire) bytes ``rank`` puts on its link in gloo's ring all-reduce of ``t``
-    over ``ranks``: the segments it sends, and their frames plus its ACKs for those it
-    receives."""
+    over ``ranks``: the segments it sends, and their frames and notices plus its ACKs and
+    notices for those it receives."""
     sent, received = gloo_ring_segments(t.numel() * t.element_size(), t.element_size(),
                                         ranks, rank)
-    return sum(sent), sum(map(message_wire_bytes, sent)) + sum(map(ack_wire_bytes, received))
+    return sum(sent), (sum(map(gloo_send_wire_bytes, sent))
+                       + sum(map(gloo_recv_wire_bytes, received)))
 
 
 def all_reduce(t: torch.Tensor, group: dist.ProcessGroup | None = None,

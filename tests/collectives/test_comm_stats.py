@@ -9,6 +9,7 @@ import torch
 
 from host_stack.collectives.launch import run_processes
 from host_stack.collectives.p2p import (
+    NOTICE_WIRE_BYTES,
     ack_wire_bytes,
     gloo_ring_segments,
     message_wire_bytes,
@@ -71,12 +72,15 @@ def test_wire_bytes_count_preambles_segments_and_acks() -> None:
 
 def test_collectives_record_payload_and_wire_bytes() -> None:
     """torch's all_reduce records exactly gloo's segments in frames plus the ACKs for what it
-    received; the p2p ring its messages likewise (headers and ACKs, not a second copy)."""
+    received, and gloo's two notices a message (a SEND_READY for each it sends, a RECV_READY
+    for each it receives: what simulation/gloo_rings.py counts); the p2p ring its messages
+    likewise (headers and ACKs, not a second copy)."""
     sent = run_processes(_one_round_wire, WORLD, args=(prepare("torch", WORLD),), timeout_s=120)
     for rank, (payload, wire) in enumerate(sent):
         out, into = gloo_ring_segments(NUMEL * 4, 4, WORLD, rank)
         assert payload == sum(out)
-        assert wire == sum(map(message_wire_bytes, out)) + sum(map(ack_wire_bytes, into))
+        assert wire == (sum(map(message_wire_bytes, out)) + sum(map(ack_wire_bytes, into))
+                        + NOTICE_WIRE_BYTES * (len(out) + len(into)))
     sent = run_processes(_one_round_wire, WORLD, args=(prepare("ring", WORLD),), timeout_s=120)
     assert all(payload < wire < 1.3 * payload for payload, wire in sent)
 

@@ -1,11 +1,15 @@
-"""The fig1 calibration, small: `inart bench calibrate` emulates four schemes for a few rounds
+"""The fig1 calibration, small: `inart bench calibrate` emulates five schemes for a few rounds
 and simulates the same configuration.  Bytes per link agree within 10% for every scheme.
 Communication time (the emulation's exchange, from the last worker's start to the last end):
 ATP and LBMM within 10% (0.99-1.00 measured); the tree within 15% (simulated rank by rank:
-0.90 and 0.98 measured; in lockstep it was 1.10 and 1.21); the ring within 30%: its steps run at the
-model's link time, but on the shared 2-core machine one stalled transfer or wakeup delays every
-later step of the ring (0.76-0.88 measured at load 6-30; before the ring posted its receives
-ahead, 0.41-0.55).  The schemes are ordered alike.
+0.90 and 0.98 measured; in lockstep it was 1.10 and 1.21); RSGCM within 15% (its gloo ring
+all-reduces message by message, gloo's notices counted: 0.925-0.965 measured, 0.88-0.90
+before the notices); the ring within 30%: its steps run at the model's link time, but on the shared
+2-core machine one stalled transfer or wakeup delays every later step of the ring (0.76-0.88
+measured at load 6-30; before the ring posted its receives ahead, 0.41-0.55).  The schemes are
+ordered alike, but for the ring and RSGCM: the model has the ring 7% faster, the emulation had
+the two within 7% of each other either way, and the ring slower by more when it stalls
+(docs/simulation-calibration.md).
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ from control_plane.repo import child_env
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]
 
-SCHEMES = ("atp", "lbmm", "ring", "tree")
-WITHIN = {"lbmm": 0.10, "atp": 0.10, "tree": 0.15, "ring": 0.30}  # comm time (module docstring)
+SCHEMES = ("atp", "lbmm", "ring", "tree", "rsgcm")
+# comm time (module docstring)
+WITHIN = {"lbmm": 0.10, "atp": 0.10, "tree": 0.15, "rsgcm": 0.15, "ring": 0.30}
+# the one pair the ring's stalls may swap (module docstring)
+RING_STALL = "rsgcm<ring"
 
 
 @pytest.fixture(scope="module")
@@ -63,4 +70,5 @@ def test_the_measured_host_overhead_is_a_kernel_round_trip(calibration) -> None:
 
 
 def test_ordering_agrees(calibration) -> None:
-    assert calibration["swapped"] == [], (calibration["emu_order"], calibration["sim_order"])
+    swapped = [pair for pair in calibration["swapped"] if pair != RING_STALL]
+    assert swapped == [], (calibration["emu_order"], calibration["sim_order"])

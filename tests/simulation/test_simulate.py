@@ -162,6 +162,17 @@ def test_bench_prints_labelled_figures(tmp_path, capsys) -> None:
     assert all({"name", "value", "unit"} <= set(f) for f in figures)
 
 
+def test_bench_says_how_a_collective_ran(tmp_path, capsys, monkeypatch) -> None:
+    """The tree in phases (simulation/phases.py) is an approximation: the wall figure says so."""
+    from simulation import run as run_module
+
+    monkeypatch.setattr(run_module, "TREE_PHASES_ABOVE", 0)
+    assert main(["bench", "simulate", "-k", "4", "--schemes", "tree"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith("simulate.wall[fattree:4 tree]")
+    assert line.endswith("note=rank by rank in phases")
+
+
 def test_a_plan_for_another_cluster_is_refused(tmp_path) -> None:
     plan = plan_for(build_topology("fattree:4"), "atp", 0)
     plan.save(tmp_path / "atp.json")
