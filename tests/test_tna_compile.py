@@ -17,7 +17,16 @@ from control_plane.p4build import tofino_compiler as tc
 from control_plane.p4build.sources import BuildError
 from control_plane.repo import REPO, child_env
 
-TRIAL = REPO / "p4src" / "tna-n64" / "inart.p4"
+# a TNA source on trial, outside the checkout (the stand-in driver reads only its N)
+TRIAL_SOURCE = "#ifndef INA_N\n#define INA_N 64\n#endif\n"
+
+
+@pytest.fixture
+def trial(tmp_path: Path) -> Path:
+    path = tmp_path / "p4src" / "trial" / "inart.p4"
+    path.parent.mkdir(parents=True)
+    path.write_text(TRIAL_SOURCE)
+    return path
 
 # What bf-p4c writes, cut to the parts the build reads; STAGES, WARN and BFA are filled in.
 DRIVER = r'''#!/usr/bin/env python3
@@ -107,12 +116,12 @@ def _driver(tmp_path: Path, stages: int = 3, warn: tuple[str, ...] | list[str] =
     return driver
 
 
-def test_a_trial_build_of_another_source(tmp_path):
+def test_a_trial_build_of_another_source(tmp_path, trial):
     driver = _driver(tmp_path)
     out = tmp_path / "trial"
-    info = tna.compile_program(str(driver), out, TRIAL)
+    info = tna.compile_program(str(driver), out, trial)
     args = json.loads((driver.parent / "argv.json").read_text())
-    assert args[-1] == "p4src/tna-n64/inart.p4"
+    assert args[-1] == str(trial)
     assert args[:4] == ["--target", "tofino", "--arch", "tna"]
     assert info["N"] == 64 and info["stages"] == 3
     # from the P4Info: every '*events' counter, the ingress ones first
@@ -121,57 +130,57 @@ def test_a_trial_build_of_another_source(tmp_path):
     assert info["event_counter"] == "InaIngress.events"
     assert info["compiler_kind"] == tc.OPEN_SOURCE
     assert info["compiler_version"] == "p4c 1.2.5.16 (SHA: stand-in)"
-    assert info["compiler_command"].endswith(" p4src/tna-n64/inart.p4")
+    assert info["compiler_command"].endswith(f" {trial}")
     assert json.loads((out / "build-info.json").read_text()) == info
     assert "fits one pipe: yes (3 of 12 MAU stages" in (out / "resources.txt").read_text()
     for key, name in tna.ARTIFACTS.items():
         assert (out / name).is_file(), key
 
 
-def test_more_than_twelve_stages_is_refused(tmp_path):
+def test_more_than_twelve_stages_is_refused(tmp_path, trial):
     with pytest.raises(BuildError, match="does not fit one pipe"):
-        tna.compile_program(str(_driver(tmp_path, stages=13)), tmp_path / "out", TRIAL)
+        tna.compile_program(str(_driver(tmp_path, stages=13)), tmp_path / "out", trial)
     assert not (tmp_path / "out").exists()
 
 
-def test_a_compiler_warning_is_refused(tmp_path):
+def test_a_compiler_warning_is_refused(tmp_path, trial):
     driver = _driver(tmp_path, warn=["warning: something the build does not allow"])
     with pytest.raises(BuildError, match="emitted warnings"):
-        tna.compile_program(str(driver), tmp_path / "out", TRIAL)
+        tna.compile_program(str(driver), tmp_path / "out", trial)
 
 
-def test_assembler_pairs_on_one_stateful_alu_are_allowed(tmp_path):
+def test_assembler_pairs_on_one_stateful_alu_are_allowed(tmp_path, trial):
     info = tna.compile_program(str(_driver(tmp_path, warn=PAIR_WARNINGS, bfa=BFA_PAIR)),
-                               tmp_path / "out", TRIAL)
+                               tmp_path / "out", trial)
     assert info["stages"] == 3 and info["parser_select_states"] == 1
 
 
-def test_a_parser_select_without_its_match_is_refused(tmp_path):
+def test_a_parser_select_without_its_match_is_refused(tmp_path, trial):
     bfa = BFA_PAIR.replace("      match: [ half ]\n", "")
     with pytest.raises(BuildError, match="ingress parse_ethernet select among.*pull/5753"):
-        tna.compile_program(str(_driver(tmp_path, bfa=bfa)), tmp_path / "out", TRIAL)
+        tna.compile_program(str(_driver(tmp_path, bfa=bfa)), tmp_path / "out", trial)
     assert not (tmp_path / "out").exists()
 
 
-def test_assembler_pairs_on_two_stateful_alus_are_refused(tmp_path):
+def test_assembler_pairs_on_two_stateful_alus_are_refused(tmp_path, trial):
     warn = [w.replace("tbl_inart466", "tbl_other") for w in PAIR_WARNINGS]
     refused = r"(?s)emitted warnings.*and table tbl_other action inart466\n\nall of"
     with pytest.raises(BuildError, match=refused):
         tna.compile_program(str(_driver(tmp_path, warn=warn, bfa=BFA_PAIR)),
-                            tmp_path / "out", TRIAL)
+                            tmp_path / "out", trial)
 
 
-def test_the_parser_match_register_bug_is_named(tmp_path):
+def test_the_parser_match_register_bug_is_named(tmp_path, trial):
     warn = ["OUT/pipe/inart.bfa:430: warning: Can't match parser state due to previous match"]
     with pytest.raises(BuildError, match="p4lang/p4c/pull/5753"):
         tna.compile_program(str(_driver(tmp_path, warn=warn, bfa=BFA_PAIR)),
-                            tmp_path / "out", TRIAL)
+                            tmp_path / "out", trial)
     assert not (tmp_path / "out").exists()
 
 
-def test_a_trial_source_needs_its_own_directory():
+def test_a_trial_source_needs_its_own_directory(trial):
     proc = subprocess.run([sys.executable, "-m", "control_plane.p4build", "--arch", "tna",
-                           "--tna-source", str(TRIAL)], cwd=REPO, env=child_env(),
+                           "--tna-source", str(trial)], cwd=REPO, env=child_env(),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert "--tna-source needs --tna-out" in proc.stderr
