@@ -60,6 +60,13 @@ const bit<3> FATE_RETRY = 5;        /* lost a claim: once more from the start */
 const bit<4> PRED_LO = 0b0010;      /* only the first */
 const bit<4> PRED_HI = 0b0100;      /* only the second */
 const bit<4> PRED_BOTH = 0b1000;
+const bit<4> PRED_NONE = 0b0001;    /* neither */
+
+/* Which slot access the packet's tag answer is for (meta.mode). */
+const bit<2> MODE_NONE = 0;
+const bit<2> MODE_HARVEST = 1;
+const bit<2> MODE_CLAIM = 2;
+const bit<2> MODE_CHECK = 3;
 
 /* Tofino 1's recirculation port is pipe-local port 68 (dev ports 68, 196, 324, 452). */
 const bit<7> RECIRC_PORT_LOCAL = 68;
@@ -85,7 +92,7 @@ const bit<8> RECIRC_RETRY = 2;
 header recirc_h {
     bit<8> kind;
     bit<32> idx;        /* all of meta.idx: a slice of it would pin both to one PHV container */
-    bit<8> guard_thr;   /* the slot's guard threshold, for the harvest */
+    bit<32> guard_mask; /* the slot's guard class, for the harvest (see fan_in_class) */
 }
 
 /* Ingress -> egress, in front of every packet that goes through egress. */
@@ -93,6 +100,8 @@ header bridge_h {
     bit<1> replica;     /* a RESULT to be replicated: egress rewrites it per egress_rid */
     bit<1> emitted;     /* this switch made the packet an aggregate (overflow_out counts it) */
     bit<6> pad;
+    bit<32> guard;      /* the harvest's guard codes and class mask, for egress: */
+    bit<32> guard_mask; /* OVERFLOW when guard & guard_mask != 0 */
 }
 
 struct ig_meta_t {
@@ -100,6 +109,7 @@ struct ig_meta_t {
     recirc_h recirc;
     bridge_h bridge;
     bit<3> fate;
+    bit<2> mode;          /* MODE_*: what the tag register was asked */
     bit<8> pass_kind;     /* the arriving recirculation header's kind, 0 if none */
     bit<2> sum_op;
     PortId_t recirc_port; /* this pipe's recirculation port */
@@ -117,15 +127,8 @@ struct ig_meta_t {
     bit<8> bit_rank;
     /* the overflow guard: thermometer codes (bits d-1 .. 5 set: some value's bit 31-d
      * differs from its sign bit, for the smallest such d), per 16 values, then all 64 */
-    bit<8> guard_a;
-    bit<8> guard_b;
-    bit<8> guard_c;
-    bit<8> guard_d;
-    bit<8> guard_ab;
-    bit<8> guard_cd;
-    bit<8> guard_thr;     /* 64 - 2^(c-1) for the slot's fan-in class c: see slot_guard */
-    bit<4> guard_out_ab;  /* PRED_LO: the slot's guard code reached the threshold */
-    bit<4> guard_out_cd;
+    bit<32> guard;        /* one code per byte, from the four guard tables */
+    bit<32> guard_mask;   /* bit c-1 of every byte for the slot's fan-in class c */
     bit<4> tag;
     bit<32> dup_lo;
     bit<32> dup_hi;
@@ -156,6 +159,12 @@ struct sum_pair_t {
     M(16, 48) M(17, 49) M(18, 50) M(19, 51) M(20, 52) M(21, 53) M(22, 54) M(23, 55)          \
     M(24, 56) M(25, 57) M(26, 58) M(27, 59) M(28, 60) M(29, 61) M(30, 62) M(31, 63)
 #define INA_PAIRS(M) INA_PAIRS_A(M) INA_PAIRS_B(M)
+/* the same, as the sums are applied: three beside the count, the rest after it */
+#define INA_PAIRS_S1(M) M(0, 32) M(1, 33) M(2, 34)
+#define INA_PAIRS_S2(M)                                                                      \
+    M(3, 35) M(4, 36) M(5, 37) M(6, 38) M(7, 39)                                             \
+    M(8, 40) M(9, 41) M(10, 42) M(11, 43) M(12, 44) M(13, 45) M(14, 46) M(15, 47)            \
+    INA_PAIRS_B(M)
 
 /* ------------------------------------------------------------------------------------------
  * Ingress parser */
@@ -172,17 +181,17 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
         meta.sum_op = SUM_NONE;
         meta.dup_lo = 0;
         meta.dup_hi = 0;
+        meta.mode = MODE_NONE;
+        meta.count_pred = 0;  /* 0: the count was not asked (its answers are one-hot) */
+        meta.count_old = 0;
         meta.fate = FATE_ROUTE;
         meta.ev = EV_NONE;
         meta.ev2 = EV_NONE;
         meta.bit_ok = 0;
         meta.agg_hit = 0;
         meta.fan_in = 0;
-        meta.guard_a = 0;
-        meta.guard_b = 0;
-        meta.guard_c = 0;
-        meta.guard_d = 0;
-        meta.guard_thr = 0;
+        meta.guard = 0;
+        meta.guard_mask = 0;
         transition select(ig_intr_md.resubmit_flag) {
             1: parse_resubmit;
             default: parse_port_metadata;
@@ -203,7 +212,7 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
         pkt.extract(meta.recirc);
         meta.idx = meta.recirc.idx;  /* a retry's is computed again from the table */
         meta.pass_kind = meta.recirc.kind;
-        meta.guard_thr = meta.recirc.guard_thr;
+        meta.guard_mask = meta.recirc.guard_mask;  /* the retry's is looked up again */
         transition select(meta.recirc.kind) {
             RECIRC_HARVEST: parse_harvest;
             default: parse_ethernet;
@@ -487,29 +496,36 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         }
     };
 
-    /* The guard code of the slot's contributions, ORed (an OR of thermometer codes is the
-     * code of the smallest d among them): stored by the claim, ORed by each contribution,
-     * tested and cleared by the harvest.  Overflow is possible only if some contribution
-     * has a value outside the class-c range, i.e. the code has bit c-1 set, i.e. (as the
-     * code is 64 - 2^(d-1)) code >= 64 - 2^(c-1): one comparison with a PHV operand. */
-#define INA_GUARD_REGISTER(name, code)                                                       \
-    Register<bit<8>, bit<12>>(INA_SLOTS, 0) name;                                            \
-    RegisterAction<bit<8>, bit<12>, bit<8>>(name) name##_set = {                             \
-        void apply(inout bit<8> value) { value = code; }                                     \
-    };                                                                                       \
-    RegisterAction<bit<8>, bit<12>, bit<8>>(name) name##_or = {                              \
-        void apply(inout bit<8> value) { value = value | code; }                             \
-    };                                                                                       \
-    RegisterAction<bit<8>, bit<12>, bit<4>>(name) name##_take = {                            \
-        void apply(inout bit<8> value, out bit<4> rv) {                                      \
-            rv = this.predicate(value >= meta.guard_thr);                                    \
-            value = 0;                                                                       \
-        }                                                                                    \
+    /* The guard codes of the slot's contributions, ORed byte by byte (an OR of thermometer
+     * codes is the code of the smallest d among them): stored by the claim, ORed by each
+     * contribution, read by the harvest.  Overflow is possible only if some contribution has
+     * a value outside the class-c range, i.e. some byte has bit c-1 set; egress tests that
+     * (guard & guard_mask), a SALU comparison cannot take the class as a mask. */
+    Register<bit<32>, bit<12>>(INA_SLOTS, 0) slot_guard;
+    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard) guard_set = {
+        void apply(inout bit<32> value) { value = meta.guard; }
     };
-    /* two registers, for v0..v15 with v32..v47 and for the rest: an OR of all four codes
-     * would take two ALU stages, and a register's input one */
-    INA_GUARD_REGISTER(slot_guard_ab, meta.guard_ab)
-    INA_GUARD_REGISTER(slot_guard_cd, meta.guard_cd)
+    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard) guard_or = {
+        void apply(inout bit<32> value) { value = value | meta.guard; }
+    };
+    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard) guard_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    /* one table keyed on the sum operation, as the sums */
+    action guard_set_do() { guard_set.execute(meta.idx[11:0]); }
+    action guard_or_do() { guard_or.execute(meta.idx[11:0]); }
+    action guard_read_do() { meta.bridge.guard = guard_read.execute(meta.idx[11:0]); }
+    table slot_guard_op {
+        key = { meta.sum_op: exact @name("op"); }
+        actions = { guard_set_do; guard_or_do; guard_read_do; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            SUM_STORE: guard_set_do();
+            SUM_ADD: guard_or_do();
+            SUM_READ: guard_read_do();
+        }
+    }
 
     INA_PAIRS(INA_SUM_PAIR)
     INA_PAIRS(INA_SUM_TABLE)
@@ -604,40 +620,40 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     }
 
     /* ---- the overflow guard (see the top of this file) ---- */
-    action set_guard_thr(bit<8> thr) {
-        meta.guard_thr = thr;
+    action set_guard_mask(bit<32> mask) {
+        meta.guard_mask = mask;
     }
     /* fan-in -> 64 - 2^(c-1) for class c = ceil(log2(fan-in)); fan-in above 64 (more than
      * the bitmap's workers) gets the strictest class.  Fan-in 0 or 1 uses no slot. */
     table fan_in_class {
         key = { meta.fan_in: range @name("fan_in"); }
-        actions = { set_guard_thr; @defaultonly NoAction; }
+        actions = { set_guard_mask; @defaultonly NoAction; }
         const default_action = NoAction();
         const entries = {
-            2 .. 2: set_guard_thr(63);
-            3 .. 4: set_guard_thr(62);
-            5 .. 8: set_guard_thr(60);
-            9 .. 16: set_guard_thr(56);
-            17 .. 32: set_guard_thr(48);
-            33 .. 0xffff: set_guard_thr(32);
+            2 .. 2: set_guard_mask(0x01010101);
+            3 .. 4: set_guard_mask(0x02020202);
+            5 .. 8: set_guard_mask(0x04040404);
+            9 .. 16: set_guard_mask(0x08080808);
+            17 .. 32: set_guard_mask(0x10101010);
+            33 .. 0xffff: set_guard_mask(0x20202020);
         }
     }
-    action guard_code_a(bit<8> code) { meta.guard_a = code; }
-    action guard_code_b(bit<8> code) { meta.guard_b = code; }
-    action guard_code_c(bit<8> code) { meta.guard_c = code; }
-    action guard_code_d(bit<8> code) { meta.guard_d = code; }
-#define INA_GUARD_TABLE(table_name, PAIRS, KEY, set)                                         \
-    table table_name {                                                                       \
+    action guard_code_a(bit<8> code) { meta.guard[7:0] = code; }
+    action guard_code_b(bit<8> code) { meta.guard[15:8] = code; }
+    action guard_code_c(bit<8> code) { meta.guard[23:16] = code; }
+    action guard_code_d(bit<8> code) { meta.guard[31:24] = code; }
+#define INA_GUARD_TABLE(table_name, PAIRS, KEY, set, st)                                     \
+    @stage(st) table table_name {                                                            \
         key = { PAIRS(KEY) }                                                                 \
         actions = { set; @defaultonly NoAction; }                                            \
         const default_action = NoAction();                                                   \
         size = 192;                                                                          \
         const entries = { INA_GUARD_ENTRIES(set) }                                           \
     }
-    INA_GUARD_TABLE(guard_lo_a, INA_PAIRS_A, INA_GUARD_KEY, guard_code_a)
-    INA_GUARD_TABLE(guard_lo_b, INA_PAIRS_B, INA_GUARD_KEY, guard_code_c)
-    INA_GUARD_TABLE(guard_hi_a, INA_PAIRS_A, INA_GUARD_KEY_HI, guard_code_b)
-    INA_GUARD_TABLE(guard_hi_b, INA_PAIRS_B, INA_GUARD_KEY_HI, guard_code_d)
+    INA_GUARD_TABLE(guard_lo_a, INA_PAIRS_A, INA_GUARD_KEY, guard_code_a, 0)
+    INA_GUARD_TABLE(guard_lo_b, INA_PAIRS_B, INA_GUARD_KEY, guard_code_c, 3)
+    INA_GUARD_TABLE(guard_hi_a, INA_PAIRS_A, INA_GUARD_KEY_HI, guard_code_b, 2)
+    INA_GUARD_TABLE(guard_hi_b, INA_PAIRS_B, INA_GUARD_KEY_HI, guard_code_d, 4)
 
     /* Turn the packet into the ONE aggregate sent on to the PS (its values are the sums
      * after the harvest pass; OVERFLOW is added there). */
@@ -667,8 +683,11 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     }
 
     apply {
-        /* the lookups first and unconditionally: every check below can then be a gateway
-         * in the same stages as the slot registers */
+        /* The apply block is a sequence of short blocks, each one or two stages long, in
+         * the stage order wanted: on Tofino 1 a table cannot run between the tables of a
+         * block (no long branches), so the four guard tables, each a stage's ternary input
+         * crossbar, sit between the slot logic's blocks (stages 0-3), before any sum table
+         * overwrites the values they read. */
         /* the arriving recirculation header is never sent on as it came: a recirculating
          * fate writes a new one */
         meta.recirc.setInvalid();
@@ -678,19 +697,17 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             ina_aggregate.apply();
         }
         bitmap_rank.apply();
-        fan_in_class.apply();
-        guard_lo_a.apply();
-        guard_lo_b.apply();
-        guard_hi_a.apply();
-        guard_hi_b.apply();
-        meta.guard_ab = meta.guard_a | meta.guard_b;
-        meta.guard_cd = meta.guard_c | meta.guard_d;
         meta.bridge.setValid();
         meta.bridge.replica = 0;
         meta.bridge.emitted = 0;
         meta.bridge.pad = 0;
+        meta.bridge.guard = 0;
+        meta.bridge.guard_mask = meta.guard_mask;  /* the harvest's; 0 on other passes */
         /* bits 2..0 are OVERFLOW, AGGREGATED, RETX (one deposit, not two ALU steps) */
         meta.flags_out = hdr.ina.flags[7:3] ++ INA_FLAG_AGGREGATED[2:0];
+        guard_lo_a.apply();
+
+        /* stage 1: the packet checks and the slot's tag (which pass, which slot access) */
         if (!hdr.ipv4.isValid()) {
             drop_event(EV_NOT_IPV4_DROP);
         } else if (ig_prsr_md.parser_err != 0) {
@@ -700,19 +717,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         } else if (meta.pass_kind == RECIRC_HARVEST) {
             /* second pass of the completing packet: v0..v31 hold their sums already */
             meta.tag = tag_free.execute(meta.idx[11:0]);
-            hdr.ina.bitmap[31:0] = bitmap_lo_read.execute(meta.idx[11:0]);
-            hdr.ina.bitmap[63:32] = bitmap_hi_read.execute(meta.idx[11:0]);
-            meta.guard_out_ab = slot_guard_ab_take.execute(meta.idx[11:0]);
-            meta.guard_out_cd = slot_guard_cd_take.execute(meta.idx[11:0]);
-            if (meta.tag != PRED_BOTH) {
-                /* another round took the slot between the two passes (a packet of a past
-                 * round completed it late): its sums are not this chunk's to vouch for */
-                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
-            } else if (meta.guard_out_ab == PRED_LO) {
-                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
-            } else if (meta.guard_out_cd == PRED_LO) {
-                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
-            }
+            meta.mode = MODE_HARVEST;
             meta.ev = EV_AGGREGATED_OUT;
             meta.bridge.emitted = 1;
         } else if (hdr.ipv4.ttl <= 1) {
@@ -736,65 +741,101 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                         meta.ev = EV_AGGREGATED_OUT;
                         meta.bridge.emitted = 1;
                     } else if (meta.resub.isValid()) {
-                        /* claim pass */
+                        /* claim pass: PRED_LO = taken */
                         meta.tag = tag_claim.execute(meta.idx[11:0]);
-                        if (meta.tag == PRED_LO) {
-                            meta.sum_op = SUM_STORE;
-                            bitmap_lo_set.execute(meta.idx[11:0]);
-                            bitmap_hi_set.execute(meta.idx[11:0]);
-                            meta.count_old = count_claim.execute(meta.idx[11:0]);
-                            slot_guard_ab_set.execute(meta.idx[11:0]);
-                            slot_guard_cd_set.execute(meta.idx[11:0]);
-                            drop_event(EV_ABSORBED_DROP);
-                            if (meta.count_old == PRED_LO) {
-                                meta.ev2 = EV_STALE_RECLAIMED;
-                            }
-                        } else {
-                            /* taken meanwhile (maybe by this chunk) or a newer round's */
-                            meta.fate = FATE_RETRY;
-                        }
+                        meta.mode = MODE_CLAIM;
                     } else {
                         meta.tag = tag_check.execute(meta.idx[11:0]);
-                        if (meta.tag == PRED_BOTH) {
-                            meta.sum_op = SUM_ADD;
-                            meta.dup_lo = bitmap_lo_or_dup.execute(meta.idx[11:0]);
-                            meta.dup_hi = bitmap_hi_or_dup.execute(meta.idx[11:0]);
-                            /* one word per condition: a gateway reads 4 bytes at most */
-                            if (meta.dup_lo != 0) {
-                                drop_event(EV_DUPLICATE_DROP);
-                            } else if (meta.dup_hi != 0) {
-                                drop_event(EV_DUPLICATE_DROP);
-                            } else {
-                                meta.count_pred = count_add.execute(meta.idx[11:0]);
-                                slot_guard_ab_or.execute(meta.idx[11:0]);
-                                slot_guard_cd_or.execute(meta.idx[11:0]);
-                                if (meta.count_pred == PRED_LO) {
-                                    emit_aggregate();
-                                    meta.fate = FATE_HARVEST;
-                                } else if (meta.count_pred == PRED_HI) {
-                                    meta.ev = EV_COLLISION;
-                                } else {
-                                    drop_event(EV_ABSORBED_DROP);
-                                }
-                            }
-                        } else if (meta.tag == PRED_LO || meta.pass_kind == RECIRC_RETRY) {
-                            /* same round, another chunk; or a retry that found another
-                             * round again: forwarded unaggregated */
-                            meta.ev = EV_COLLISION;
-                        } else {
-                            /* free, or another round's: decide in a claim pass */
-                            meta.fate = FATE_RESUBMIT;
-                        }
+                        meta.mode = MODE_CHECK;
                     }
                 }
             } else if (hdr.ina.pkt_type == INA_TYPE_RESULT) {
                 result_multicast.apply();
             }
         }
-        /* the sums, for every kind of pass at once (a duplicate adds nothing) */
+
+        /* stage 2: the bitmap, by the tag's answer */
+        if (meta.mode == MODE_HARVEST) {
+            hdr.ina.bitmap[31:0] = bitmap_lo_read.execute(meta.idx[11:0]);
+            hdr.ina.bitmap[63:32] = bitmap_hi_read.execute(meta.idx[11:0]);
+            if (meta.tag != PRED_BOTH) {
+                /* another round took the slot between the two passes (a packet of a past
+                 * round completed it late): its sums are not this chunk's to vouch for */
+                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
+            }
+        } else if (meta.mode == MODE_CLAIM) {
+            if (meta.tag == PRED_LO) {
+                meta.sum_op = SUM_STORE;
+                bitmap_lo_set.execute(meta.idx[11:0]);
+                bitmap_hi_set.execute(meta.idx[11:0]);
+                drop_event(EV_ABSORBED_DROP);
+            } else {
+                /* taken meanwhile (maybe by this chunk) or a newer round's */
+                meta.fate = FATE_RETRY;
+            }
+        } else if (meta.mode == MODE_CHECK) {
+            if (meta.tag == PRED_BOTH) {
+                meta.sum_op = SUM_ADD;
+                meta.dup_lo = bitmap_lo_or_dup.execute(meta.idx[11:0]);
+                meta.dup_hi = bitmap_hi_or_dup.execute(meta.idx[11:0]);
+            } else if (meta.tag == PRED_LO || meta.pass_kind == RECIRC_RETRY) {
+                /* same round, another chunk; or a retry that found another round again:
+                 * forwarded unaggregated */
+                meta.ev = EV_COLLISION;
+            } else {
+                /* free, or another round's: decide in a claim pass */
+                meta.fate = FATE_RESUBMIT;
+            }
+        }
+        guard_hi_a.apply();
+
+        /* stage 3: the count, behind the duplicate test (one word per condition: a gateway
+         * reads 4 bytes at most) */
+        if (meta.sum_op == SUM_STORE) {
+            meta.count_old = count_claim.execute(meta.idx[11:0]);
+        } else if (meta.sum_op == SUM_ADD) {
+            if (meta.dup_lo != 0) {
+                drop_event(EV_DUPLICATE_DROP);
+            } else if (meta.dup_hi != 0) {
+                drop_event(EV_DUPLICATE_DROP);
+            } else {
+                meta.count_pred = count_add.execute(meta.idx[11:0]);
+            }
+        }
+        guard_lo_b.apply();
+
+        /* the sums, for every kind of pass at once (a duplicate adds nothing): the first
+         * few beside the count, the rest after the count's answer is acted on */
         if (meta.dup_lo == 0) {
             if (meta.dup_hi == 0) {
-                INA_PAIRS(INA_SUM_APPLY)
+                INA_PAIRS_S1(INA_SUM_APPLY)
+            }
+        }
+        /* stage 4: the count's answer */
+        if (meta.count_pred == PRED_LO) {
+            emit_aggregate();
+            meta.fate = FATE_HARVEST;
+        } else if (meta.count_pred == PRED_HI) {
+            meta.ev = EV_COLLISION;
+        } else if (meta.count_pred == PRED_NONE) {
+            drop_event(EV_ABSORBED_DROP);
+        }
+        if (meta.count_old == PRED_LO) {
+            meta.ev2 = EV_STALE_RECLAIMED;
+        }
+        guard_hi_b.apply();
+        fan_in_class.apply();
+        /* the other sums */
+        if (meta.dup_lo == 0) {
+            if (meta.dup_hi == 0) {
+                INA_PAIRS_S2(INA_SUM_APPLY)
+            }
+        }
+        /* the guard codes, which the slot keeps as it keeps the sums (a block of their own:
+         * the sums do not wait for the codes) */
+        if (meta.dup_lo == 0) {
+            if (meta.dup_hi == 0) {
+                slot_guard_op.apply();
             }
         }
         /* the events are known before routing (which counts its own miss) */
@@ -825,7 +866,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             meta.recirc.setValid();
             meta.recirc.kind = RECIRC_HARVEST;
             meta.recirc.idx = meta.idx;
-            meta.recirc.guard_thr = meta.guard_thr;
+            meta.recirc.guard_mask = meta.guard_mask;
             meta.bridge.setInvalid();
         } else if (meta.fate == FATE_RETRY) {
             ig_tm_md.ucast_egress_port = meta.recirc_port;
@@ -833,7 +874,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             meta.recirc.setValid();
             meta.recirc.kind = RECIRC_RETRY;
             meta.recirc.idx = meta.idx;
-            meta.recirc.guard_thr = meta.guard_thr;
+            meta.recirc.guard_mask = meta.guard_mask;
             meta.bridge.setInvalid();
         }
     }
@@ -918,6 +959,11 @@ control InaEgress(inout headers_t hdr, inout eg_meta_t meta,
     apply {
         if (meta.bridge.replica == 1) {
             result_rewrite.apply();
+        }
+        /* the harvest's guard codes against the slot's class (0 on other packets) */
+        meta.bridge.guard = meta.bridge.guard & meta.bridge.guard_mask;
+        if (meta.bridge.guard != 0) {
+            hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
         }
         if (meta.bridge.emitted == 1 && (hdr.ina.flags & INA_FLAG_OVERFLOW) != 0) {
             events.count(EV_OVERFLOW_OUT);
