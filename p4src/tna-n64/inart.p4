@@ -62,12 +62,6 @@ const bit<4> PRED_HI = 0b0100;      /* only the second */
 const bit<4> PRED_BOTH = 0b1000;
 const bit<4> PRED_NONE = 0b0001;    /* neither */
 
-/* Which slot access the packet's tag answer is for (meta.mode). */
-const bit<2> MODE_NONE = 0;
-const bit<2> MODE_HARVEST = 1;
-const bit<2> MODE_CLAIM = 2;
-const bit<2> MODE_CHECK = 3;
-
 /* Tofino 1's recirculation port is pipe-local port 68 (dev ports 68, 196, 324, 452). */
 const bit<7> RECIRC_PORT_LOCAL = 68;
 
@@ -109,7 +103,6 @@ struct ig_meta_t {
     recirc_h recirc;
     bridge_h bridge;
     bit<3> fate;
-    bit<2> mode;          /* MODE_*: what the tag register was asked */
     bit<8> pass_kind;     /* the arriving recirculation header's kind, 0 if none */
     bit<2> sum_op;
     PortId_t recirc_port; /* this pipe's recirculation port */
@@ -129,12 +122,15 @@ struct ig_meta_t {
      * differs from its sign bit, for the smallest such d), per 16 values, then all 64 */
     bit<32> guard;        /* one code per byte, from the four guard tables */
     bit<32> guard_mask;   /* bit c-1 of every byte for the slot's fan-in class c */
-    bit<4> tag;
+    /* the tag register's answer, one field per access (0: not asked; answers are one-hot):
+     * the next stage's block tells them apart without a mode written beside them */
+    bit<4> tag;           /* check */
+    bit<4> tag_claimed;   /* claim pass */
+    bit<4> tag_freed;     /* harvest */
     bit<32> dup_lo;
     bit<32> dup_hi;
     bit<4> count_pred;
     bit<4> count_old;     /* PRED_LO: the claim replaced a slot with contributions pending */
-    bit<8> flags_out;     /* an aggregate's flags but OVERFLOW: AGGREGATED set, RETX cleared */
 }
 
 struct eg_meta_t {
@@ -181,7 +177,9 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
         meta.sum_op = SUM_NONE;
         meta.dup_lo = 0;
         meta.dup_hi = 0;
-        meta.mode = MODE_NONE;
+        meta.tag = 0;
+        meta.tag_claimed = 0;
+        meta.tag_freed = 0;
         meta.count_pred = 0;  /* 0: the count was not asked (its answers are one-hot) */
         meta.count_old = 0;
         meta.fate = FATE_ROUTE;
@@ -659,7 +657,9 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
      * after the harvest pass; OVERFLOW is added there). */
     action emit_aggregate() {
         hdr.ina.count = meta.fan_in;
-        hdr.ina.flags = meta.flags_out;
+        /* bits 2..0 are OVERFLOW, AGGREGATED, RETX: AGGREGATED set, the others cleared
+         * (one deposit of a constant: the stage-1 emit needs no value computed before) */
+        hdr.ina.flags[2:0] = INA_FLAG_AGGREGATED[2:0];
         hdr.ipv4.src_addr = meta.agg_addr;
     }
 
@@ -703,8 +703,6 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         meta.bridge.pad = 0;
         meta.bridge.guard = 0;
         meta.bridge.guard_mask = meta.guard_mask;  /* the harvest's; 0 on other passes */
-        /* bits 2..0 are OVERFLOW, AGGREGATED, RETX (one deposit, not two ALU steps) */
-        meta.flags_out = hdr.ina.flags[7:3] ++ INA_FLAG_AGGREGATED[2:0];
         guard_lo_a.apply();
 
         /* stage 1: the packet checks and the slot's tag (which pass, which slot access) */
@@ -716,10 +714,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             drop_event(EV_MALFORMED_DROP);
         } else if (meta.pass_kind == RECIRC_HARVEST) {
             /* second pass of the completing packet: v0..v31 hold their sums already */
-            meta.tag = tag_free.execute(meta.idx[11:0]);
-            meta.mode = MODE_HARVEST;
-            meta.ev = EV_AGGREGATED_OUT;
-            meta.bridge.emitted = 1;
+            meta.tag_freed = tag_free.execute(meta.idx[11:0]);
         } else if (hdr.ipv4.ttl <= 1) {
             drop_event(EV_TTL_EXPIRED_DROP);
         } else if (hdr.ina.isValid()) {
@@ -742,43 +737,32 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                         meta.bridge.emitted = 1;
                     } else if (meta.resub.isValid()) {
                         /* claim pass: PRED_LO = taken */
-                        meta.tag = tag_claim.execute(meta.idx[11:0]);
-                        meta.mode = MODE_CLAIM;
+                        meta.tag_claimed = tag_claim.execute(meta.idx[11:0]);
                     } else {
                         meta.tag = tag_check.execute(meta.idx[11:0]);
-                        meta.mode = MODE_CHECK;
                     }
                 }
-            } else if (hdr.ina.pkt_type == INA_TYPE_RESULT) {
-                result_multicast.apply();
             }
         }
 
-        /* stage 2: the bitmap, by the tag's answer */
-        if (meta.mode == MODE_HARVEST) {
+        /* stage 2: the bitmap, by the tag's answer; RESULT multicast (in stage 1 its match
+         * shared a hash group with the slot index's: bfas "mergeable conflict") */
+        if (meta.tag_freed != 0) {
             hdr.ina.bitmap[31:0] = bitmap_lo_read.execute(meta.idx[11:0]);
             hdr.ina.bitmap[63:32] = bitmap_hi_read.execute(meta.idx[11:0]);
-            if (meta.tag != PRED_BOTH) {
-                /* another round took the slot between the two passes (a packet of a past
-                 * round completed it late): its sums are not this chunk's to vouch for */
-                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
-            }
-        } else if (meta.mode == MODE_CLAIM) {
-            if (meta.tag == PRED_LO) {
-                meta.sum_op = SUM_STORE;
-                bitmap_lo_set.execute(meta.idx[11:0]);
-                bitmap_hi_set.execute(meta.idx[11:0]);
-                drop_event(EV_ABSORBED_DROP);
-            } else {
-                /* taken meanwhile (maybe by this chunk) or a newer round's */
-                meta.fate = FATE_RETRY;
-            }
-        } else if (meta.mode == MODE_CHECK) {
-            if (meta.tag == PRED_BOTH) {
-                meta.sum_op = SUM_ADD;
-                meta.dup_lo = bitmap_lo_or_dup.execute(meta.idx[11:0]);
-                meta.dup_hi = bitmap_hi_or_dup.execute(meta.idx[11:0]);
-            } else if (meta.tag == PRED_LO || meta.pass_kind == RECIRC_RETRY) {
+        } else if (meta.tag_claimed == PRED_LO) {
+            meta.sum_op = SUM_STORE;
+            bitmap_lo_set.execute(meta.idx[11:0]);
+            bitmap_hi_set.execute(meta.idx[11:0]);
+        } else if (meta.tag_claimed != 0) {
+            /* taken meanwhile (maybe by this chunk) or a newer round's */
+            meta.fate = FATE_RETRY;
+        } else if (meta.tag == PRED_BOTH) {
+            meta.sum_op = SUM_ADD;
+            meta.dup_lo = bitmap_lo_or_dup.execute(meta.idx[11:0]);
+            meta.dup_hi = bitmap_hi_or_dup.execute(meta.idx[11:0]);
+        } else if (meta.tag != 0) {
+            if (meta.tag == PRED_LO || meta.pass_kind == RECIRC_RETRY) {
                 /* same round, another chunk; or a retry that found another round again:
                  * forwarded unaggregated */
                 meta.ev = EV_COLLISION;
@@ -786,6 +770,10 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                 /* free, or another round's: decide in a claim pass */
                 meta.fate = FATE_RESUBMIT;
             }
+        } else if (meta.fate == FATE_ROUTE && hdr.ina.isValid()
+                   && hdr.ina.pkt_type == INA_TYPE_RESULT) {
+            /* (not dropped by a check above) */
+            result_multicast.apply();
         }
         guard_hi_a.apply();
 
@@ -811,17 +799,29 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                 INA_PAIRS_S1(INA_SUM_APPLY)
             }
         }
-        /* stage 4: the count's answer */
-        if (meta.count_pred == PRED_LO) {
+        /* stage 4: the count's answer, and what the harvest and the claim decided (kept out
+         * of stage 2, whose 16 logical tables the bitmap's branches fill) */
+        if (meta.tag_freed != 0) {
+            meta.ev = EV_AGGREGATED_OUT;
+            meta.bridge.emitted = 1;
+            if (meta.tag_freed != PRED_BOTH) {
+                /* another round took the slot between the two passes (a packet of a past
+                 * round completed it late): its sums are not this chunk's to vouch for */
+                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
+            }
+        } else if (meta.count_old != 0) {
+            /* the claim's contribution is the slot's first */
+            drop_event(EV_ABSORBED_DROP);
+            if (meta.count_old == PRED_LO) {
+                meta.ev2 = EV_STALE_RECLAIMED;
+            }
+        } else if (meta.count_pred == PRED_LO) {
             emit_aggregate();
             meta.fate = FATE_HARVEST;
         } else if (meta.count_pred == PRED_HI) {
             meta.ev = EV_COLLISION;
         } else if (meta.count_pred == PRED_NONE) {
             drop_event(EV_ABSORBED_DROP);
-        }
-        if (meta.count_old == PRED_LO) {
-            meta.ev2 = EV_STALE_RECLAIMED;
         }
         guard_hi_b.apply();
         fan_in_class.apply();
