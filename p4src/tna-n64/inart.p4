@@ -275,13 +275,15 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
         void apply(inout sum_pair_t value, out int<32> rv) { rv = value.hi; }                \
     };
 /* One table per pair register, its action chosen by meta.sum_op: a stage holds 16 logical
- * tables, and three call sites per register (store, add, read) would make three. */
+ * tables, and three call sites per register (store, add, read) would make three.  The key is
+ * ternary: as exact-match tables, two of them in one stage got conflicting hash groups
+ * (bfas: "Input xbar hash group 0 mergeable conflict"). */
 #define INA_SUM_TABLE(k, j)                                                                  \
     action sum_store_do_##k() { sum_store_##k.execute(meta.idx[11:0]); }                      \
     action sum_add_do_##k() { hdr.vals.v##k = sum_add_##k.execute(meta.idx[11:0]); }          \
     action sum_read_do_##k() { hdr.vals.v##j = sum_read_hi_##k.execute(meta.idx[11:0]); }     \
     table sum_##k {                                                                          \
-        key = { meta.sum_op: exact @name("op"); }                                            \
+        key = { meta.sum_op: ternary @name("op"); }                                          \
         actions = { sum_store_do_##k; sum_add_do_##k; sum_read_do_##k; @defaultonly NoAction; } \
         const default_action = NoAction();                                                   \
         size = 4;                                                                            \
@@ -396,6 +398,9 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
     INA_GUARD_D(1, set(0x3f)) INA_GUARD_D(2, set(0x3e)) INA_GUARD_D(3, set(0x3c))            \
     INA_GUARD_D(4, set(0x38)) INA_GUARD_D(5, set(0x30)) INA_GUARD_D(6, set(0x20))
 
+/* sum_op in a container of its own: sharing one with fate, it made bfas see the exclusive
+ * branches of the stage-2 block that write them as conflicting */
+@pa_solitary("ingress", "meta.sum_op")
 control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                    in ingress_intrinsic_metadata_t ig_intr_md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
@@ -514,7 +519,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     action guard_or_do() { guard_or.execute(meta.idx[11:0]); }
     action guard_read_do() { meta.bridge.guard = guard_read.execute(meta.idx[11:0]); }
     table slot_guard_op {
-        key = { meta.sum_op: exact @name("op"); }
+        key = { meta.sum_op: ternary @name("op"); }
         actions = { guard_set_do; guard_or_do; guard_read_do; @defaultonly NoAction; }
         const default_action = NoAction();
         size = 4;
