@@ -155,12 +155,6 @@ struct sum_pair_t {
     M(16, 48) M(17, 49) M(18, 50) M(19, 51) M(20, 52) M(21, 53) M(22, 54) M(23, 55)          \
     M(24, 56) M(25, 57) M(26, 58) M(27, 59) M(28, 60) M(29, 61) M(30, 62) M(31, 63)
 #define INA_PAIRS(M) INA_PAIRS_A(M) INA_PAIRS_B(M)
-/* the same, as the sums are applied: three beside the count, the rest after it */
-#define INA_PAIRS_S1(M) M(0, 32) M(1, 33) M(2, 34)
-#define INA_PAIRS_S2(M)                                                                      \
-    M(3, 35) M(4, 36) M(5, 37) M(6, 38) M(7, 39)                                             \
-    M(8, 40) M(9, 41) M(10, 42) M(11, 43) M(12, 44) M(13, 45) M(14, 46) M(15, 47)            \
-    INA_PAIRS_B(M)
 
 /* ------------------------------------------------------------------------------------------
  * Ingress parser */
@@ -283,14 +277,18 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
     action sum_add_do_##k() { hdr.vals.v##k = sum_add_##k.execute(meta.idx[11:0]); }          \
     action sum_read_do_##k() { hdr.vals.v##j = sum_read_hi_##k.execute(meta.idx[11:0]); }     \
     table sum_##k {                                                                          \
-        key = { meta.sum_op: ternary @name("op"); }                                          \
+        key = {                                                                              \
+            meta.sum_op: ternary @name("op");                                                \
+            meta.dup_lo: ternary @name("dup_lo");                                            \
+            meta.dup_hi: ternary @name("dup_hi");                                            \
+        }                                                                                    \
         actions = { sum_store_do_##k; sum_add_do_##k; sum_read_do_##k; @defaultonly NoAction; } \
         const default_action = NoAction();                                                   \
         size = 4;                                                                            \
         const entries = {                                                                    \
-            SUM_STORE: sum_store_do_##k();                                                   \
-            SUM_ADD: sum_add_do_##k();                                                       \
-            SUM_READ: sum_read_do_##k();                                                     \
+            (SUM_STORE, 0, 0): sum_store_do_##k();                                           \
+            (SUM_ADD, 0, 0): sum_add_do_##k();                                               \
+            (SUM_READ, 0, 0): sum_read_do_##k();                                             \
         }                                                                                    \
     }
 #define INA_SUM_APPLY(k, j) sum_##k.apply();
@@ -519,14 +517,18 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     action guard_or_do() { guard_or.execute(meta.idx[11:0]); }
     action guard_read_do() { meta.bridge.guard = guard_read.execute(meta.idx[11:0]); }
     table slot_guard_op {
-        key = { meta.sum_op: ternary @name("op"); }
+        key = {
+            meta.sum_op: ternary @name("op");
+            meta.dup_lo: ternary @name("dup_lo");
+            meta.dup_hi: ternary @name("dup_hi");
+        }
         actions = { guard_set_do; guard_or_do; guard_read_do; @defaultonly NoAction; }
         const default_action = NoAction();
         size = 4;
         const entries = {
-            SUM_STORE: guard_set_do();
-            SUM_ADD: guard_or_do();
-            SUM_READ: guard_read_do();
+            (SUM_STORE, 0, 0): guard_set_do();
+            (SUM_ADD, 0, 0): guard_or_do();
+            (SUM_READ, 0, 0): guard_read_do();
         }
     }
 
@@ -797,13 +799,6 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         }
         guard_lo_b.apply();
 
-        /* the sums, for every kind of pass at once (a duplicate adds nothing): the first
-         * few beside the count, the rest after the count's answer is acted on */
-        if (meta.dup_lo == 0) {
-            if (meta.dup_hi == 0) {
-                INA_PAIRS_S1(INA_SUM_APPLY)
-            }
-        }
         /* stage 4: the count's answer, and what the harvest and the claim decided (kept out
          * of stage 2, whose 16 logical tables the bitmap's branches fill) */
         if (meta.tag_freed != 0) {
@@ -830,19 +825,11 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         }
         guard_hi_b.apply();
         fan_in_class.apply();
-        /* the other sums */
-        if (meta.dup_lo == 0) {
-            if (meta.dup_hi == 0) {
-                INA_PAIRS_S2(INA_SUM_APPLY)
-            }
-        }
-        /* the guard codes, which the slot keeps as it keeps the sums (a block of their own:
-         * the sums do not wait for the codes) */
-        if (meta.dup_lo == 0) {
-            if (meta.dup_hi == 0) {
-                slot_guard_op.apply();
-            }
-        }
+        /* the sums and the guard codes, for every kind of pass at once (a duplicate adds
+         * nothing: the duplicate test is in their key, so each is a table of its own that
+         * the back end places beside the other blocks, not one block after them) */
+        INA_PAIRS(INA_SUM_APPLY)
+        slot_guard_op.apply();
         /* the events are known before routing (which counts its own miss) */
         if (meta.ev != EV_NONE) {
             events.count(meta.ev);
