@@ -16,23 +16,26 @@
  * access), and a packet whose claim lost to another one, which goes round the recirculation
  * port once to try again as a MATCH (two first packets of one chunk).
  *
- * Stage map (ingress), as the open-source back end places it without the overflow guard,
- * in 12 stages: s0 ina_aggregate, bitmap_rank; s1 slot_tag; s2 slot_bitmap_lo/_hi,
- * result_multicast; s3 slot_count; s4-s11 the 32 sum registers, four per stage (each one
- * table, keyed on meta.sum_op); s11 also routing and the event counters.  With the guard it
- * needs 16: each guard table needs a stage of ternary input crossbar (see the guard tables),
- * and the tables after them in the control flow start only after them.  docs/tofino.md,
- * "Trial compiles", has every trial and what it taught.
+ * Stage map (ingress), as the open-source back end places it, in 12 stages: s0 ina_aggregate,
+ * bitmap_rank, guard_lo_a; s1 the checks, slot_tag, fan_in_class; s2 slot_bitmap_lo/_hi,
+ * result_multicast, guard_hi_a; s3 slot_count, guard_lo_b, 3 sum registers; s4 the count's
+ * answer, guard_hi_b, 4 sum registers; s5 slot_guard, the event counters, 3 sum registers;
+ * s6-s10 4 sum registers each; s11 2 sum registers, routing and the fate's actions.  The apply
+ * block is written in that order, one block per stage of the slot logic with a guard table
+ * between the blocks: on Tofino 1 a table cannot run inside another block's stage span, and
+ * each guard table needs a stage's ternary input crossbar.  docs/tofino.md, "Trial
+ * compiles", has every trial and what it taught.
  *
  * Overflow: a pair SALU has one comparison per value, too few for the sticky saturation of
  * p4src/tna's earlier one-value-per-SALU layout, so overflow is detected from the inputs: a
  * slot whose fan-in is at most 2^c can only overflow if some contribution has a value outside
  * [-2^(31-c), 2^(31-c)); the guard tables test that on every packet (as a thermometer code
- * of how far the worst value is out of range), the slot ORs the codes, and the harvest sets
- * OVERFLOW on the aggregate when the code reaches the slot's class.  The sums
- * still saturate (|+|).  So OVERFLOW is never missed; it can be set on an aggregate that did
- * not overflow (a value outside the guard range that the others offset), which costs the host
- * one resend of the chunk.
+ * of how far the worst value is out of range, one byte per table), the slot ORs the codes
+ * (slot_guard), and the harvest hands them with the slot's class mask to egress, which sets
+ * OVERFLOW on the aggregate when a code reaches the class.  The sums still saturate (|+|).
+ * So OVERFLOW is never missed; it can be set on an aggregate that did not overflow (a value
+ * outside the guard range that the others offset), which costs the host one resend of the
+ * chunk.
  */
 #ifndef INA_N
 #define INA_N 64
@@ -604,6 +607,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         key = { hdr.ina.bitmap: exact; }
         actions = { bit_rank; @defaultonly NoAction; }
         const default_action = NoAction();
+        size = 64;
         const entries = {
             INA_RANK_ENTRY(0) INA_RANK_ENTRY(1) INA_RANK_ENTRY(2) INA_RANK_ENTRY(3)
             INA_RANK_ENTRY(4) INA_RANK_ENTRY(5) INA_RANK_ENTRY(6) INA_RANK_ENTRY(7)
@@ -634,6 +638,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         key = { meta.fan_in: range @name("fan_in"); }
         actions = { set_guard_mask; @defaultonly NoAction; }
         const default_action = NoAction();
+        size = 8;
         const entries = {
             2 .. 2: set_guard_mask(0x01010101);
             3 .. 4: set_guard_mask(0x02020202);
@@ -647,6 +652,9 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     action guard_code_b(bit<8> code) { meta.guard[15:8] = code; }
     action guard_code_c(bit<8> code) { meta.guard[23:16] = code; }
     action guard_code_d(bit<8> code) { meta.guard[31:24] = code; }
+/* st: the table's stage.  Unpinned, the back end placed them after the slot logic's blocks
+ * (other tables were placed first, and a guard table cannot run inside a block's stages), and
+ * the sums, which must not overwrite values before they are read, waited for them. */
 #define INA_GUARD_TABLE(table_name, PAIRS, KEY, set, st)                                     \
     @stage(st) table table_name {                                                            \
         key = { PAIRS(KEY) }                                                                 \
@@ -690,11 +698,11 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     }
 
     apply {
-        /* The apply block is a sequence of short blocks, each one or two stages long, in
-         * the stage order wanted: on Tofino 1 a table cannot run between the tables of a
-         * block (no long branches), so the four guard tables, each a stage's ternary input
-         * crossbar, sit between the slot logic's blocks (stages 0-3), before any sum table
-         * overwrites the values they read. */
+        /* The apply block is a sequence of short blocks, each one stage long, in the stage
+         * order wanted: on Tofino 1 a table cannot run between the tables of a block (no
+         * long branches), so the four guard tables, each a stage's ternary input crossbar,
+         * sit between the slot logic's blocks (stages 0, 2, 3, 4), no later than the sum
+         * tables that overwrite the values they read. */
         /* the arriving recirculation header is never sent on as it came: a recirculating
          * fate writes a new one */
         meta.recirc.setInvalid();
