@@ -19,12 +19,12 @@
  * Stage map (ingress), as the open-source back end places it, in 12 stages: s0 ina_aggregate,
  * bitmap_rank, guard_lo_a; s1 the checks, slot_tag, fan_in_class; s2 slot_bitmap_lo/_hi,
  * result_multicast, guard_hi_a; s3 slot_count, guard_lo_b, 3 sum registers; s4 the count's
- * answer, guard_hi_b, 4 sum registers; s5 slot_guard, the event counters, 3 sum registers;
- * s6-s10 4 sum registers each; s11 2 sum registers, routing and the fate's actions.  The apply
- * block is written in that order, one block per stage of the slot logic with a guard table
- * between the blocks: on Tofino 1 a table cannot run inside another block's stage span, and
- * each guard table needs a stage's ternary input crossbar.  docs/tofino.md, "Trial
- * compiles", has every trial and what it taught.
+ * answer, guard_hi_b, 4 sum registers; s5 slot_guard, 3 sum registers, route_pair and the
+ * fate's actions; s6 route_dst, the event counters, 4 sum registers; s7-s10 4 sum registers
+ * each; s11 2.  The apply block is written in that order, one block per stage of the slot
+ * logic with a guard table between the blocks: on Tofino 1 a table cannot run inside another
+ * block's stage span, and each guard table needs a stage's ternary input crossbar.
+ * docs/tofino.md, "Trial compiles", has every trial and what it taught.
  *
  * Overflow: a pair SALU has one comparison per value, too few for the sticky saturation of
  * p4src/tna's earlier one-value-per-SALU layout, so overflow is detected from the inputs: a
@@ -106,6 +106,7 @@ struct ig_meta_t {
     recirc_h recirc;
     bridge_h bridge;
     bit<3> fate;
+    bit<1> routed;        /* route_pair hit */
     bit<8> pass_kind;     /* the arriving recirculation header's kind, 0 if none */
     bit<2> sum_op;
     PortId_t recirc_port; /* this pipe's recirculation port */
@@ -180,6 +181,7 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
         meta.count_pred = 0;  /* 0: the count was not asked (its answers are one-hot) */
         meta.count_old = 0;
         meta.fate = FATE_ROUTE;
+        meta.routed = 0;
         meta.ev = EV_NONE;
         meta.ev2 = EV_NONE;
         meta.bit_ok = 0;
@@ -833,10 +835,8 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         }
         guard_hi_b.apply();
         fan_in_class.apply();
-        /* the sums and the guard codes, for every kind of pass at once (a duplicate adds
-         * nothing: the duplicate test is in their key, so each is a table of its own that
-         * the back end places beside the other blocks, not one block after them) */
-        INA_PAIRS(INA_SUM_APPLY)
+        /* the guard codes, which the slot keeps as it keeps the sums (before the fate's
+         * chain, which may invalidate the bridge header this table's read writes) */
         slot_guard_op.apply();
         /* the events are known before routing (which counts its own miss) */
         if (meta.ev != EV_NONE) {
@@ -850,7 +850,13 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
          * one stage (the port written by routing and by the recirculation is no
          * write-after-write conflict) */
         if (meta.fate == FATE_ROUTE) {
-            if (!route_pair.apply().hit) {
+            /* route_dst reads what route_pair's hit wrote, so it is placed a stage later:
+             * in one stage bfas takes the miss's route_dst for route_pair's successor, both
+             * writing the same fields ("Conflicting instruction slot usage") */
+            if (route_pair.apply().hit) {
+                meta.routed = 1;
+            }
+            if (meta.routed == 0) {
                 route_dst.apply();
             }
         } else if (meta.fate == FATE_RESUBMIT) {
@@ -877,6 +883,11 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             meta.recirc.guard_mask = meta.guard_mask;
             meta.bridge.setInvalid();
         }
+        /* the sums, for every kind of pass at once (a duplicate adds nothing: the duplicate
+         * test is in their key, so each is a table of its own that the back end places
+         * beside the other blocks, not one block after them; written after the fate's
+         * chain, they leave routing its early stages) */
+        INA_PAIRS(INA_SUM_APPLY)
     }
 }
 
