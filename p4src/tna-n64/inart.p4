@@ -654,9 +654,9 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     action guard_code_b(bit<8> code) { meta.guard[15:8] = code; }
     action guard_code_c(bit<8> code) { meta.guard[23:16] = code; }
     action guard_code_d(bit<8> code) { meta.guard[31:24] = code; }
-/* st: the table's stage.  Unpinned they also placed in 12 stages (two in stage 0), but the
- * event counters then shared a stage with four sum tables, where bfas reports a hash group
- * conflict ("Input xbar hash group 0 mergeable conflict"). */
+/* st: the table's stage.  Unpinned (tried before routing's flag) they placed in 12 stages too,
+ * two in stage 0, but the event counters then shared a stage with four sum tables and bfas
+ * reported a hash group conflict ("Input xbar hash group 0 mergeable conflict"). */
 #define INA_GUARD_TABLE(table_name, PAIRS, KEY, set, st)                                     \
     @stage(st) table table_name {                                                            \
         key = { PAIRS(KEY) }                                                                 \
