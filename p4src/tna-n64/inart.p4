@@ -16,23 +16,26 @@
  * access), and a packet whose claim lost to another one, which goes round the recirculation
  * port once to try again as a MATCH (two first packets of one chunk).
  *
- * Stage map (ingress), as the open-source back end places it without the overflow guard,
- * in 12 stages: s0 ina_aggregate, bitmap_rank; s1 slot_tag; s2 slot_bitmap_lo/_hi,
- * result_multicast; s3 slot_count; s4-s11 the 32 sum registers, four per stage (each one
- * table, keyed on meta.sum_op); s11 also routing and the event counters.  With the guard it
- * needs 16: each guard table needs a stage of ternary input crossbar (see the guard tables),
- * and the tables after them in the control flow start only after them.  docs/tofino.md,
- * "Trial compiles", has every trial and what it taught.
+ * Stage map (ingress), as the open-source back end places it, in 12 stages: s0 ina_aggregate,
+ * bitmap_rank, guard_lo_a; s1 the checks, slot_tag, fan_in_class; s2 slot_bitmap_lo/_hi,
+ * result_multicast, guard_hi_a; s3 slot_count, guard_lo_b, 3 sum registers; s4 the count's
+ * answer, guard_hi_b, 4 sum registers; s5 slot_guard, 3 sum registers, route_pair and the
+ * fate's actions; s6 route_dst, the event counters, 4 sum registers; s7-s10 4 sum registers
+ * each; s11 2.  The apply block is written in that order, one block per stage of the slot
+ * logic with a guard table between the blocks: on Tofino 1 a table cannot run inside another
+ * block's stage span, and each guard table needs a stage's ternary input crossbar.
+ * docs/tofino.md, "Trial compiles", has every trial and what it taught.
  *
  * Overflow: a pair SALU has one comparison per value, too few for the sticky saturation of
  * p4src/tna's earlier one-value-per-SALU layout, so overflow is detected from the inputs: a
  * slot whose fan-in is at most 2^c can only overflow if some contribution has a value outside
  * [-2^(31-c), 2^(31-c)); the guard tables test that on every packet (as a thermometer code
- * of how far the worst value is out of range), the slot ORs the codes, and the harvest sets
- * OVERFLOW on the aggregate when the code reaches the slot's class.  The sums
- * still saturate (|+|).  So OVERFLOW is never missed; it can be set on an aggregate that did
- * not overflow (a value outside the guard range that the others offset), which costs the host
- * one resend of the chunk.
+ * of how far the worst value is out of range, one byte per table), the slot ORs the codes
+ * (slot_guard), and the harvest hands them with the slot's class mask to egress, which sets
+ * OVERFLOW on the aggregate when a code reaches the class.  The sums still saturate (|+|).
+ * So OVERFLOW is never missed; it can be set on an aggregate that did not overflow (a value
+ * outside the guard range that the others offset), which costs the host one resend of the
+ * chunk.
  */
 #ifndef INA_N
 #define INA_N 64
@@ -60,6 +63,7 @@ const bit<3> FATE_RETRY = 5;        /* lost a claim: once more from the start */
 const bit<4> PRED_LO = 0b0010;      /* only the first */
 const bit<4> PRED_HI = 0b0100;      /* only the second */
 const bit<4> PRED_BOTH = 0b1000;
+const bit<4> PRED_NONE = 0b0001;    /* neither */
 
 /* Tofino 1's recirculation port is pipe-local port 68 (dev ports 68, 196, 324, 452). */
 const bit<7> RECIRC_PORT_LOCAL = 68;
@@ -85,7 +89,7 @@ const bit<8> RECIRC_RETRY = 2;
 header recirc_h {
     bit<8> kind;
     bit<32> idx;        /* all of meta.idx: a slice of it would pin both to one PHV container */
-    bit<8> guard_thr;   /* the slot's guard threshold, for the harvest */
+    bit<32> guard_mask; /* the slot's guard class, for the harvest (see fan_in_class) */
 }
 
 /* Ingress -> egress, in front of every packet that goes through egress. */
@@ -93,6 +97,8 @@ header bridge_h {
     bit<1> replica;     /* a RESULT to be replicated: egress rewrites it per egress_rid */
     bit<1> emitted;     /* this switch made the packet an aggregate (overflow_out counts it) */
     bit<6> pad;
+    bit<32> guard;      /* the harvest's guard codes and class mask, for egress: */
+    bit<32> guard_mask; /* OVERFLOW when guard & guard_mask != 0 */
 }
 
 struct ig_meta_t {
@@ -100,6 +106,7 @@ struct ig_meta_t {
     recirc_h recirc;
     bridge_h bridge;
     bit<3> fate;
+    bit<1> routed;        /* route_pair hit */
     bit<8> pass_kind;     /* the arriving recirculation header's kind, 0 if none */
     bit<2> sum_op;
     PortId_t recirc_port; /* this pipe's recirculation port */
@@ -117,21 +124,17 @@ struct ig_meta_t {
     bit<8> bit_rank;
     /* the overflow guard: thermometer codes (bits d-1 .. 5 set: some value's bit 31-d
      * differs from its sign bit, for the smallest such d), per 16 values, then all 64 */
-    bit<8> guard_a;
-    bit<8> guard_b;
-    bit<8> guard_c;
-    bit<8> guard_d;
-    bit<8> guard_ab;
-    bit<8> guard_cd;
-    bit<8> guard_thr;     /* 64 - 2^(c-1) for the slot's fan-in class c: see slot_guard */
-    bit<4> guard_out_ab;  /* PRED_LO: the slot's guard code reached the threshold */
-    bit<4> guard_out_cd;
-    bit<4> tag;
+    bit<32> guard;        /* one code per byte, from the four guard tables */
+    bit<32> guard_mask;   /* bit c-1 of every byte for the slot's fan-in class c */
+    /* the tag register's answer, one field per access (0: not asked; answers are one-hot):
+     * the next stage's block tells them apart without a mode written beside them */
+    bit<4> tag;           /* check */
+    bit<4> tag_claimed;   /* claim pass */
+    bit<4> tag_freed;     /* harvest */
     bit<32> dup_lo;
     bit<32> dup_hi;
     bit<4> count_pred;
     bit<4> count_old;     /* PRED_LO: the claim replaced a slot with contributions pending */
-    bit<8> flags_out;     /* an aggregate's flags but OVERFLOW: AGGREGATED set, RETX cleared */
 }
 
 struct eg_meta_t {
@@ -172,17 +175,20 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
         meta.sum_op = SUM_NONE;
         meta.dup_lo = 0;
         meta.dup_hi = 0;
+        meta.tag = 0;
+        meta.tag_claimed = 0;
+        meta.tag_freed = 0;
+        meta.count_pred = 0;  /* 0: the count was not asked (its answers are one-hot) */
+        meta.count_old = 0;
         meta.fate = FATE_ROUTE;
+        meta.routed = 0;
         meta.ev = EV_NONE;
         meta.ev2 = EV_NONE;
         meta.bit_ok = 0;
         meta.agg_hit = 0;
         meta.fan_in = 0;
-        meta.guard_a = 0;
-        meta.guard_b = 0;
-        meta.guard_c = 0;
-        meta.guard_d = 0;
-        meta.guard_thr = 0;
+        meta.guard = 0;
+        meta.guard_mask = 0;
         transition select(ig_intr_md.resubmit_flag) {
             1: parse_resubmit;
             default: parse_port_metadata;
@@ -203,7 +209,7 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
         pkt.extract(meta.recirc);
         meta.idx = meta.recirc.idx;  /* a retry's is computed again from the table */
         meta.pass_kind = meta.recirc.kind;
-        meta.guard_thr = meta.recirc.guard_thr;
+        meta.guard_mask = meta.recirc.guard_mask;  /* the retry's is looked up again */
         transition select(meta.recirc.kind) {
             RECIRC_HARVEST: parse_harvest;
             default: parse_ethernet;
@@ -268,20 +274,26 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
         void apply(inout sum_pair_t value, out int<32> rv) { rv = value.hi; }                \
     };
 /* One table per pair register, its action chosen by meta.sum_op: a stage holds 16 logical
- * tables, and three call sites per register (store, add, read) would make three. */
+ * tables, and three call sites per register (store, add, read) would make three.  The key is
+ * ternary: as exact-match tables, two of them in one stage got conflicting hash groups
+ * (bfas: "Input xbar hash group 0 mergeable conflict"). */
 #define INA_SUM_TABLE(k, j)                                                                  \
     action sum_store_do_##k() { sum_store_##k.execute(meta.idx[11:0]); }                      \
     action sum_add_do_##k() { hdr.vals.v##k = sum_add_##k.execute(meta.idx[11:0]); }          \
     action sum_read_do_##k() { hdr.vals.v##j = sum_read_hi_##k.execute(meta.idx[11:0]); }     \
     table sum_##k {                                                                          \
-        key = { meta.sum_op: exact @name("op"); }                                            \
+        key = {                                                                              \
+            meta.sum_op: ternary @name("op");                                                \
+            meta.dup_lo: ternary @name("dup_lo");                                            \
+            meta.dup_hi: ternary @name("dup_hi");                                            \
+        }                                                                                    \
         actions = { sum_store_do_##k; sum_add_do_##k; sum_read_do_##k; @defaultonly NoAction; } \
         const default_action = NoAction();                                                   \
         size = 4;                                                                            \
         const entries = {                                                                    \
-            SUM_STORE: sum_store_do_##k();                                                   \
-            SUM_ADD: sum_add_do_##k();                                                       \
-            SUM_READ: sum_read_do_##k();                                                     \
+            (SUM_STORE, 0, 0): sum_store_do_##k();                                           \
+            (SUM_ADD, 0, 0): sum_add_do_##k();                                               \
+            (SUM_READ, 0, 0): sum_read_do_##k();                                             \
         }                                                                                    \
     }
 #define INA_SUM_APPLY(k, j) sum_##k.apply();
@@ -389,6 +401,9 @@ parser InaIngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t meta,
     INA_GUARD_D(1, set(0x3f)) INA_GUARD_D(2, set(0x3e)) INA_GUARD_D(3, set(0x3c))            \
     INA_GUARD_D(4, set(0x38)) INA_GUARD_D(5, set(0x30)) INA_GUARD_D(6, set(0x20))
 
+/* sum_op in a container of its own: sharing one with fate, it made bfas see the exclusive
+ * branches of the stage-2 block that write them as conflicting */
+@pa_solitary("ingress", "meta.sum_op")
 control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                    in ingress_intrinsic_metadata_t ig_intr_md,
                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
@@ -487,29 +502,40 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         }
     };
 
-    /* The guard code of the slot's contributions, ORed (an OR of thermometer codes is the
-     * code of the smallest d among them): stored by the claim, ORed by each contribution,
-     * tested and cleared by the harvest.  Overflow is possible only if some contribution
-     * has a value outside the class-c range, i.e. the code has bit c-1 set, i.e. (as the
-     * code is 64 - 2^(d-1)) code >= 64 - 2^(c-1): one comparison with a PHV operand. */
-#define INA_GUARD_REGISTER(name, code)                                                       \
-    Register<bit<8>, bit<12>>(INA_SLOTS, 0) name;                                            \
-    RegisterAction<bit<8>, bit<12>, bit<8>>(name) name##_set = {                             \
-        void apply(inout bit<8> value) { value = code; }                                     \
-    };                                                                                       \
-    RegisterAction<bit<8>, bit<12>, bit<8>>(name) name##_or = {                              \
-        void apply(inout bit<8> value) { value = value | code; }                             \
-    };                                                                                       \
-    RegisterAction<bit<8>, bit<12>, bit<4>>(name) name##_take = {                            \
-        void apply(inout bit<8> value, out bit<4> rv) {                                      \
-            rv = this.predicate(value >= meta.guard_thr);                                    \
-            value = 0;                                                                       \
-        }                                                                                    \
+    /* The guard codes of the slot's contributions, ORed byte by byte (an OR of thermometer
+     * codes is the code of the smallest d among them): stored by the claim, ORed by each
+     * contribution, read by the harvest.  Overflow is possible only if some contribution has
+     * a value outside the class-c range, i.e. some byte has bit c-1 set; egress tests that
+     * (guard & guard_mask), a SALU comparison cannot take the class as a mask. */
+    Register<bit<32>, bit<12>>(INA_SLOTS, 0) slot_guard;
+    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard) guard_set = {
+        void apply(inout bit<32> value) { value = meta.guard; }
     };
-    /* two registers, for v0..v15 with v32..v47 and for the rest: an OR of all four codes
-     * would take two ALU stages, and a register's input one */
-    INA_GUARD_REGISTER(slot_guard_ab, meta.guard_ab)
-    INA_GUARD_REGISTER(slot_guard_cd, meta.guard_cd)
+    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard) guard_or = {
+        void apply(inout bit<32> value) { value = value | meta.guard; }
+    };
+    RegisterAction<bit<32>, bit<12>, bit<32>>(slot_guard) guard_read = {
+        void apply(inout bit<32> value, out bit<32> rv) { rv = value; }
+    };
+    /* one table keyed on the sum operation, as the sums */
+    action guard_set_do() { guard_set.execute(meta.idx[11:0]); }
+    action guard_or_do() { guard_or.execute(meta.idx[11:0]); }
+    action guard_read_do() { meta.bridge.guard = guard_read.execute(meta.idx[11:0]); }
+    table slot_guard_op {
+        key = {
+            meta.sum_op: ternary @name("op");
+            meta.dup_lo: ternary @name("dup_lo");
+            meta.dup_hi: ternary @name("dup_hi");
+        }
+        actions = { guard_set_do; guard_or_do; guard_read_do; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = 4;
+        const entries = {
+            (SUM_STORE, 0, 0): guard_set_do();
+            (SUM_ADD, 0, 0): guard_or_do();
+            (SUM_READ, 0, 0): guard_read_do();
+        }
+    }
 
     INA_PAIRS(INA_SUM_PAIR)
     INA_PAIRS(INA_SUM_TABLE)
@@ -583,6 +609,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
         key = { hdr.ina.bitmap: exact; }
         actions = { bit_rank; @defaultonly NoAction; }
         const default_action = NoAction();
+        size = 64;
         const entries = {
             INA_RANK_ENTRY(0) INA_RANK_ENTRY(1) INA_RANK_ENTRY(2) INA_RANK_ENTRY(3)
             INA_RANK_ENTRY(4) INA_RANK_ENTRY(5) INA_RANK_ENTRY(6) INA_RANK_ENTRY(7)
@@ -604,46 +631,52 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     }
 
     /* ---- the overflow guard (see the top of this file) ---- */
-    action set_guard_thr(bit<8> thr) {
-        meta.guard_thr = thr;
+    action set_guard_mask(bit<32> mask) {
+        meta.guard_mask = mask;
     }
     /* fan-in -> 64 - 2^(c-1) for class c = ceil(log2(fan-in)); fan-in above 64 (more than
      * the bitmap's workers) gets the strictest class.  Fan-in 0 or 1 uses no slot. */
     table fan_in_class {
         key = { meta.fan_in: range @name("fan_in"); }
-        actions = { set_guard_thr; @defaultonly NoAction; }
+        actions = { set_guard_mask; @defaultonly NoAction; }
         const default_action = NoAction();
+        size = 8;
         const entries = {
-            2 .. 2: set_guard_thr(63);
-            3 .. 4: set_guard_thr(62);
-            5 .. 8: set_guard_thr(60);
-            9 .. 16: set_guard_thr(56);
-            17 .. 32: set_guard_thr(48);
-            33 .. 0xffff: set_guard_thr(32);
+            2 .. 2: set_guard_mask(0x01010101);
+            3 .. 4: set_guard_mask(0x02020202);
+            5 .. 8: set_guard_mask(0x04040404);
+            9 .. 16: set_guard_mask(0x08080808);
+            17 .. 32: set_guard_mask(0x10101010);
+            33 .. 0xffff: set_guard_mask(0x20202020);
         }
     }
-    action guard_code_a(bit<8> code) { meta.guard_a = code; }
-    action guard_code_b(bit<8> code) { meta.guard_b = code; }
-    action guard_code_c(bit<8> code) { meta.guard_c = code; }
-    action guard_code_d(bit<8> code) { meta.guard_d = code; }
-#define INA_GUARD_TABLE(table_name, PAIRS, KEY, set)                                         \
-    table table_name {                                                                       \
+    action guard_code_a(bit<8> code) { meta.guard[7:0] = code; }
+    action guard_code_b(bit<8> code) { meta.guard[15:8] = code; }
+    action guard_code_c(bit<8> code) { meta.guard[23:16] = code; }
+    action guard_code_d(bit<8> code) { meta.guard[31:24] = code; }
+/* st: the table's stage.  Unpinned (tried before routing's flag) they placed in 12 stages too,
+ * two in stage 0, but the event counters then shared a stage with four sum tables and bfas
+ * reported a hash group conflict ("Input xbar hash group 0 mergeable conflict"). */
+#define INA_GUARD_TABLE(table_name, PAIRS, KEY, set, st)                                     \
+    @stage(st) table table_name {                                                            \
         key = { PAIRS(KEY) }                                                                 \
         actions = { set; @defaultonly NoAction; }                                            \
         const default_action = NoAction();                                                   \
         size = 192;                                                                          \
         const entries = { INA_GUARD_ENTRIES(set) }                                           \
     }
-    INA_GUARD_TABLE(guard_lo_a, INA_PAIRS_A, INA_GUARD_KEY, guard_code_a)
-    INA_GUARD_TABLE(guard_lo_b, INA_PAIRS_B, INA_GUARD_KEY, guard_code_c)
-    INA_GUARD_TABLE(guard_hi_a, INA_PAIRS_A, INA_GUARD_KEY_HI, guard_code_b)
-    INA_GUARD_TABLE(guard_hi_b, INA_PAIRS_B, INA_GUARD_KEY_HI, guard_code_d)
+    INA_GUARD_TABLE(guard_lo_a, INA_PAIRS_A, INA_GUARD_KEY, guard_code_a, 0)
+    INA_GUARD_TABLE(guard_lo_b, INA_PAIRS_B, INA_GUARD_KEY, guard_code_c, 3)
+    INA_GUARD_TABLE(guard_hi_a, INA_PAIRS_A, INA_GUARD_KEY_HI, guard_code_b, 2)
+    INA_GUARD_TABLE(guard_hi_b, INA_PAIRS_B, INA_GUARD_KEY_HI, guard_code_d, 4)
 
     /* Turn the packet into the ONE aggregate sent on to the PS (its values are the sums
      * after the harvest pass; OVERFLOW is added there). */
     action emit_aggregate() {
         hdr.ina.count = meta.fan_in;
-        hdr.ina.flags = meta.flags_out;
+        /* bits 2..0 are OVERFLOW, AGGREGATED, RETX: AGGREGATED set, the others cleared
+         * (one deposit of a constant: the stage-1 emit needs no value computed before) */
+        hdr.ina.flags[2:0] = INA_FLAG_AGGREGATED[2:0];
         hdr.ipv4.src_addr = meta.agg_addr;
     }
 
@@ -667,8 +700,11 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
     }
 
     apply {
-        /* the lookups first and unconditionally: every check below can then be a gateway
-         * in the same stages as the slot registers */
+        /* The apply block is a sequence of short blocks, each one stage long, in the stage
+         * order wanted: on Tofino 1 a table cannot run between the tables of a block (no
+         * long branches), so the four guard tables, each a stage's ternary input crossbar,
+         * sit between the slot logic's blocks (stages 0, 2, 3, 4), no later than the sum
+         * tables that overwrite the values they read. */
         /* the arriving recirculation header is never sent on as it came: a recirculating
          * fate writes a new one */
         meta.recirc.setInvalid();
@@ -678,19 +714,15 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             ina_aggregate.apply();
         }
         bitmap_rank.apply();
-        fan_in_class.apply();
-        guard_lo_a.apply();
-        guard_lo_b.apply();
-        guard_hi_a.apply();
-        guard_hi_b.apply();
-        meta.guard_ab = meta.guard_a | meta.guard_b;
-        meta.guard_cd = meta.guard_c | meta.guard_d;
         meta.bridge.setValid();
         meta.bridge.replica = 0;
         meta.bridge.emitted = 0;
         meta.bridge.pad = 0;
-        /* bits 2..0 are OVERFLOW, AGGREGATED, RETX (one deposit, not two ALU steps) */
-        meta.flags_out = hdr.ina.flags[7:3] ++ INA_FLAG_AGGREGATED[2:0];
+        meta.bridge.guard = 0;
+        meta.bridge.guard_mask = meta.guard_mask;  /* the harvest's; 0 on other passes */
+        guard_lo_a.apply();
+
+        /* stage 1: the packet checks and the slot's tag (which pass, which slot access) */
         if (!hdr.ipv4.isValid()) {
             drop_event(EV_NOT_IPV4_DROP);
         } else if (ig_prsr_md.parser_err != 0) {
@@ -699,22 +731,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             drop_event(EV_MALFORMED_DROP);
         } else if (meta.pass_kind == RECIRC_HARVEST) {
             /* second pass of the completing packet: v0..v31 hold their sums already */
-            meta.tag = tag_free.execute(meta.idx[11:0]);
-            hdr.ina.bitmap[31:0] = bitmap_lo_read.execute(meta.idx[11:0]);
-            hdr.ina.bitmap[63:32] = bitmap_hi_read.execute(meta.idx[11:0]);
-            meta.guard_out_ab = slot_guard_ab_take.execute(meta.idx[11:0]);
-            meta.guard_out_cd = slot_guard_cd_take.execute(meta.idx[11:0]);
-            if (meta.tag != PRED_BOTH) {
-                /* another round took the slot between the two passes (a packet of a past
-                 * round completed it late): its sums are not this chunk's to vouch for */
-                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
-            } else if (meta.guard_out_ab == PRED_LO) {
-                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
-            } else if (meta.guard_out_cd == PRED_LO) {
-                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
-            }
-            meta.ev = EV_AGGREGATED_OUT;
-            meta.bridge.emitted = 1;
+            meta.tag_freed = tag_free.execute(meta.idx[11:0]);
         } else if (hdr.ipv4.ttl <= 1) {
             drop_event(EV_TTL_EXPIRED_DROP);
         } else if (hdr.ina.isValid()) {
@@ -736,67 +753,91 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
                         meta.ev = EV_AGGREGATED_OUT;
                         meta.bridge.emitted = 1;
                     } else if (meta.resub.isValid()) {
-                        /* claim pass */
-                        meta.tag = tag_claim.execute(meta.idx[11:0]);
-                        if (meta.tag == PRED_LO) {
-                            meta.sum_op = SUM_STORE;
-                            bitmap_lo_set.execute(meta.idx[11:0]);
-                            bitmap_hi_set.execute(meta.idx[11:0]);
-                            meta.count_old = count_claim.execute(meta.idx[11:0]);
-                            slot_guard_ab_set.execute(meta.idx[11:0]);
-                            slot_guard_cd_set.execute(meta.idx[11:0]);
-                            drop_event(EV_ABSORBED_DROP);
-                            if (meta.count_old == PRED_LO) {
-                                meta.ev2 = EV_STALE_RECLAIMED;
-                            }
-                        } else {
-                            /* taken meanwhile (maybe by this chunk) or a newer round's */
-                            meta.fate = FATE_RETRY;
-                        }
+                        /* claim pass: PRED_LO = taken */
+                        meta.tag_claimed = tag_claim.execute(meta.idx[11:0]);
                     } else {
                         meta.tag = tag_check.execute(meta.idx[11:0]);
-                        if (meta.tag == PRED_BOTH) {
-                            meta.sum_op = SUM_ADD;
-                            meta.dup_lo = bitmap_lo_or_dup.execute(meta.idx[11:0]);
-                            meta.dup_hi = bitmap_hi_or_dup.execute(meta.idx[11:0]);
-                            /* one word per condition: a gateway reads 4 bytes at most */
-                            if (meta.dup_lo != 0) {
-                                drop_event(EV_DUPLICATE_DROP);
-                            } else if (meta.dup_hi != 0) {
-                                drop_event(EV_DUPLICATE_DROP);
-                            } else {
-                                meta.count_pred = count_add.execute(meta.idx[11:0]);
-                                slot_guard_ab_or.execute(meta.idx[11:0]);
-                                slot_guard_cd_or.execute(meta.idx[11:0]);
-                                if (meta.count_pred == PRED_LO) {
-                                    emit_aggregate();
-                                    meta.fate = FATE_HARVEST;
-                                } else if (meta.count_pred == PRED_HI) {
-                                    meta.ev = EV_COLLISION;
-                                } else {
-                                    drop_event(EV_ABSORBED_DROP);
-                                }
-                            }
-                        } else if (meta.tag == PRED_LO || meta.pass_kind == RECIRC_RETRY) {
-                            /* same round, another chunk; or a retry that found another
-                             * round again: forwarded unaggregated */
-                            meta.ev = EV_COLLISION;
-                        } else {
-                            /* free, or another round's: decide in a claim pass */
-                            meta.fate = FATE_RESUBMIT;
-                        }
                     }
                 }
-            } else if (hdr.ina.pkt_type == INA_TYPE_RESULT) {
-                result_multicast.apply();
             }
         }
-        /* the sums, for every kind of pass at once (a duplicate adds nothing) */
-        if (meta.dup_lo == 0) {
-            if (meta.dup_hi == 0) {
-                INA_PAIRS(INA_SUM_APPLY)
+
+        /* stage 2: the bitmap, by the tag's answer; RESULT multicast (in stage 1 its match
+         * shared a hash group with the slot index's: bfas "mergeable conflict") */
+        if (meta.tag_freed != 0) {
+            hdr.ina.bitmap[31:0] = bitmap_lo_read.execute(meta.idx[11:0]);
+            hdr.ina.bitmap[63:32] = bitmap_hi_read.execute(meta.idx[11:0]);
+        } else if (meta.tag_claimed == PRED_LO) {
+            meta.sum_op = SUM_STORE;
+            bitmap_lo_set.execute(meta.idx[11:0]);
+            bitmap_hi_set.execute(meta.idx[11:0]);
+        } else if (meta.tag_claimed != 0) {
+            /* taken meanwhile (maybe by this chunk) or a newer round's */
+            meta.fate = FATE_RETRY;
+        } else if (meta.tag == PRED_BOTH) {
+            meta.sum_op = SUM_ADD;
+            meta.dup_lo = bitmap_lo_or_dup.execute(meta.idx[11:0]);
+            meta.dup_hi = bitmap_hi_or_dup.execute(meta.idx[11:0]);
+        } else if (meta.tag != 0) {
+            if (meta.tag == PRED_LO || meta.pass_kind == RECIRC_RETRY) {
+                /* same round, another chunk; or a retry that found another round again:
+                 * forwarded unaggregated */
+                meta.ev = EV_COLLISION;
+            } else {
+                /* free, or another round's: decide in a claim pass */
+                meta.fate = FATE_RESUBMIT;
+            }
+        } else if (meta.fate == FATE_ROUTE && hdr.ina.isValid()
+                   && hdr.ina.pkt_type == INA_TYPE_RESULT) {
+            /* (not dropped by a check above) */
+            result_multicast.apply();
+        }
+        guard_hi_a.apply();
+
+        /* stage 3: the count, behind the duplicate test (one word per condition: a gateway
+         * reads 4 bytes at most) */
+        if (meta.sum_op == SUM_STORE) {
+            meta.count_old = count_claim.execute(meta.idx[11:0]);
+        } else if (meta.sum_op == SUM_ADD) {
+            if (meta.dup_lo != 0) {
+                drop_event(EV_DUPLICATE_DROP);
+            } else if (meta.dup_hi != 0) {
+                drop_event(EV_DUPLICATE_DROP);
+            } else {
+                meta.count_pred = count_add.execute(meta.idx[11:0]);
             }
         }
+        guard_lo_b.apply();
+
+        /* stage 4: the count's answer, and what the harvest and the claim decided (kept out
+         * of stage 2, whose 16 logical tables the bitmap's branches fill) */
+        if (meta.tag_freed != 0) {
+            meta.ev = EV_AGGREGATED_OUT;
+            meta.bridge.emitted = 1;
+            if (meta.tag_freed != PRED_BOTH) {
+                /* another round took the slot between the two passes (a packet of a past
+                 * round completed it late): its sums are not this chunk's to vouch for */
+                hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
+            }
+        } else if (meta.count_old != 0) {
+            /* the claim's contribution is the slot's first */
+            drop_event(EV_ABSORBED_DROP);
+            if (meta.count_old == PRED_LO) {
+                meta.ev2 = EV_STALE_RECLAIMED;
+            }
+        } else if (meta.count_pred == PRED_LO) {
+            emit_aggregate();
+            meta.fate = FATE_HARVEST;
+        } else if (meta.count_pred == PRED_HI) {
+            meta.ev = EV_COLLISION;
+        } else if (meta.count_pred == PRED_NONE) {
+            drop_event(EV_ABSORBED_DROP);
+        }
+        guard_hi_b.apply();
+        fan_in_class.apply();
+        /* the guard codes, which the slot keeps as it keeps the sums (before the fate's
+         * chain, which may invalidate the bridge header this table's read writes) */
+        slot_guard_op.apply();
         /* the events are known before routing (which counts its own miss) */
         if (meta.ev != EV_NONE) {
             events.count(meta.ev);
@@ -809,7 +850,13 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
          * one stage (the port written by routing and by the recirculation is no
          * write-after-write conflict) */
         if (meta.fate == FATE_ROUTE) {
-            if (!route_pair.apply().hit) {
+            /* route_dst reads what route_pair's hit wrote, so it is placed a stage later:
+             * in one stage bfas takes the miss's route_dst for route_pair's successor, both
+             * writing the same fields ("Conflicting instruction slot usage") */
+            if (route_pair.apply().hit) {
+                meta.routed = 1;
+            }
+            if (meta.routed == 0) {
                 route_dst.apply();
             }
         } else if (meta.fate == FATE_RESUBMIT) {
@@ -825,7 +872,7 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             meta.recirc.setValid();
             meta.recirc.kind = RECIRC_HARVEST;
             meta.recirc.idx = meta.idx;
-            meta.recirc.guard_thr = meta.guard_thr;
+            meta.recirc.guard_mask = meta.guard_mask;
             meta.bridge.setInvalid();
         } else if (meta.fate == FATE_RETRY) {
             ig_tm_md.ucast_egress_port = meta.recirc_port;
@@ -833,9 +880,14 @@ control InaIngress(inout headers_t hdr, inout ig_meta_t meta,
             meta.recirc.setValid();
             meta.recirc.kind = RECIRC_RETRY;
             meta.recirc.idx = meta.idx;
-            meta.recirc.guard_thr = meta.guard_thr;
+            meta.recirc.guard_mask = meta.guard_mask;
             meta.bridge.setInvalid();
         }
+        /* the sums, for every kind of pass at once (a duplicate adds nothing: the duplicate
+         * test is in their key, so each is a table of its own that the back end places
+         * beside the other blocks, not one block after them; written after the fate's
+         * chain, they leave routing its early stages) */
+        INA_PAIRS(INA_SUM_APPLY)
     }
 }
 
@@ -918,6 +970,11 @@ control InaEgress(inout headers_t hdr, inout eg_meta_t meta,
     apply {
         if (meta.bridge.replica == 1) {
             result_rewrite.apply();
+        }
+        /* the harvest's guard codes against the slot's class (0 on other packets) */
+        meta.bridge.guard = meta.bridge.guard & meta.bridge.guard_mask;
+        if (meta.bridge.guard != 0) {
+            hdr.ina.flags = hdr.ina.flags | INA_FLAG_OVERFLOW;
         }
         if (meta.bridge.emitted == 1 && (hdr.ina.flags & INA_FLAG_OVERFLOW) != 0) {
             events.count(EV_OVERFLOW_OUT);
