@@ -107,7 +107,7 @@ def _rel(source: Path) -> str:
 
 
 def _compile(compiler: str, out: Path, source: Path = MAIN_SOURCE) -> str:
-    """Run the back end into ``out``; its diagnostics (refused if it failed or warned)."""
+    """Run the back end into ``out``; its assembly (refused if it failed or warned)."""
     cmd = [compiler, "--target", "tofino", "--arch", "tna", "--std", "p4-16", "-g", *DISABLED,
            "-o", str(out), "--bf-rt-schema", str(out / "bfrt.json"),
            "--p4runtime-files",
@@ -121,8 +121,8 @@ def _compile(compiler: str, out: Path, source: Path = MAIN_SOURCE) -> str:
     diagnostics = (proc.stdout + proc.stderr).strip()
     if proc.returncode != 0:
         raise BuildError(f"the Tofino back end failed ({proc.returncode}):\n{diagnostics}")
-    bfas = sorted((out / "pipe").glob("*.bfa"))
-    judged = judge(diagnostics, bfas[0].read_text() if bfas else "")
+    bfa = read_bfa(out)
+    judged = judge(diagnostics, bfa)
     bad = [line for line in judged
            if (_WARNING.search(line) or line.startswith("W0"))
            and not any(p.match(line) for p in ALLOWED_WARNINGS)
@@ -132,7 +132,7 @@ def _compile(compiler: str, out: Path, source: Path = MAIN_SOURCE) -> str:
         raise BuildError(f"the Tofino back end emitted warnings (the build must be free of "
                          f"them; known harmless ones are listed in ALLOWED_WARNINGS):\n"
                          f"{refused}\n\nall of its output:\n{diagnostics}")
-    return diagnostics
+    return bfa
 
 
 def event_counters(p4info_bin: Path) -> list[str]:
@@ -147,16 +147,21 @@ def event_counters(p4info_bin: Path) -> list[str]:
     return sorted(names, key=lambda n: (not n.startswith("InaIngress."), n))
 
 
-def check_parser(out: Path) -> int:
-    """The number of parser states that select, after checking each kept its match (p4c's
-    Tofino-1 parser match register bug drops them, warned or not)."""
+def read_bfa(out: Path) -> str:
+    """The assembly the back end wrote into ``out`` (``pipe/<program>.bfa``)."""
     bfas = sorted((out / "pipe").glob("*.bfa"))
     if not bfas:
         raise BuildError(f"the Tofino back end wrote no .bfa in {out / 'pipe'}")
-    selecting, unmatched = parser_selects(bfas[0].read_text())
+    return bfas[0].read_text()
+
+
+def check_parser(bfa: str) -> int:
+    """The number of parser states that select, after checking each kept its match (p4c's
+    Tofino-1 parser match register bug drops them, warned or not)."""
+    selecting, unmatched = parser_selects(bfa)
     if unmatched:
         raise BuildError(f"parser state(s) {', '.join(unmatched)} select among transitions "
-                         f"without a match in {bfas[0].name}: p4c's Tofino-1 parser match "
+                         f"without a match in the .bfa: p4c's Tofino-1 parser match "
                          f"register bug; use a back end with the fix {PARSER_FIX}")
     return selecting
 
@@ -182,8 +187,7 @@ def compile_program(compiler: str | None = None, build_dir: Path = TNA_BUILD,
     with (open_compiler(compiler) as found,
           tempfile.TemporaryDirectory(prefix="inart-bf-p4c-") as tmp_name):
         tmp = Path(tmp_name)
-        _compile(found.driver, tmp, source)
-        selecting = check_parser(tmp)
+        selecting = check_parser(_compile(found.driver, tmp, source))
         counters = event_counters(tmp / ARTIFACTS["p4info"])
         report = read_report(tmp / "pipe")
         if not report.fits:
