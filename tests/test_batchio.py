@@ -11,6 +11,7 @@ from host_stack.ina import wire
 from host_stack.ina.aggregator import ANSWER_LATE, COMPLETED, DUPLICATE, ChunkAggregator
 from host_stack.ina.batchio import GSO_SEGMENTS, BatchSocket, ipv4, make_socket
 from host_stack.ina.impair import ImpairedSocket, Impairment
+from host_stack.ina.native import _batchio
 from host_stack.ina.ps_apply import SumApply
 
 L = 16  # row length of these tests' datagrams
@@ -155,24 +156,39 @@ def test_reordering_alone_sends_a_batch_as_an_unimpaired_socket_does():
     assert got[:, :4].copy().view(">u4").ravel().tolist() == list(range(100))
 
 
-def test_held_positions_follow_the_reordering_law_across_receives_of_any_size():
-    """Which arrivals are held: each with probability ``reorder``, positions within their
-    receive and ascending, across receives of one packet to many thousands (past the bulk
-    draws' ends), the same for the same seed."""
+def fill(b, first, k, stamp=0.0):
+    """Put arrivals ``first``.. ``first + k - 1`` (numbered rows) in ``b``'s receive arrays, as
+    if one receive had just brought them."""
+    b.data[:k] = numbered(first + k)[first:]
+    b.lens[:k], b.ips[:k], b.ports[:k], b.stamps[:k] = L, 1, 2, stamp
+    return k
+
+
+def ids(rows):
+    return rows[:, :4].copy().view(">u4").ravel().astype(np.int64)
+
+
+def test_held_arrivals_follow_the_reordering_law_across_receives_of_any_size():
+    """Which arrivals are held: each with probability ``reorder``, across receives of one
+    packet to thousands (past the bulk draws' ends); the rest keep their order; the same for
+    the same seed."""
     def held(seed):
         imp = ImpairedSocket(socket.socket(socket.AF_INET, socket.SOCK_DGRAM),
-                             Impairment(reorder=0.05, seed=seed))
-        out = []
-        for k in [1, 3, 20_000, 0, 700, 1, 9_000] * 20:
-            late = imp.arrivals(k)
-            assert ((late >= 0) & (late < k)).all() and (np.diff(late) > 0).all()
-            out.append(late)
+                             Impairment(reorder=0.05, delay_s=100.0, seed=seed))
+        b = BatchSocket(imp, L)
+        first, kept = 0, []
+        for k in [1, 3, 16_000, 0, 700, 1, 9_000] * 20:
+            got = b._reorder_arrivals(fill(b, first, k))
+            kept.append(ids(b.data[:got]))
+            first += k
         imp.sock.close()
-        return np.concatenate(out), imp.counts["reordered"]
+        kept = np.concatenate(kept)
+        assert (np.diff(kept) > 0).all() and imp.held == first - kept.size
+        return np.setdiff1d(np.arange(first), kept), imp.counts["reordered"]
 
     late, count = held(7)
-    assert count == late.size and abs(late.size / (29_705 * 20) - 0.05) < 0.003
-    assert (held(7)[0] == late).all()
+    assert count == late.size and abs(late.size / (25_705 * 20) - 0.05) < 0.003
+    assert (held(7)[0] == late).all() and not np.array_equal(held(8)[0], late)
 
 
 def test_held_arrivals_come_out_a_delay_after_the_kernel_received_them():
@@ -249,64 +265,58 @@ def test_parse_batch_flags_bad_packets():
     assert not wire.parse_batch(rows, lens)[1][0]
 
 
-def test_drop_removes_rows_in_place_keeping_the_order_and_checks_positions():
-    from host_stack.ina import _batchio
-
-    data, lens = numbered(6), np.arange(6, dtype=np.int32)
-    ips, ports = np.arange(6, dtype=np.uint32), np.arange(6, dtype=np.uint16)
-    stamps = np.arange(6, dtype=np.float64)
-    k = _batchio.drop(data, L, lens, ips, ports, stamps, 6, np.array([0, 3, 4]))
-    assert k == 3 and data[:3, 3].tolist() == [1, 2, 5]
-    assert [a[:3].tolist() for a in (lens, ips, ports, stamps)] == [[1, 2, 5]] * 4
-    with pytest.raises(ValueError, match="ascending"):
-        _batchio.drop(data, L, lens, ips, ports, stamps, 3, np.array([2, 1]))
-
-
-def test_drop_copies_the_removed_rows_out_in_order():
-    """drop() with out arrays hands the held rows to the queue in the same pass."""
-    from host_stack.ina import _batchio
-
-    k = 10
-    buf, lens = numbered(k), np.arange(k, dtype=np.int32)
-    ips, ports = np.arange(k, dtype=np.uint32) + 100, np.arange(k, dtype=np.uint16) + 200
-    stamps = np.arange(k, dtype=np.float64) + 0.5
-    late = np.array([1, 4, 9], np.int64)
-    out = (np.zeros((3, L), np.uint8), np.zeros(3, np.int32), np.zeros(3, np.uint32),
-           np.zeros(3, np.uint16), np.zeros(3))
-    expect = [a[late].copy() for a in (buf, lens, ips, ports, stamps)]
-    assert _batchio.drop(buf, L, lens, ips, ports, stamps, k, late, *out) == k - 3
-    for got, want in zip(out, expect, strict=True):
-        np.testing.assert_array_equal(got, want)
-    keep = [0, 2, 3, 5, 6, 7, 8]
-    np.testing.assert_array_equal(lens[:7], keep)
-    np.testing.assert_array_equal(buf[:7], numbered(k)[keep])
-    with pytest.raises(ValueError, match="out arrays"):
-        _batchio.drop(buf, L, lens, ips, ports, stamps, 7, late[:1], *out[:2])
-
-
 def test_held_queue_keeps_arrival_order_across_receives_and_growth():
     """The held queue is filled straight from each receive and emptied from its front: rows
-    held over many receives (more than its first allocation) come out oldest first, each no
-    earlier than its due time, and a stamp that reads earlier than the one before it (the
-    clocks' offset jitters) waits for it instead of jumping the queue."""
+    held over many receives (more than its first allocation) come out after the receive's
+    own rows, oldest first, each no earlier than its due time (its kernel stamp plus the
+    delay), and a stamp that reads earlier than the one before it (the clocks' offset
+    jitters) waits for it instead of jumping the queue."""
     imp = ImpairedSocket(make_socket(("127.0.0.1", 0)),
                          Impairment(reorder=0.5, delay_s=1.0, seed=1))
-    now, offset, total = 100.0, 50.0, 0
-    for r in range(40):  # 40 receives of 100 held rows: past the first 1024 rows of room
-        room = imp.reserve(100, L)
-        room.rows[:] = numbered(total + 100)[total:]
-        room.due[:] = now + offset + 0.001 * r  # kernel stamps (realtime clock)
-        room.due[0] -= 1e-6 if r else 0.0  # jitter: earlier than the previous receive's
-        imp.commit(100, now + 1, offset)
-        total += 100
-    assert imp.held == total
-    assert imp.take_due(10_000, now + 0.5) is None  # nothing due before its delay
-    first = imp.take_due(250, now + 1.0105)  # receives 0..10 are due; at most 250 rows
-    assert first.due.size == 250 and (first.due <= now + 1.0105).all()
-    rest = imp.take_due(10_000, now + 1.0105)
-    assert rest.due.size == 11 * 100 - 250
-    ids = [h.rows[:, :4].copy().view(">u4").ravel() for h in (first, rest)]
-    assert np.concatenate(ids).tolist() == list(range(1100))
-    last = imp.take_due(10_000, now + 2)
-    assert last.rows[:, :4].copy().view(">u4").ravel().tolist() == list(range(1100, total))
-    assert (np.diff(last.due) >= 0).all() and not imp.held and imp.next_due() is None
+    b = BatchSocket(imp, L)
+    now, offset, first = 100.0, 50.0, 0
+
+    def receive(k, at, stamp=0.0):
+        imp.make_room(k, L)
+        got = _batchio.reorder(b.data, L, b.lens, b.ips, b.ports, b.stamps, k,
+                               b.data.shape[0], imp.upcoming, imp.state, imp.first, imp.rows,
+                               imp.lens, imp.ips, imp.ports, imp.due, 1.0, at, offset)
+        return ids(b.data[:got])
+
+    for r in range(40):  # 40 receives of 100 rows, ~50 held each: past 1024 rows of room
+        fill(b, first, 100, now + offset + 0.001 * r)
+        b.stamps[0] -= 1e-6 if r else 0.0  # jitter: earlier than the previous receive's
+        assert (np.diff(receive(100, now + 0.001 * r + 0.0005)) > 0).all()
+        first += 100
+    held = imp.held
+    assert held == imp.counts["reordered"] and 1500 < held < 2500
+    assert imp.next_due() == pytest.approx(now + 1.0)
+    assert not receive(0, now + 0.5).size  # nothing due before its delay
+    fill(b, first, 5, now + offset + 1.0)
+    early = receive(5, now + 1.0105)  # receives 0..10 are due (and the new ones kept)
+    new = early[early >= first]
+    assert new.size and (np.diff(new) > 0).all() and (early[:new.size] == new).all()
+    out = early[new.size:]
+    assert out.size and (out < 1100).all() and (np.diff(out) > 0).all()
+    out = np.concatenate([out, receive(0, now + 1.0105)])
+    assert out.size + imp.held == imp.counts["reordered"] and (out < 1100).all()
+    rest = receive(0, now + 3)
+    assert (np.diff(np.concatenate([out, rest[rest < first]])) > 0).all()
+    assert not imp.held and imp.next_due() is None
+
+
+def test_reorder_refuses_a_call_without_room():
+    """The C side trusts nothing: a queue or a list of held arrivals too short for the
+    receive is an error, not a write past an array."""
+    imp = ImpairedSocket(make_socket(("127.0.0.1", 0)), Impairment(reorder=0.5, seed=1))
+    b = BatchSocket(imp, L)
+    fill(b, 0, 100)
+    with pytest.raises(ValueError, match="no room"):  # no queue allocated yet
+        _batchio.reorder(b.data, L, b.lens, b.ips, b.ports, b.stamps, 100, b.data.shape[0],
+                         imp.upcoming, imp.state, imp.first, imp.rows, imp.lens, imp.ips,
+                         imp.ports, imp.due, 0.0, 1.0, 0.0)
+    imp.make_room(100, L)
+    with pytest.raises(ValueError, match="no room"):  # room for 100 rows only
+        _batchio.reorder(b.data, L, b.lens, b.ips, b.ports, b.stamps, 16_000,
+                         b.data.shape[0], imp.upcoming, imp.state, imp.first, imp.rows,
+                         imp.lens, imp.ips, imp.ports, imp.due, 0.0, 1.0, 0.0)

@@ -68,6 +68,10 @@ class ScriptedPs:
 
     def __init__(self):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:  # room for a whole window whatever net.core.rmem_max says (as root)
+            self.sock.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)  # SO_RCVBUFFORCE
+        except PermissionError:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.settimeout(5)
         self.worker = None
@@ -210,12 +214,54 @@ def test_a_spurious_resend_raises_the_timeout_to_cover_its_delay():
     assert est.srtt == 0.3 and est.rttvar == 0.15 and est.rto == pytest.approx(0.9)
 
 
-def test_auto_window_fits_every_workers_window_in_the_ps_queue():
+def test_auto_window_fills_the_ps_queue_within_the_slot_pool():
+    """As many chunks as every worker's window fits in the PS's queue, never more than the
+    slot pool (one stream's outstanding chunks never share a switch slot), never below 32."""
     from host_stack.ina.transport import PS_QUEUE, auto_window
 
-    assert auto_window(6) == TransportConfig.window
-    assert auto_window(64) * 64 <= PS_QUEUE
+    assert auto_window(6) == PS_QUEUE // 6 > TransportConfig.window
+    assert auto_window(6) * 6 <= PS_QUEUE and auto_window(64) * 64 <= PS_QUEUE
+    assert auto_window(2) == TransportConfig.pool_size  # the pool, not the queue, bounds it
+    assert auto_window(6, pool_size=512) == 512
     assert auto_window(10_000) == 32  # never below a useful window
+
+
+def test_before_the_first_result_at_most_the_initial_window_is_outstanding():
+    """A window larger than INITIAL_WINDOW opens only once the PS answered: the first burst
+    waits for every worker to start, and a whole shard sent so would leave the steady RTT
+    estimator without a sample all round."""
+    from host_stack.ina.transport import INITIAL_WINDOW
+
+    chunks, window = INITIAL_WINDOW + 200, INITIAL_WINDOW + 100
+    seen = []
+
+    def script(ps):
+        ps.sock.settimeout(0.5)
+        first = []
+        try:
+            while True:
+                first.append(ps.next().chunk)
+        except TimeoutError:
+            pass
+        seen.append(len(first))
+        ps.sock.settimeout(5)
+        ps.result(0)  # one answer opens the whole window: 100 more go at once
+        more = [ps.next().chunk for _ in range(100)]
+        seen.append(more)
+        for c in range(1, INITIAL_WINDOW + 100):
+            ps.result(c)
+        rest = [ps.next().chunk for _ in range(100)]
+        for c in range(INITIAL_WINDOW + 100, chunks):
+            ps.result(c)
+        seen.append(rest)
+
+    cfg = TransportConfig(n=N, window=window, timeout_s=1.0, min_timeout_s=1.0,
+                          max_timeout_s=1.0, max_retries=2)
+    out, c = exchange(script, chunks, cfg)
+    assert seen[0] == INITIAL_WINDOW
+    assert seen[1] == list(range(INITIAL_WINDOW, INITIAL_WINDOW + 100))
+    assert seen[2] == list(range(INITIAL_WINDOW + 100, chunks))
+    assert c["retx_sent"] == 0 and out[0].tolist() == [[7] * N] * chunks
 
 
 def test_a_stalled_tail_is_probed_a_few_chunks_per_stall_not_whole():

@@ -6,7 +6,8 @@
  * - recv():      recvmmsg into a (B, S) uint8 array, with lengths and IPv4 sources, GSO
  *                batches (UDP_GRO) split back into datagrams;
  * - aggregate(): the ChunkAggregator rules (host_stack/ina/aggregator.py documents them) over
- *                a batch of GRAD packets, in arrival order, on the aggregator's numpy state.
+ *                a batch of GRAD packets, in arrival order, on the aggregator's numpy state;
+ * - reorder():   an impaired socket's arrivals held back and delivered when due.
  * Arguments are numpy arrays passed through the buffer protocol; host_stack/ina/batchio.py
  * checks their dtypes and shapes, so this file only checks sizes.
  */
@@ -15,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stdint.h>
@@ -282,66 +284,105 @@ out:
     return result;
 }
 
-/* drop(buf, row_len, lens, ips, ports, stamps, k, positions[, out_buf, out_lens, out_ips,
- *      out_ports, out_stamps]) -> k - len(positions)
- * Removes rows ``positions`` (ascending, < k) of the first ``k`` received ones from buf,
- * lens, ips, ports and stamps, keeping the others' order: what recv() of an impaired socket
- * holds back leaves the batch with one pass over memory instead of a gather per array.  With
- * the out_* arrays (room for len(positions) rows each) the removed rows are copied there
- * first, in order: the held queue takes them without a gather per array either. */
-static PyObject *py_drop(PyObject *self, PyObject *args) {
-    PyObject *o[11] = {NULL};
-    Py_ssize_t row_len, k;
-    if (!PyArg_ParseTuple(args, "OnOOOOnO|OOOOO", &o[0], &row_len, &o[1], &o[2], &o[3], &o[4],
-                          &k, &o[5], &o[6], &o[7], &o[8], &o[9], &o[10]))
+/* reorder(buf, row_len, lens, ips, ports, stamps, k, limit, upcoming, state, first,
+ *         q_buf, q_lens, q_ips, q_ports, q_due, delay, now, offset) -> rows in buf
+ * The arrival side of an ImpairedSocket (host_stack/ina/impair.py) for one receive, in one
+ * pass and no Python per packet, so the instrument costs the processes it measures next to
+ * nothing, as netem's queue in the kernel would.  Of the ``k`` rows just received, those
+ * whose arrival number (counted over every row received) is one of upcoming[state[UP]:]
+ * (ascending) leave the batch, keeping the others' order, for the held queue's tail, each due
+ * ``delay`` after its kernel stamp (CLOCK_REALTIME, ``offset`` ahead of the monotonic ``now``;
+ * ``now`` where it has none or a later one), and never before the row ahead of it; then the
+ * queue's rows due by ``now`` follow the batch, oldest first, up to ``limit`` rows in all.
+ * state (int64): UP the next upcoming entry, RECEIVED rows received so far, HEAD and TAIL the
+ * held rows q_*[HEAD:TAIL], HELD rows held so far.  first[0] is set to when q[HEAD] is due
+ * (inf: nothing held).  The caller guarantees the room: upcoming's last entry is at least
+ * RECEIVED + k, and TAIL + k fits the queue. */
+enum { ST_UP, ST_RECEIVED, ST_HEAD, ST_TAIL, ST_HELD, N_STATE };
+
+static PyObject *py_reorder(PyObject *self, PyObject *args) {
+    PyObject *o[14];
+    Py_ssize_t row_len, k, limit;
+    double delay, now, offset;
+    if (!PyArg_ParseTuple(args, "OnOOOOnnOOOOOOOOddd", &o[0], &row_len, &o[1], &o[2], &o[3],
+                          &o[4], &k, &limit, &o[5], &o[6], &o[7], &o[8], &o[9], &o[10],
+                          &o[11], &o[12], &delay, &now, &offset))
         return NULL;
     Views v = {.held = 0};
     PyObject *result = NULL;
-    if (row_len <= 0 || k < 0) {
-        PyErr_SetString(PyExc_ValueError, "_batchio.drop: row_len > 0 and k >= 0");
+    if (row_len <= 0 || k < 0 || limit < k) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.reorder: row_len > 0 and 0 <= k <= limit");
         return NULL;
     }
-    if ((o[6] == NULL) != (o[10] == NULL)) {
-        PyErr_SetString(PyExc_ValueError, "_batchio.drop: give all five out arrays or none");
-        return NULL;
-    }
-    if (hold(&v, o[0], 1, k * row_len, "buf") < 0 || hold(&v, o[1], 1, k * 4, "lens") < 0 ||
-        hold(&v, o[2], 1, k * 4, "ips") < 0 || hold(&v, o[3], 1, k * 2, "ports") < 0 ||
+    if (hold(&v, o[0], 1, limit * row_len, "buf") < 0 || hold(&v, o[1], 1, limit * 4, "lens") < 0 ||
+        hold(&v, o[2], 1, limit * 4, "ips") < 0 || hold(&v, o[3], 1, limit * 2, "ports") < 0 ||
         hold(&v, o[4], 1, k * (Py_ssize_t)sizeof(double), "stamps") < 0 ||
-        hold(&v, o[5], 0, 0, "positions") < 0)
+        hold(&v, o[5], 0, 0, "upcoming") < 0 ||
+        hold(&v, o[6], 1, N_STATE * (Py_ssize_t)sizeof(int64_t), "state") < 0 ||
+        hold(&v, o[7], 1, (Py_ssize_t)sizeof(double), "first") < 0 ||
+        hold(&v, o[12], 1, 0, "q_due") < 0)
         goto out;
-    const int64_t *pos = v.b[5].buf;
-    Py_ssize_t m = v.b[5].len / (Py_ssize_t)sizeof(int64_t);
-    char *arr[5] = {v.b[0].buf, v.b[1].buf, v.b[2].buf, v.b[3].buf, v.b[4].buf};
-    Py_ssize_t size[5] = {row_len, 4, 4, 2, (Py_ssize_t)sizeof(double)};
-    for (Py_ssize_t j = 0; j < m; j++) {
-        if (pos[j] < 0 || pos[j] >= k || (j && pos[j] <= pos[j - 1])) {
-            PyErr_SetString(PyExc_ValueError, "_batchio.drop: positions ascending, in [0, k)");
-            goto out;
-        }
+    Py_ssize_t cap = v.b[8].len / (Py_ssize_t)sizeof(double);
+    if (hold(&v, o[8], 1, cap * row_len, "q_buf") < 0 || hold(&v, o[9], 1, cap * 4, "q_lens") < 0 ||
+        hold(&v, o[10], 1, cap * 4, "q_ips") < 0 || hold(&v, o[11], 1, cap * 2, "q_ports") < 0)
+        goto out;
+    char *buf = v.b[0].buf, *qbuf = v.b[9].buf;
+    int32_t *lens = v.b[1].buf, *qlens = v.b[10].buf;
+    uint32_t *ips = v.b[2].buf, *qips = v.b[11].buf;
+    uint16_t *ports = v.b[3].buf, *qports = v.b[12].buf;
+    const double *stamps = v.b[4].buf;
+    const int64_t *up = v.b[5].buf;
+    Py_ssize_t n_up = v.b[5].len / (Py_ssize_t)sizeof(int64_t);
+    int64_t *st = v.b[6].buf;
+    double *first = v.b[7].buf, *qdue = v.b[8].buf;
+    int64_t received = st[ST_RECEIVED], head = st[ST_HEAD], tail = st[ST_TAIL];
+    Py_ssize_t u = (Py_ssize_t)st[ST_UP];
+    if (head < 0 || tail < head || tail + k > cap || u < 0 || u > n_up ||
+        (k && (u == n_up || up[n_up - 1] < received + k))) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.reorder: no room (queue or upcoming)");
+        goto out;
     }
-    if (o[6] != NULL) {
-        static const char *names[5] = {"out_buf", "out_lens", "out_ips", "out_ports",
-                                       "out_stamps"};
-        for (int a = 0; a < 5; a++) {
-            if (hold(&v, o[6 + a], 1, m * size[a], names[a]) < 0) goto out;
-            char *dst = v.b[6 + a].buf;
-            for (Py_ssize_t j = 0; j < m; j++)
-                memcpy(dst + j * size[a], arr[a] + pos[j] * size[a], (size_t)size[a]);
+    /* hold: one pass over the batch, moving kept rows down over the held ones */
+    Py_ssize_t kept = 0;
+    double real_now = now + offset;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (u < n_up && up[u] == received + i) {
+            u++;
+            memcpy(qbuf + tail * row_len, buf + i * row_len, (size_t)row_len);
+            qlens[tail] = lens[i];
+            qips[tail] = ips[i];
+            qports[tail] = ports[i];
+            double at = stamps[i] > 0 && stamps[i] < real_now ? stamps[i] : real_now;
+            double due = at - offset + delay;
+            if (tail > head && due < qdue[tail - 1]) due = qdue[tail - 1];
+            qdue[tail++] = due;
+            st[ST_HELD]++;
+            continue;
         }
-    }
-    for (int a = 0; a < 5; a++) {
-        Py_ssize_t out = m ? pos[0] : k;
-        for (Py_ssize_t j = 0; j < m; j++) {
-            Py_ssize_t from = pos[j] + 1, to = j + 1 < m ? pos[j + 1] : k;
-            if (to > from) {
-                memmove(arr[a] + out * size[a], arr[a] + from * size[a],
-                        (size_t)((to - from) * size[a]));
-                out += to - from;
-            }
+        if (kept != i) {
+            memcpy(buf + kept * row_len, buf + i * row_len, (size_t)row_len);
+            lens[kept] = lens[i];
+            ips[kept] = ips[i];
+            ports[kept] = ports[i];
         }
+        kept++;
     }
-    result = PyLong_FromSsize_t(k - m);
+    /* deliver what is due, after what arrived with this receive */
+    while (head < tail && qdue[head] <= now && kept < limit) {
+        memcpy(buf + kept * row_len, qbuf + head * row_len, (size_t)row_len);
+        lens[kept] = qlens[head];
+        ips[kept] = qips[head];
+        ports[kept] = qports[head];
+        kept++;
+        head++;
+    }
+    if (head == tail) head = tail = 0;
+    st[ST_UP] = u;
+    st[ST_RECEIVED] = received + k;
+    st[ST_HEAD] = head;
+    st[ST_TAIL] = tail;
+    first[0] = head < tail ? qdue[head] : HUGE_VAL;
+    result = PyLong_FromSsize_t(kept);
 out:
     release(&v);
     return result;
@@ -451,7 +492,7 @@ static PyMethodDef methods[] = {
     {"send", py_send, METH_VARARGS, "sendmmsg rows[idx] to (ips, ports); (done, errors, errno)"},
     {"recv", py_recv, METH_VARARGS, "recvmmsg into rows of buf; datagrams received"},
     {"aggregate", py_aggregate, METH_VARARGS, "PS accept rules over a batch of GRAD packets"},
-    {"drop", py_drop, METH_VARARGS, "remove rows at ascending positions, keeping the order"},
+    {"reorder", py_reorder, METH_VARARGS, "hold arrivals back, deliver the held ones due"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -463,6 +504,7 @@ PyMODINIT_FUNC PyInit__batchio(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "MAX_VLEN", MAX_VLEN) < 0 ||
+        PyModule_AddIntConstant(m, "N_REORDER_STATE", N_STATE) < 0 ||
         PyModule_AddIntConstant(m, "N_COUNTERS", N_COUNTERS) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -26,7 +26,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from host_stack.ina.batchio import _batchio
+from host_stack.ina.native import _batchio
 
 
 class Verdict(StrEnum):

@@ -21,14 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from host_stack.ina.addresses import Address
-from host_stack.ina.impair import NONE, ImpairedSocket
-
-try:
-    from host_stack.ina import _batchio
-except ImportError as exc:  # no silent slow path: the transport needs the extension
-    raise ImportError(
-        "host_stack.ina._batchio (the INA transport's batched UDP I/O, C) is not built: run "
-        "./dev.sh setup, or .venv/bin/python setup.py build_ext --inplace") from exc
+from host_stack.ina.impair import ImpairedSocket
+from host_stack.ina.native import _batchio
 
 # Datagrams per UDP GSO message, used only towards 127.0.0.0/8: there no switch can be on the
 # path (a P4 switch reading frames off a veth would get one large GSO frame, not the
@@ -102,7 +96,9 @@ class BatchSocket:
         self.impaired = isinstance(sock, ImpairedSocket)
         # reordering alone leaves sends alone: no fates drawn, no per-row addresses built
         self.send_impaired = self.impaired and sock.imp.on_send
-        self.stamps = np.zeros(rows, dtype=np.float64) if self.impaired else None
+        # arrivals held back (reordering): kernel stamps, and the injector on every receive
+        self.reordering = self.impaired and bool(sock.imp.reorder)
+        self.stamps = np.zeros(rows, dtype=np.float64) if self.reordering else None
         if gso not in GSO_MODES:
             raise ValueError(f"gso={gso!r}: expected one of {', '.join(GSO_MODES)}")
         self.gso_everywhere = gso == "all"
@@ -122,12 +118,12 @@ class BatchSocket:
     def wait_limit(self, timeout: float) -> float:
         """``timeout``, shortened to when an ImpairedSocket's earliest held arrival is due, so
         a select() of that long wakes in time to deliver it."""
-        due = self.sock.next_due() if self.impaired else None
+        due = self.sock.next_due() if self.reordering else None
         return timeout if due is None else max(0.0, min(timeout, due - time.monotonic()))
 
     def has_due(self) -> bool:
         """Whether ``recv`` has held arrivals to deliver now (an ImpairedSocket's)."""
-        due = self.sock.next_due() if self.impaired else None
+        due = self.sock.next_due() if self.reordering else None
         return due is not None and due <= time.monotonic()
 
     def wait(self, timeout: float) -> bool:
@@ -169,7 +165,7 @@ class BatchSocket:
 
     def recv(self) -> int:
         """Receive what is waiting (up to one batch) without blocking; the count."""
-        if not self.impaired:
+        if not self.reordering:
             return _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
                                  self.ips, self.ports)
         k = _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
@@ -180,23 +176,14 @@ class BatchSocket:
         """Hold back the arrivals an ImpairedSocket picks among the ``k`` just received, and
         append the held ones now due; the count left in the rows."""
         imp = self.sock
-        late = imp.arrivals(k) if k else NONE
-        if late.size:
-            now = time.monotonic()
-            room = imp.reserve(late.size, self.row_len)
-            k = _batchio.drop(self.data, self.row_len, self.lens, self.ips, self.ports,
-                              self.stamps, k, late, room.rows, room.lens, room.ips,
-                              room.ports, room.due)
-            imp.commit(late.size, now, time.time() - now)
-        if imp.first_due > time.monotonic():
-            return k
-        h = imp.take_due(self.data.shape[0] - k)
-        if h is not None:  # after what arrived with this receive
-            m = h.due.size
-            self.data[k:k + m], self.lens[k:k + m] = h.rows, h.lens
-            self.ips[k:k + m], self.ports[k:k + m] = h.ips, h.ports
-            k += m
-        return k
+        now = time.monotonic()
+        if not k and imp.first[0] > now:
+            return 0
+        imp.make_room(k, self.row_len)
+        return _batchio.reorder(self.data, self.row_len, self.lens, self.ips, self.ports,
+                                self.stamps, k, self.data.shape[0], imp.upcoming, imp.state,
+                                imp.first, imp.rows, imp.lens, imp.ips, imp.ports, imp.due,
+                                imp.imp.delay_s, now, time.time() - now)
 
     def sendto(self, data: bytes, addr: Address) -> None:
         """One packet (control traffic); errors are the caller's to count."""

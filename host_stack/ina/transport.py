@@ -79,6 +79,13 @@ RETX_MIN_TIMEOUT = 2 * CLOCK_GRANULARITY  # least timeout of a resend (its answe
 # slower worker: every worker had passed the chunk when it was found lost)
 STEADY_RESENDS = 4  # resends of a chunk an SRTT apart before the timeout doubles
 TAIL_RESEND_RTTS = 2  # least RTTs a resend waits once the whole shard was sent (_retx_timeout)
+# chunks outstanding per PS before the round's first RESULT from it (TCP's initial window):
+# sent in one burst before any answer, they all wait for the slowest worker to start and queue
+# behind each other, so they time only the round-start estimator and leave the least RTT at
+# the burst's length; a whole shard sent so (a window as large as it) left the steady
+# estimator without a sample all round, and loss recovery at the tail waited 11-17 ms "least
+# RTTs" per resend (fig1, 100k values, 5% loss, duplication and reordering: 2x longer rounds)
+INITIAL_WINDOW = 1024
 PS_QUEUE = 16384  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
 # "user": a token bucket per PS stream here (host_stack/ina/pacing.py); "kernel": the host's
 # egress queue paces each stream (emulation/host_pacing.py), so the window goes out at once
@@ -99,7 +106,7 @@ class TransportConfig:
     """Knobs of the reliable transport; defaults suit loopback and small emulated networks."""
 
     n: int = wire.DEFAULT_N
-    window: int = 1024  # per PS; jobs take auto_window(workers)
+    window: int = 1024  # per PS; jobs take auto_window(workers, pool_size)
     gso: str = "loopback"  # where sends use UDP GSO (batchio.BatchSocket)
     timeout_s: float = 0.2  # first retransmission timeout, before any RTT sample
     min_timeout_s: float = 0.02
@@ -120,16 +127,22 @@ class TransportConfig:
                              "max_timeout_s")
 
 
-def auto_window(workers: int) -> int:
-    """Outstanding chunks per PS for a job of ``workers`` (when ``--window`` is not given).
+def auto_window(workers: int, pool_size: int = TransportConfig.pool_size) -> int:
+    """Outstanding chunks per PS for a job of ``workers`` (when ``--window`` is not given):
+    as many as every worker's window fits in the PS's receive buffer (batchio.SOCKET_BUFFER,
+    about PS_QUEUE datagrams, where an overflow is a loss), and no more than the job's slot
+    pool, so that one stream's outstanding chunks never share a switch slot.
 
-    Large, because each batch of RESULTs costs the worker and the PS a fixed amount of
-    Python whatever its size: on fig1 with 1M values a window of 64 took 5x the CPU per
-    round of a window of 1024 (README: transport).  Bounded so that every worker's window
-    fits the PS's receive buffer (batchio.SOCKET_BUFFER, about PS_QUEUE datagrams), where an
-    overflow is a loss.
+    Large, because the window is what absorbs the time a chunk waits for the slowest worker
+    and for a descheduled process on a loaded host: on fig1 with 1M values (6 workers,
+    2 cores) 2730 chunks instead of 1024 made unimpaired rounds about 10% shorter, and with
+    5% of packets held back 2 ms (every held chunk keeps its place in the window that much
+    longer) the rounds' ratio to unimpaired ones went from 1.25-1.34 to 1.15-1.23
+    (docs/performance.md).  And because each batch of RESULTs costs the worker and the PS a
+    fixed amount of Python whatever its size: a window of 64 took 5x the CPU per round of a
+    window of 1024.
     """
-    return max(32, min(TransportConfig.window, PS_QUEUE // max(1, workers)))
+    return max(32, min(PS_QUEUE // max(1, workers), pool_size))
 
 
 @dataclass(frozen=True)
@@ -433,7 +446,10 @@ class WorkerTransport:
 
     def _send_new(self, st: _PsRound, now: float) -> float:
         """Send the next chunks the window and the pacer allow; seconds until more may go."""
-        room = min(self.cfg.window - st.outstanding(), st.n_chunks - st.next_new)
+        # before the PS's first RESULT of the round at most INITIAL_WINDOW chunks: those
+        # wait for every worker to start and time only the round-start estimator
+        window = self.cfg.window if st.first_result else min(self.cfg.window, INITIAL_WINDOW)
+        room = min(window - st.outstanding(), st.n_chunks - st.next_new)
         if room <= 0:
             return self.cfg.max_timeout_s
         allowed = min(room, st.pacer.budget(self.frame, now))

@@ -222,7 +222,7 @@ def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
     n_values = model_size(args)
     # a service's version brings the slot pool of its lane on the switches
     pool = version.pool_size if version is not None else args.pool_size
-    window = auto_window(plan.workers) if args.window is None else args.window
+    window = auto_window(plan.workers, pool) if args.window is None else args.window
     config = TransportConfig(n=args.n, window=window, gso=args.gso, timeout_s=args.timeout,
                              max_retries=args.max_retries, pool_size=pool,
                              hello_timeout_s=args.hello_timeout, pacing=args.pacing)
