@@ -314,8 +314,9 @@ static PyObject *py_reorder(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "_batchio.reorder: row_len > 0 and 0 <= k <= limit");
         return NULL;
     }
-    if (hold(&v, o[0], 1, limit * row_len, "buf") < 0 || hold(&v, o[1], 1, limit * 4, "lens") < 0 ||
-        hold(&v, o[2], 1, limit * 4, "ips") < 0 || hold(&v, o[3], 1, limit * 2, "ports") < 0 ||
+    if (hold(&v, o[0], 1, limit * row_len, "buf") < 0 ||
+        hold(&v, o[1], 1, limit * 4, "lens") < 0 || hold(&v, o[2], 1, limit * 4, "ips") < 0 ||
+        hold(&v, o[3], 1, limit * 2, "ports") < 0 ||
         hold(&v, o[4], 1, k * (Py_ssize_t)sizeof(double), "stamps") < 0 ||
         hold(&v, o[5], 0, 0, "upcoming") < 0 ||
         hold(&v, o[6], 1, N_STATE * (Py_ssize_t)sizeof(int64_t), "state") < 0 ||
@@ -323,8 +324,9 @@ static PyObject *py_reorder(PyObject *self, PyObject *args) {
         hold(&v, o[12], 1, 0, "q_due") < 0)
         goto out;
     Py_ssize_t cap = v.b[8].len / (Py_ssize_t)sizeof(double);
-    if (hold(&v, o[8], 1, cap * row_len, "q_buf") < 0 || hold(&v, o[9], 1, cap * 4, "q_lens") < 0 ||
-        hold(&v, o[10], 1, cap * 4, "q_ips") < 0 || hold(&v, o[11], 1, cap * 2, "q_ports") < 0)
+    if (hold(&v, o[8], 1, cap * row_len, "q_buf") < 0 ||
+        hold(&v, o[9], 1, cap * 4, "q_lens") < 0 || hold(&v, o[10], 1, cap * 4, "q_ips") < 0 ||
+        hold(&v, o[11], 1, cap * 2, "q_ports") < 0)
         goto out;
     char *buf = v.b[0].buf, *qbuf = v.b[9].buf;
     int32_t *lens = v.b[1].buf, *qlens = v.b[10].buf;

@@ -136,12 +136,13 @@ class ImpairedSocket:
         all of them behind what is held (moved to the front, or into a larger queue)."""
         st = self.state
         end = int(st[RECEIVED]) + k
-        if self.upcoming[-1] < end:
-            left = [self.upcoming[st[UP]:]]
-            while left[-1].size == 0 or left[-1][-1] < end:
-                left.append(self._draw(int(self.upcoming[-1] if left[-1].size == 0
-                                            else left[-1][-1])))
-            self.upcoming = np.concatenate(left)
+        last = int(self.upcoming[-1])
+        if last < end:
+            parts = [self.upcoming[st[UP]:]]
+            while last < end:
+                parts.append(self._draw(last))
+                last = int(parts[-1][-1])
+            self.upcoming = np.concatenate(parts)
             st[UP] = 0
         head, tail = int(st[HEAD]), int(st[TAIL])
         if tail + k <= self.due.size:

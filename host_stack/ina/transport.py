@@ -2,11 +2,12 @@
 
 For every PS the worker sends the round's GRAD chunks (chunk index within that PS's shard,
 slot = chunk mod pool size, bitmap = its rank bit, count 1), keeps at most ``window`` chunks
-outstanding per PS, paces each PS's stream to its target rate (here, or with ``pacing="kernel"``
-the host's egress queue does: emulation/host_pacing.py), and waits for the RESULT of every
-chunk.  Everything moves in batches: new chunks, resends and RESULTs are numpy arrays
-handed to one sendmmsg/recvmmsg (host_stack/ina/batchio.py), and per-chunk state (send time,
-deadline, resends) is arrays, so no Python runs per packet.
+outstanding per PS (INITIAL_WINDOW until the PS's first RESULT of the round), paces each
+PS's stream to its target rate (here, or with ``pacing="kernel"`` the host's egress queue
+does: emulation/host_pacing.py), and waits for the RESULT of every chunk.  Everything moves
+in batches: new chunks, resends and RESULTs are numpy arrays handed to one sendmmsg/recvmmsg
+(host_stack/ina/batchio.py), and per-chunk state (send time, deadline, resends) is arrays,
+so no Python runs per packet.
 
 Loss recovery costs what is lost, not the round (SwitchML's and ATP's per-slot recovery;
 RACK-TLP, RFC 8985, for telling loss from reordering).  Workers send each PS's chunks in
