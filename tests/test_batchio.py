@@ -276,12 +276,8 @@ def test_held_queue_keeps_arrival_order_across_receives_and_growth():
     b = BatchSocket(imp, L)
     now, offset, first = 100.0, 50.0, 0
 
-    def receive(k, at, stamp=0.0):
-        imp.make_room(k, L)
-        got = _batchio.reorder(b.data, L, b.lens, b.ips, b.ports, b.stamps, k,
-                               b.data.shape[0], imp.upcoming, imp.state, imp.first, imp.rows,
-                               imp.lens, imp.ips, imp.ports, imp.due, 1.0, at, offset)
-        return ids(b.data[:got])
+    def receive(k, at):
+        return ids(b.data[:imp.arrive(b.data, b.lens, b.ips, b.ports, b.stamps, k, at, offset)])
 
     for r in range(40):  # 40 receives of 100 rows, ~50 held each: past 1024 rows of room
         fill(b, first, 100, now + offset + 0.001 * r)

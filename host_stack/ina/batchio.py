@@ -179,11 +179,8 @@ class BatchSocket:
         now = time.monotonic()
         if not k and imp.first[0] > now:
             return 0
-        imp.make_room(k, self.row_len)
-        return _batchio.reorder(self.data, self.row_len, self.lens, self.ips, self.ports,
-                                self.stamps, k, self.data.shape[0], imp.upcoming, imp.state,
-                                imp.first, imp.rows, imp.lens, imp.ips, imp.ports, imp.due,
-                                imp.imp.delay_s, now, time.time() - now)
+        return imp.arrive(self.data, self.lens, self.ips, self.ports, self.stamps, k, now,
+                          time.time() - now)
 
     def sendto(self, data: bytes, addr: Address) -> None:
         """One packet (control traffic); errors are the caller's to count."""

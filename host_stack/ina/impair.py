@@ -158,6 +158,16 @@ class ImpairedSocket:
         self.rows, self.lens, self.ips, self.ports, self.due = queue
         st[HEAD], st[TAIL] = 0, held
 
+    def arrive(self, rows: np.ndarray, lens: np.ndarray, ips: np.ndarray, ports: np.ndarray,
+               stamps: np.ndarray, k: int, now: float, offset: float) -> int:
+        """One receive of ``k`` rows into these arrays (room for ``len(rows)``): hold the
+        drawn ones back, append the held ones due at ``now`` (time.monotonic(); the kernel
+        stamps are ``offset`` ahead of it); the count of rows now in them."""
+        self.make_room(k, rows.shape[1])
+        return _batchio.reorder(rows, rows.shape[1], lens, ips, ports, stamps, k, rows.shape[0],
+                                self.upcoming, self.state, self.first, self.rows, self.lens,
+                                self.ips, self.ports, self.due, self.imp.delay_s, now, offset)
+
     def next_due(self) -> float | None:
         """When the earliest held packet is due (time.monotonic(); None: nothing held)."""
         first = float(self.first[0])
