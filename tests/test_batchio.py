@@ -316,3 +316,79 @@ def test_reorder_refuses_a_call_without_room():
         _batchio.reorder(b.data, L, b.lens, b.ips, b.ports, b.stamps, 16_000,
                          b.data.shape[0], imp.upcoming, imp.state, imp.first, imp.rows,
                          imp.lens, imp.ips, imp.ports, imp.due, 0.0, 1.0, 0.0)
+
+
+def ps_state(chunks, n):
+    """The arrays _batchio.results takes for one PS, as _PsRound keeps them."""
+    return (np.zeros(chunks, bool), np.zeros((chunks, n), np.int32), np.full(chunks, np.inf),
+            np.zeros(chunks, np.int32), np.arange(chunks, dtype=np.float64),
+            np.arange(chunks) < 2)
+
+
+def test_worker_results_take_the_usual_rows_and_leave_every_other_one():
+    n, job, rnd = 4, 7, 3
+    ps_ips = np.array([ipv4("10.0.0.1"), ipv4("10.0.0.2")], np.uint32)
+    ps_ports = np.array([5000, 6000], np.uint16)
+    states = (ps_state(8, n), ps_state(5, n))
+    states[0][0][5] = True  # chunk 5 of PS 0 already done
+    states[0][3][6] = 1  # chunk 6 of PS 0 was resent
+    # (source ip, port, type, flags, job, round, chunk, length); True: taken in C
+    rows = [
+        (0, 5000, wire.TYPE_RESULT, 0, job, rnd, 1, None, True),
+        (0, 5000, wire.TYPE_RESULT, wire.FLAG_AGGREGATED, job, rnd, 3, None, True),
+        (1, 6001, wire.TYPE_RESULT, 0, job, rnd, 4, None, True),  # PS 1's host, other port
+        (0, 5000, wire.TYPE_RESULT, 0, job, rnd, 1, None, False),  # a duplicate
+        (0, 5000, wire.TYPE_RESULT, wire.FLAG_RETX, job, rnd, 2, None, False),
+        (0, 5000, wire.TYPE_RESULT, 0, job + 1, rnd, 0, None, False),  # another job's
+        (0, 5000, wire.TYPE_RESULT, 0, job, rnd - 1, 0, None, False),  # a stale round
+        (0, 5000, wire.TYPE_RESULT, 0, job, rnd, 8, None, False),  # past the shard
+        (0, 5000, wire.TYPE_RESULT, 0, job, rnd, 5, None, False),  # done already
+        (0, 5000, wire.TYPE_RESULT, 0, job, rnd, 6, None, False),  # resent
+        (0, 5000, wire.TYPE_ACK, 0, job, rnd, 0, None, False),
+        (0, 5000, wire.TYPE_RESULT, 0, job, rnd, 0, 20, False),  # too short
+        (None, 5000, wire.TYPE_RESULT, 0, job, rnd, 0, None, False),  # unknown source
+        (0, 5000, wire.TYPE_RESULT, 0x80, job, rnd, 0, None, False),  # unknown flag
+        (0, 5000, wire.TYPE_RESULT, 0, job, rnd, 0, None, True),
+    ]
+    k, width = len(rows), wire.packet_len(n)
+    data = np.zeros((k, width), np.uint8)
+    lens = np.full(k, width, np.int32)
+    ips, ports = np.zeros(k, np.uint32), np.zeros(k, np.uint16)
+    for i, (src, port, typ, flags, j, r, chunk, length, _) in enumerate(rows):
+        hdr = wire.headers(1, typ, j, r, np.array([chunk]), np.array([0]), 1, flags)
+        data[i] = wire.pack_batch(hdr, np.array([[-i, i, 1 << 30, -(1 << 31)]]), n)[0]
+        lens[i] = length or width
+        ips[i] = ipv4("10.9.9.9") if src is None else ps_ips[src]
+        ports[i] = port
+    slow, stats = np.full(k, 7, np.uint8), np.zeros((2, _batchio.N_RESULT_STATS))
+    left = _batchio.results(data, width, k, lens, ips, ports, ps_ips, ps_ports, job, rnd, n,
+                            states, slow, stats)
+    assert slow.tolist() == [0 if row[-1] else 1 for row in rows]
+    assert left == int(slow.sum())
+    done0, results0, deadline0 = states[0][:3]
+    assert np.flatnonzero(done0).tolist() == [0, 1, 3, 5]
+    assert results0[1].tolist() == [0, 0, 1 << 30, -(1 << 31)]  # the first of the duplicates
+    assert results0[0].tolist() == [-14, 14, 1 << 30, -(1 << 31)]
+    assert np.isinf(deadline0[[0, 1, 3]]).all()
+    assert states[1][1][4].tolist() == [-2, 2, 1 << 30, -(1 << 31)]
+    # PS 0: chunks 0 and 1 were sent before the first RESULT (at 0 and 1), chunk 3 after (3)
+    assert stats[0].tolist() == [3, 3, 0.0, 1.0, 3.0, 3.0]
+    assert stats[1].tolist() == [1, 4, np.inf, -np.inf, 4.0, 4.0]
+
+
+def test_worker_results_name_arrays_that_do_not_fit():
+    n = 4
+    width = wire.packet_len(n)
+    data, lens = np.zeros((1, width), np.uint8), np.full(1, width, np.int32)
+    ips, ports = np.zeros(1, np.uint32), np.zeros(1, np.uint16)
+    good = ps_state(8, n)
+    short = (*good[:2], np.zeros(3), *good[3:])
+    args = (data, width, 1, lens, ips, ports, ips, ports, 1, 0, n)
+    out = (np.zeros(1, np.uint8), np.zeros((1, _batchio.N_RESULT_STATS)))
+    with pytest.raises(ValueError, match="states\\[0\\] do not match one chunk count"):
+        _batchio.results(*args, (short,), *out)
+    with pytest.raises(ValueError, match="not a tuple of 6 arrays"):
+        _batchio.results(*args, (good[:5],), *out)
+    with pytest.raises(ValueError, match="row_len"):
+        _batchio.results(data, width + 4, *args[2:], (good,), *out)
+    assert _batchio.results(*args, (good,), *out) == 1  # and a good call still works

@@ -7,7 +7,9 @@
  *                batches (UDP_GRO) split back into datagrams;
  * - aggregate(): the ChunkAggregator rules (host_stack/ina/aggregator.py documents them) over
  *                a batch of GRAD packets, in arrival order, on the aggregator's numpy state;
- * - reorder():   an impaired socket's arrivals held back and delivered when due.
+ * - reorder():   an impaired socket's arrivals held back and delivered when due;
+ * - results():   a worker's usual RESULTs (this round's, new, never resent) taken into the
+ *                state of the PS that sent them, the rest left to the transport's Python.
  * Arguments are numpy arrays passed through the buffer protocol; host_stack/ina/batchio.py
  * checks their dtypes and shapes, so this file only checks sizes.
  */
@@ -490,11 +492,155 @@ out:
     return PyLong_FromSsize_t(i);
 }
 
+/* results(rows, row_len, k, lens, ips, ports, ps_ips u32[P], ps_ports u16[P], job, round, n,
+ *         states, slow u8[k], stats f64[P, N_STATS]) -> rows left to the caller
+ * The worker's side of aggregate(): rows 0..k-1 of a receive, in arrival order.  A row is
+ * taken here when it is a RESULT of this job and round, of the right length, with no RETX
+ * or unknown flag, from a PS (its exact address, else the first PS at its host: a switch's
+ * copy keeps the PS's address), for a chunk of that PS's shard without a RESULT yet and never
+ * resent: its payload goes to results[chunk] in host order, done[chunk] = 1, deadline[chunk]
+ * = inf, and the PS's stats count it.  Every other row gets slow[i] = 1 for the transport to
+ * handle (counted, resent, spurious, control, another job's).  ``states`` holds one tuple per
+ * PS: (done u8[C], results i32[C, n], deadline f64[C], resends i32[C], sent_at f64[C],
+ * at_start u8[C]).  stats[p] = (chunks completed, highest of them, least and greatest send
+ * time of those sent before the round's first RESULT, least and greatest of the others),
+ * the times +-inf where none. */
+enum { S_COUNT, S_TOP, S_START_MIN, S_START_MAX, S_STEADY_MIN, S_STEADY_MAX, N_STATS };
+enum { P_DONE, P_RESULTS, P_DEADLINE, P_RESENDS, P_SENT_AT, P_AT_START, N_PS_ARRAYS };
+#define MAX_PS 64
+#define HEADER_LEN 24
+#define TYPE_RESULT 2
+#define FLAG_AGGREGATED 0x02
+
+typedef struct {
+    uint8_t *done, *at_start;
+    int32_t *results, *resends;
+    double *deadline, *sent_at;
+    Py_ssize_t chunks;
+} PsState;
+
+static PyObject *py_results(PyObject *self, PyObject *args) {
+    PyObject *o[8], *states;
+    Py_ssize_t row_len, k, n;
+    unsigned int job, round_;
+    if (!PyArg_ParseTuple(args, "OnnOOOOOIInO!OO", &o[0], &row_len, &k, &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &job, &round_, &n, &PyTuple_Type, &states, &o[6],
+                          &o[7]))
+        return NULL;
+    Py_ssize_t n_ps = PyTuple_GET_SIZE(states);
+    if (row_len != HEADER_LEN + 4 * n || k < 0 || n_ps > MAX_PS) {
+        PyErr_Format(PyExc_ValueError, "_batchio.results: row_len = %d + 4 n, k >= 0 and at "
+                     "most %d PSs", HEADER_LEN, MAX_PS);
+        return NULL;
+    }
+    Views v = {.held = 0};
+    Py_buffer ps_views[MAX_PS][N_PS_ARRAYS];
+    Py_ssize_t ps_held = 0, slow_rows = 0;
+    PsState ps[MAX_PS];
+    if (hold(&v, o[0], 0, k * row_len, "rows") < 0 || hold(&v, o[1], 0, k * 4, "lens") < 0 ||
+        hold(&v, o[2], 0, k * 4, "ips") < 0 || hold(&v, o[3], 0, k * 2, "ports") < 0 ||
+        hold(&v, o[4], 0, n_ps * 4, "ps_ips") < 0 || hold(&v, o[5], 0, n_ps * 2, "ps_ports") < 0 ||
+        hold(&v, o[6], 1, k, "slow") < 0 ||
+        hold(&v, o[7], 1, n_ps * N_STATS * (Py_ssize_t)sizeof(double), "stats") < 0)
+        goto out;
+    static const int widths[N_PS_ARRAYS] = {1, 4, 8, 4, 8, 1};
+    for (; ps_held < n_ps; ps_held++) {
+        PyObject *t = PyTuple_GET_ITEM(states, ps_held);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != N_PS_ARRAYS) {
+            PyErr_Format(PyExc_ValueError, "_batchio.results: states[%zd] is not a tuple of %d "
+                         "arrays", ps_held, N_PS_ARRAYS);
+            goto out;
+        }
+        Py_buffer *b = ps_views[ps_held];
+        int j = 0;
+        for (; j < N_PS_ARRAYS; j++)
+            if (get_buf(PyTuple_GET_ITEM(t, j), &b[j], j != P_RESENDS && j != P_SENT_AT &&
+                        j != P_AT_START, 0, "states") < 0)
+                break;
+        Py_ssize_t chunks = b[P_DONE].len;
+        int sized = j == N_PS_ARRAYS && b[P_RESULTS].len == chunks * n * 4;
+        for (int m = 2; sized && m < N_PS_ARRAYS; m++)
+            sized = b[m].len == chunks * widths[m];
+        if (j < N_PS_ARRAYS || !sized) {
+            while (j) PyBuffer_Release(&b[--j]);
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "_batchio.results: the arrays of states[%zd] "
+                             "do not match one chunk count", ps_held);
+            goto out;
+        }
+        ps[ps_held] = (PsState){.done = b[P_DONE].buf, .results = b[P_RESULTS].buf,
+                                .deadline = b[P_DEADLINE].buf, .resends = b[P_RESENDS].buf,
+                                .sent_at = b[P_SENT_AT].buf, .at_start = b[P_AT_START].buf,
+                                .chunks = chunks};
+    }
+    const uint8_t *rows = v.b[0].buf;
+    const int32_t *lens = v.b[1].buf;
+    const uint32_t *ips = v.b[2].buf, *ps_ips = v.b[4].buf;
+    const uint16_t *ports = v.b[3].buf, *ps_ports = v.b[5].buf;
+    uint8_t *slow = v.b[6].buf;
+    double *stats = v.b[7].buf;
+    for (Py_ssize_t p = 0; p < n_ps; p++) {
+        double *s = stats + p * N_STATS;
+        s[S_COUNT] = 0;
+        s[S_TOP] = -1;
+        s[S_START_MIN] = s[S_STEADY_MIN] = INFINITY;
+        s[S_START_MAX] = s[S_STEADY_MAX] = -INFINITY;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const uint8_t *r = rows + i * row_len;
+        uint16_t job_be;
+        uint32_t round_be, chunk_be;
+        memcpy(&job_be, r + 2, 2);
+        memcpy(&round_be, r + 4, 4);
+        memcpy(&chunk_be, r + 8, 4);
+        Py_ssize_t p = -1;
+        if (lens[i] == row_len && r[0] == TYPE_RESULT && (r[1] & ~FLAG_AGGREGATED) == 0 &&
+            ntohs(job_be) == job && ntohl(round_be) == round_) {
+            for (Py_ssize_t q = 0; q < n_ps && p < 0; q++)
+                if (ips[i] == ps_ips[q] && ports[i] == ps_ports[q]) p = q;
+            for (Py_ssize_t q = 0; q < n_ps && p < 0; q++)
+                if (ips[i] == ps_ips[q]) p = q;
+        }
+        uint32_t ch = ntohl(chunk_be);
+        if (p < 0 || ch >= ps[p].chunks || ps[p].done[ch] || ps[p].resends[ch]) {
+            slow[i] = 1;
+            slow_rows++;
+            continue;
+        }
+        slow[i] = 0;
+        PsState *st = &ps[p];
+        const uint8_t *payload = r + HEADER_LEN;
+        int32_t *out = st->results + (Py_ssize_t)ch * n;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            uint32_t w;
+            memcpy(&w, payload + 4 * j, 4);
+            out[j] = (int32_t)ntohl(w);
+        }
+        st->done[ch] = 1;
+        st->deadline[ch] = INFINITY;
+        double *s = stats + p * N_STATS, t = st->sent_at[ch];
+        int lo = st->at_start[ch] ? S_START_MIN : S_STEADY_MIN;
+        s[S_COUNT] += 1;
+        if (ch > s[S_TOP]) s[S_TOP] = ch;
+        if (t < s[lo]) s[lo] = t;
+        if (t > s[lo + 1]) s[lo + 1] = t;
+    }
+out:
+    while (ps_held) {
+        ps_held--;
+        for (int j = 0; j < N_PS_ARRAYS; j++) PyBuffer_Release(&ps_views[ps_held][j]);
+    }
+    release(&v);
+    if (PyErr_Occurred()) return NULL;
+    return PyLong_FromSsize_t(slow_rows);
+}
+
 static PyMethodDef methods[] = {
     {"send", py_send, METH_VARARGS, "sendmmsg rows[idx] to (ips, ports); (done, errors, errno)"},
     {"recv", py_recv, METH_VARARGS, "recvmmsg into rows of buf; datagrams received"},
     {"aggregate", py_aggregate, METH_VARARGS, "PS accept rules over a batch of GRAD packets"},
     {"reorder", py_reorder, METH_VARARGS, "hold arrivals back, deliver the held ones due"},
+    {"results", py_results, METH_VARARGS, "a worker's usual RESULTs into its PS states"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -507,7 +653,8 @@ PyMODINIT_FUNC PyInit__batchio(void) {
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "MAX_VLEN", MAX_VLEN) < 0 ||
         PyModule_AddIntConstant(m, "N_REORDER_STATE", N_STATE) < 0 ||
-        PyModule_AddIntConstant(m, "N_COUNTERS", N_COUNTERS) < 0) {
+        PyModule_AddIntConstant(m, "N_COUNTERS", N_COUNTERS) < 0 ||
+        PyModule_AddIntConstant(m, "N_RESULT_STATS", N_STATS) < 0) {
         Py_DECREF(m);
         return NULL;
     }
