@@ -392,3 +392,16 @@ def test_worker_results_name_arrays_that_do_not_fit():
     with pytest.raises(ValueError, match="row_len"):
         _batchio.results(data, width + 4, *args[2:], (good,), *out)
     assert _batchio.results(*args, (good,), *out) == 1  # and a good call still works
+
+
+def test_pass_over_marks_waiting_chunks_below_the_top_once():
+    done = np.array([1, 1, 0, 1, 0, 0, 1, 0], bool)
+    passed = np.full(8, np.inf)
+    passed[5] = 1.0  # passed before: keeps its time
+    assert _batchio.pass_over(done, passed, 0, 7, 2.0) == (2, 2)  # chunks 2 and 4
+    assert passed.tolist() == [np.inf, np.inf, 2.0, np.inf, 2.0, 1.0, np.inf, np.inf]
+    assert _batchio.pass_over(done, passed, 2, 7, 3.0) == (2, 0)  # nothing new
+    done[:] = True
+    assert _batchio.pass_over(done, passed, 2, 0, 0.0) == (8, 0)  # the low end moves only
+    with pytest.raises(ValueError, match="top <= 8 chunks"):
+        _batchio.pass_over(done, passed, 0, 9, 0.0)

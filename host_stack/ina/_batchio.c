@@ -9,7 +9,8 @@
  *                a batch of GRAD packets, in arrival order, on the aggregator's numpy state;
  * - reorder():   an impaired socket's arrivals held back and delivered when due;
  * - results():   a worker's usual RESULTs (this round's, new, never resent) taken into the
- *                state of the PS that sent them, the rest left to the transport's Python.
+ *                state of the PS that sent them, the rest left to the transport's Python;
+ * - pass_over(): a worker's chunks below a completed one marked as passed over (RACK).
  * Arguments are numpy arrays passed through the buffer protocol; host_stack/ina/batchio.py
  * checks their dtypes and shapes, so this file only checks sizes.
  */
@@ -635,12 +636,46 @@ out:
     return PyLong_FromSsize_t(slow_rows);
 }
 
+/* pass_over(done u8[C], passed_at f64[C], low, top, now) -> (low, marked)
+ * After chunks up to ``top`` completed: ``low`` moved past the done chunks at its front (the
+ * lowest chunk still waiting), and every chunk in [low, top) still waiting and not passed
+ * before gets passed_at = now; ``marked`` counts those.  One pass in C: under reordering a
+ * held chunk keeps ``low`` back, and this range is a thousand chunks at each receive. */
+static PyObject *py_pass_over(PyObject *self, PyObject *args) {
+    PyObject *o_done, *o_passed;
+    Py_ssize_t low, top, marked = 0;
+    double now;
+    if (!PyArg_ParseTuple(args, "OOnnd", &o_done, &o_passed, &low, &top, &now)) return NULL;
+    Views v = {.held = 0};
+    if (hold(&v, o_done, 0, 0, "done") < 0) return NULL;
+    Py_ssize_t chunks = v.b[0].len;
+    if (hold(&v, o_passed, 1, chunks * (Py_ssize_t)sizeof(double), "passed_at") < 0) goto out;
+    if (low < 0 || top > chunks) {
+        PyErr_Format(PyExc_ValueError, "_batchio.pass_over: expected 0 <= low and top <= %zd "
+                     "chunks", chunks);
+        goto out;
+    }
+    const uint8_t *done = v.b[0].buf;
+    double *passed = v.b[1].buf;
+    while (low < chunks && done[low]) low++;
+    for (Py_ssize_t i = low; i < top; i++)
+        if (!done[i] && passed[i] == INFINITY) {
+            passed[i] = now;
+            marked++;
+        }
+out:
+    release(&v);
+    if (PyErr_Occurred()) return NULL;
+    return Py_BuildValue("nn", low, marked);
+}
+
 static PyMethodDef methods[] = {
     {"send", py_send, METH_VARARGS, "sendmmsg rows[idx] to (ips, ports); (done, errors, errno)"},
     {"recv", py_recv, METH_VARARGS, "recvmmsg into rows of buf; datagrams received"},
     {"aggregate", py_aggregate, METH_VARARGS, "PS accept rules over a batch of GRAD packets"},
     {"reorder", py_reorder, METH_VARARGS, "hold arrivals back, deliver the held ones due"},
     {"results", py_results, METH_VARARGS, "a worker's usual RESULTs into its PS states"},
+    {"pass_over", py_pass_over, METH_VARARGS, "mark waiting chunks below a completed one"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -220,12 +220,7 @@ class _PsRound:
         return out
 
     def oldest_outstanding(self) -> int:
-        if self.low < self.next_new and self.done[self.low]:  # one pass, not one per chunk
-            sent = self.done[self.low:self.next_new]
-            first = int(sent.argmin())  # the first False, or 0 when all are done
-            self.low += first if not sent[first] else sent.size
-        while self.low < self.n_chunks and self.done[self.low]:
-            self.low += 1
+        self.low = _batchio.pass_over(self.done, self.passed_at, self.low, 0, 0.0)[0]
         return self.low
 
 
@@ -702,13 +697,9 @@ class WorkerTransport:
             st.max_gap = max(st.max_gap, now - st.last_done)
         st.last_done = now
         # what is left below the highest completed chunk was passed over now (RACK)
-        low = st.oldest_outstanding()
-        if top > low:
-            below = st.passed_at[low:top]
-            passing = ~st.done[low:top] & (below == np.inf)
-            if passing.any():
-                below[passing] = now
-                st.next_check = min(st.next_check, now + self.reorder.value(self.rtt.srtt))
+        st.low, passed = _batchio.pass_over(st.done, st.passed_at, st.low, top, now)
+        if passed:
+            st.next_check = min(st.next_check, now + self.reorder.value(self.rtt.srtt))
         # an answer may release gated chunks: at once, or when their window is over; once
         # all was sent, the tail is probed a stall after the last answer
         st.next_check = min(st.next_check, max(now, st.gated_due))
