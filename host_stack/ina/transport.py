@@ -595,7 +595,7 @@ class WorkerTransport:
                 idx = np.flatnonzero(self.slow[:k])
                 got += self._receive_rare(states, round_, self._classify(
                     io.data[idx], io.lens[idx], io.ips[idx], io.ports[idx]), now)
-            for st, (count, top, *times) in zip(states, stats, strict=True):
+            for st, (count, top, *times) in zip(states, stats.tolist(), strict=True):
                 if count:
                     got += int(count)
                     self._completed(st, now, int(count), int(top))
@@ -708,7 +708,7 @@ class WorkerTransport:
         st.max_done = max(st.max_done, top)
         self.counters["result_received"] += count
 
-    def _timed(self, st: _PsRound, now: float, times: list[float] | np.ndarray) -> None:
+    def _timed(self, st: _PsRound, now: float, times: list[float]) -> None:
         """RTT samples from chunks just completed by original sends only (Karn): ``times``
         is the least and greatest send time of those sent before the PS's first RESULT of
         the round (the round-start estimator's), then of the others (+-inf where none)."""
@@ -716,8 +716,8 @@ class WorkerTransport:
                                  (self.rtt, times[2], times[3])):
             if first <= last:
                 # max(0, ...): a kernel-paced frame's departure is an estimate
-                est.observe(max(0.0, now - float(first)), now)
-                self.reorder.observe_rtt(max(0.0, now - float(last)))
+                est.observe(max(0.0, now - first), now)
+                self.reorder.observe_rtt(max(0.0, now - last))
         st.first_result = True
 
     def _control(self, st: _PsRound, round_: int, hdr: np.void) -> None:
