@@ -650,14 +650,9 @@ class WorkerTransport:
         st.deadline[new] = np.inf
         self._completed(st, now, new.size, int(new.max()))
         # Karn: only RESULTs made of original sends (RETX clear) time them
-        untimed = (flags & wire.FLAG_RETX) != 0
-        timed = new[~untimed] if untimed.any() else new
-        if not timed.size:
-            st.first_result = True
-            return new.size
+        timed = new[(flags & wire.FLAG_RETX) == 0]
         # (a) no retransmission went into the sum: every RETX we sent for it was spurious
-        resent = st.resends[timed]
-        wasted = timed[resent > st.spurious[timed]] if resent.any() else timed[:0]
+        wasted = timed[st.resends[timed] > st.spurious[timed]]
         if wasted.size:
             c["retx_spurious"] += int((st.resends[wasted] - st.spurious[wasted]).sum())
             st.spurious[wasted] = st.resends[wasted]
