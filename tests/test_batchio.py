@@ -168,6 +168,15 @@ def ids(rows):
     return rows[:, :4].copy().view(">u4").ravel().astype(np.int64)
 
 
+def hold_back(b, k, now, offset=0.0):
+    """What recv() does with ``k`` rows it received through ``b``'s ImpairedSocket (the same
+    C code), at a time of the test's choosing: the count of rows out."""
+    imp = b.sock
+    imp.make_room(k, L)
+    return _batchio.reorder(b.data, L, b.lens, b.ips, b.ports, b.stamps, k, b.data.shape[0],
+                            imp.queue, imp.imp.delay_s, now, offset)
+
+
 def test_held_arrivals_follow_the_reordering_law_across_receives_of_any_size():
     """Which arrivals are held: each with probability ``reorder``, across receives of one
     packet to thousands (past the bulk draws' ends); the rest keep their order; the same for
@@ -178,7 +187,7 @@ def test_held_arrivals_follow_the_reordering_law_across_receives_of_any_size():
         b = BatchSocket(imp, L)
         first, kept = 0, []
         for k in [1, 3, 16_000, 0, 700, 1, 9_000] * 20:
-            got = b._reorder_arrivals(fill(b, first, k))
+            got = hold_back(b, fill(b, first, k), time.monotonic())
             kept.append(ids(b.data[:got]))
             first += k
         imp.sock.close()
@@ -277,7 +286,7 @@ def test_held_queue_keeps_arrival_order_across_receives_and_growth():
     now, offset, first = 100.0, 50.0, 0
 
     def receive(k, at):
-        return ids(b.data[:imp.arrive(b.data, b.lens, b.ips, b.ports, b.stamps, k, at, offset)])
+        return ids(b.data[:hold_back(b, k, at, offset)])
 
     for r in range(40):  # 40 receives of 100 rows, ~50 held each: past 1024 rows of room
         fill(b, first, 100, now + offset + 0.001 * r)
@@ -298,24 +307,35 @@ def test_held_queue_keeps_arrival_order_across_receives_and_growth():
     assert out.size + imp.held == imp.counts["reordered"] and (out < 1100).all()
     rest = receive(0, now + 3)
     assert (np.diff(np.concatenate([out, rest[rest < first]])) > 0).all()
-    assert not imp.held and imp.next_due() is None
+    assert not imp.held and imp.next_due() == np.inf
 
 
 def test_reorder_refuses_a_call_without_room():
     """The C side trusts nothing: a queue or a list of held arrivals too short for the
-    receive is an error, not a write past an array."""
+    receive is an error for reorder(), and recv() takes nothing from the socket until the
+    caller made room (-1), so no arrival is lost or written past an array."""
     imp = ImpairedSocket(make_socket(("127.0.0.1", 0)), Impairment(reorder=0.5, seed=1))
     b = BatchSocket(imp, L)
     fill(b, 0, 100)
     with pytest.raises(ValueError, match="no room"):  # no queue allocated yet
         _batchio.reorder(b.data, L, b.lens, b.ips, b.ports, b.stamps, 100, b.data.shape[0],
-                         imp.upcoming, imp.state, imp.first, imp.rows, imp.lens, imp.ips,
-                         imp.ports, imp.due, 0.0, 1.0, 0.0)
+                         imp.queue, 0.0, 1.0, 0.0)
     imp.make_room(100, L)
     with pytest.raises(ValueError, match="no room"):  # room for 100 rows only
         _batchio.reorder(b.data, L, b.lens, b.ips, b.ports, b.stamps, 16_000,
-                         b.data.shape[0], imp.upcoming, imp.state, imp.first, imp.rows,
-                         imp.lens, imp.ips, imp.ports, imp.due, 0.0, 1.0, 0.0)
+                         b.data.shape[0], imp.queue, 0.0, 1.0, 0.0)
+    _, tx, _ = pair()
+    host, port = imp.sock.getsockname()
+    tx.send(numbered(10), np.arange(10), np.array([ipv4(host)], np.uint32),
+            np.array([port], np.uint16))
+    args = (b.fd, b.data, L, GSO_SEGMENTS, b.lens, b.ips, b.ports, b.stamps)
+    assert _batchio.recv(*args, imp.queue, 0.0) == -1  # room for 100 of 16384 rows
+    with pytest.raises(ValueError, match="needs stamps"):
+        _batchio.recv(*args[:-1], None, imp.queue, 0.0)
+    with pytest.raises(TypeError, match="queue is"):
+        _batchio.recv(*args, imp.queue[:3], 0.0)
+    got, _, _ = drain(b, 10)  # recv() makes the room: nothing was taken before
+    assert len(got) + imp.held == 10
 
 
 def ps_state(chunks, n):

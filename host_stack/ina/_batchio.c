@@ -7,7 +7,8 @@
  *                batches (UDP_GRO) split back into datagrams;
  * - aggregate(): the ChunkAggregator rules (host_stack/ina/aggregator.py documents them) over
  *                a batch of GRAD packets, in arrival order, on the aggregator's numpy state;
- * - reorder():   an impaired socket's arrivals held back and delivered when due;
+ * - recv() with an impaired socket's queue, and reorder(): its arrivals held back and
+ *                delivered when due;
  * - results():   a worker's usual RESULTs (this round's, new, never resent) taken into the
  *                state of the PS that sent them, the rest left to the transport's Python;
  * - pass_over(): a worker's chunks below a completed one marked as passed over (RACK).
@@ -52,7 +53,7 @@ static int get_buf(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t min_
 
 /* The buffers one call holds, released together however the call ends. */
 typedef struct {
-    Py_buffer b[14];
+    Py_buffer b[16];
     int held;
 } Views;
 
@@ -178,41 +179,17 @@ out:
     return result;
 }
 
-/* recv(fd, buf, row_len, segs, lens, ips, ports[, stamps]) -> count
- * Receives what is waiting without blocking, into rows of ``row_len`` bytes of ``buf``, its
- * datagrams' lengths in lens[] and sources in ips[]/ports[] (host order), in arrival order;
- * the count of datagrams.  With ``stamps`` (float64 per row) on a socket with SO_TIMESTAMPNS,
- * each datagram's kernel arrival time (CLOCK_REALTIME seconds; 0 where none came).  Message j of one recvmmsg gets rows [j segs, (j+1) segs): a socket
- * with UDP_GRO may be handed a GSO batch of up to ``segs`` equal datagrams as one message,
- * which is split back into rows here (then moved down so the rows are contiguous).  A
- * datagram longer than ``row_len`` reports row_len + 1; one of a GSO batch whose size is not
- * row_len reports that size: callers reject both. */
-static PyObject *py_recv(PyObject *self, PyObject *args) {
-    int fd, segs;
-    Py_ssize_t row_len;
-    PyObject *o_buf, *o_lens, *o_ips, *o_ports, *o_stamps = NULL;
-    if (!PyArg_ParseTuple(args, "iOniOOO|O", &fd, &o_buf, &row_len, &segs, &o_lens, &o_ips,
-                          &o_ports, &o_stamps))
-        return NULL;
-    Views v = {.held = 0};
-    PyObject *result = NULL;
-    if (hold(&v, o_lens, 1, 4, "lens") < 0) return NULL;
-    Py_ssize_t rows = v.b[0].len / 4;
-    if (segs < 1) segs = 1;
-    Py_ssize_t want = rows / segs;
-    if (want > MAX_VLEN) want = MAX_VLEN;
-    if (row_len <= 0 || want < 1) {
-        PyErr_SetString(PyExc_ValueError, "_batchio.recv: row_len > 0 and segs <= len(lens)");
-        goto out;
-    }
-    if (hold(&v, o_buf, 1, rows * row_len, "buf") < 0 ||
-        hold(&v, o_ips, 1, rows * 4, "ips") < 0 || hold(&v, o_ports, 1, rows * 2, "ports") < 0)
-        goto out;
-    if (o_stamps != NULL && o_stamps != Py_None &&
-        hold(&v, o_stamps, 1, rows * (Py_ssize_t)sizeof(double), "stamps") < 0)
-        goto out;
-    Py_buffer *lens = &v.b[0], *buf = &v.b[1], *ips = &v.b[2], *ports = &v.b[3];
-    double *stamp = v.held > 4 ? v.b[4].buf : NULL;
+/* The rows of one receive: recvmmsg into rows of ``row_len`` bytes of ``base`` (room for
+ * ``want`` messages of ``segs`` rows), lengths, IPv4 sources (host order) and, where
+ * ``stamp`` is given, kernel arrival times; the count of rows, or -1 with ``*err`` set.
+ * Message j gets rows [j segs, (j+1) segs): a socket with UDP_GRO may be handed a GSO batch
+ * of up to ``segs`` equal datagrams as one message, which is split back into rows here (then
+ * moved down so the rows are contiguous).  A datagram longer than ``row_len`` reports
+ * row_len + 1; one of a GSO batch whose size is not row_len reports that size: callers
+ * reject both.  Runs without the GIL. */
+static Py_ssize_t recv_rows(int fd, char *base, Py_ssize_t row_len, int segs, Py_ssize_t want,
+                            int32_t *ln, uint32_t *ip, uint16_t *port, double *stamp,
+                            int *err) {
     struct mmsghdr msgs[MAX_VLEN];
     struct iovec iov[MAX_VLEN];
     struct sockaddr_in src[MAX_VLEN];
@@ -220,7 +197,6 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
         char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
         struct cmsghdr align;
     } ctl[MAX_VLEN];
-    char *base = buf->buf;
     for (Py_ssize_t j = 0; j < want; j++) {
         iov[j].iov_base = base + j * segs * row_len;
         iov[j].iov_len = (size_t)(segs * row_len);
@@ -232,22 +208,15 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
         msgs[j].msg_hdr.msg_control = ctl[j].buf;
         msgs[j].msg_hdr.msg_controllen = sizeof ctl[j].buf;
     }
-    int got, err = 0;
-    Py_BEGIN_ALLOW_THREADS
+    int got;
     do {
         got = recvmmsg(fd, msgs, (unsigned)want, MSG_DONTWAIT, NULL);
     } while (got < 0 && errno == EINTR);
-    if (got < 0) err = errno;
-    Py_END_ALLOW_THREADS
-    if (got < 0 && (err == EAGAIN || err == EWOULDBLOCK)) got = 0;
     if (got < 0) {
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
-        goto out;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+        *err = errno;
+        return -1;
     }
-    int32_t *ln = lens->buf;
-    uint32_t *ip = ips->buf;
-    uint16_t *port = ports->buf;
     Py_ssize_t out = 0;
     for (int j = 0; j < got; j++) {
         struct msghdr *h = &msgs[j].msg_hdr;
@@ -281,86 +250,95 @@ static PyObject *py_recv(PyObject *self, PyObject *args) {
         }
         out += n;
     }
-    result = PyLong_FromSsize_t(out);
-out:
-    release(&v);
-    return result;
+    return out;
 }
 
-/* reorder(buf, row_len, lens, ips, ports, stamps, k, limit, upcoming, state, first,
- *         q_buf, q_lens, q_ips, q_ports, q_due, delay, now, offset) -> rows in buf
- * The arrival side of an ImpairedSocket (host_stack/ina/impair.py) for one receive, in one
- * pass and no Python per packet, so the instrument costs the processes it measures next to
- * nothing, as netem's queue in the kernel would.  Of the ``k`` rows just received, those
- * whose arrival number (counted over every row received) is one of upcoming[state[UP]:]
- * (ascending) leave the batch, keeping the others' order, for the held queue's tail, each due
- * ``delay`` after its kernel stamp (CLOCK_REALTIME, ``offset`` ahead of the monotonic ``now``;
- * ``now`` where it has none or a later one), and never before the row ahead of it; then the
- * queue's rows due by ``now`` follow the batch, oldest first, up to ``limit`` rows in all.
+/* An impaired socket's held arrivals (host_stack/ina/impair.py): the arrays of its
+ * ``queue`` tuple, (upcoming, state, first, q_buf, q_lens, q_ips, q_ports, q_due).
  * state (int64): UP the next upcoming entry, RECEIVED rows received so far, HEAD and TAIL the
- * held rows q_*[HEAD:TAIL], HELD rows held so far.  first[0] is set to when q[HEAD] is due
- * (inf: nothing held).  The caller guarantees the room: upcoming's last entry is at least
- * RECEIVED + k, and TAIL + k fits the queue. */
+ * held rows q_*[HEAD:TAIL], HELD rows held so far.  first[0] is when q[HEAD] is due (inf:
+ * nothing held). */
 enum { ST_UP, ST_RECEIVED, ST_HEAD, ST_TAIL, ST_HELD, N_STATE };
 
-static PyObject *py_reorder(PyObject *self, PyObject *args) {
-    PyObject *o[14];
-    Py_ssize_t row_len, k, limit;
-    double delay, now, offset;
-    if (!PyArg_ParseTuple(args, "OnOOOOnnOOOOOOOOddd", &o[0], &row_len, &o[1], &o[2], &o[3],
-                          &o[4], &k, &limit, &o[5], &o[6], &o[7], &o[8], &o[9], &o[10],
-                          &o[11], &o[12], &delay, &now, &offset))
-        return NULL;
-    Views v = {.held = 0};
-    PyObject *result = NULL;
-    if (row_len <= 0 || k < 0 || limit < k) {
-        PyErr_SetString(PyExc_ValueError, "_batchio.reorder: row_len > 0 and 0 <= k <= limit");
-        return NULL;
-    }
-    if (hold(&v, o[0], 1, limit * row_len, "buf") < 0 ||
-        hold(&v, o[1], 1, limit * 4, "lens") < 0 || hold(&v, o[2], 1, limit * 4, "ips") < 0 ||
-        hold(&v, o[3], 1, limit * 2, "ports") < 0 ||
-        hold(&v, o[4], 1, k * (Py_ssize_t)sizeof(double), "stamps") < 0 ||
-        hold(&v, o[5], 0, 0, "upcoming") < 0 ||
-        hold(&v, o[6], 1, N_STATE * (Py_ssize_t)sizeof(int64_t), "state") < 0 ||
-        hold(&v, o[7], 1, (Py_ssize_t)sizeof(double), "first") < 0 ||
-        hold(&v, o[12], 1, 0, "q_due") < 0)
-        goto out;
-    Py_ssize_t cap = v.b[8].len / (Py_ssize_t)sizeof(double);
-    if (hold(&v, o[8], 1, cap * row_len, "q_buf") < 0 ||
-        hold(&v, o[9], 1, cap * 4, "q_lens") < 0 || hold(&v, o[10], 1, cap * 4, "q_ips") < 0 ||
-        hold(&v, o[11], 1, cap * 2, "q_ports") < 0)
-        goto out;
-    char *buf = v.b[0].buf, *qbuf = v.b[9].buf;
-    int32_t *lens = v.b[1].buf, *qlens = v.b[10].buf;
-    uint32_t *ips = v.b[2].buf, *qips = v.b[11].buf;
-    uint16_t *ports = v.b[3].buf, *qports = v.b[12].buf;
-    const double *stamps = v.b[4].buf;
-    const int64_t *up = v.b[5].buf;
-    Py_ssize_t n_up = v.b[5].len / (Py_ssize_t)sizeof(int64_t);
-    int64_t *st = v.b[6].buf;
-    double *first = v.b[7].buf, *qdue = v.b[8].buf;
-    int64_t received = st[ST_RECEIVED], head = st[ST_HEAD], tail = st[ST_TAIL];
+typedef struct {
+    const int64_t *up;
+    Py_ssize_t n_up, cap;
+    int64_t *st;
+    double *first, *due;
+    char *buf;
+    int32_t *lens;
+    uint32_t *ips;
+    uint16_t *ports;
+} Held;
+
+/* Holds the queue's 8 arrays in ``v`` (rows of ``row_len`` bytes); -1 with an error set. */
+static int hold_queue(Views *v, PyObject *queue, Py_ssize_t row_len, Held *q) {
+    PyObject *o[8];
+    if (!PyArg_ParseTuple(queue, "OOOOOOOO;_batchio: queue is (upcoming, state, first, "
+                          "q_buf, q_lens, q_ips, q_ports, q_due)", &o[0], &o[1], &o[2],
+                          &o[3], &o[4], &o[5], &o[6], &o[7]))
+        return -1;
+    int at = v->held;
+    if (hold(v, o[0], 0, 0, "upcoming") < 0 ||
+        hold(v, o[1], 1, N_STATE * (Py_ssize_t)sizeof(int64_t), "state") < 0 ||
+        hold(v, o[2], 1, (Py_ssize_t)sizeof(double), "first") < 0 ||
+        hold(v, o[7], 1, 0, "q_due") < 0)
+        return -1;
+    q->cap = v->b[at + 3].len / (Py_ssize_t)sizeof(double);
+    if (hold(v, o[3], 1, q->cap * row_len, "q_buf") < 0 ||
+        hold(v, o[4], 1, q->cap * 4, "q_lens") < 0 ||
+        hold(v, o[5], 1, q->cap * 4, "q_ips") < 0 ||
+        hold(v, o[6], 1, q->cap * 2, "q_ports") < 0)
+        return -1;
+    q->up = v->b[at].buf;
+    q->n_up = v->b[at].len / (Py_ssize_t)sizeof(int64_t);
+    q->st = v->b[at + 1].buf;
+    q->first = v->b[at + 2].buf;
+    q->due = v->b[at + 3].buf;
+    q->buf = v->b[at + 4].buf;
+    q->lens = v->b[at + 5].buf;
+    q->ips = v->b[at + 6].buf;
+    q->ports = v->b[at + 7].buf;
+    return 0;
+}
+
+/* Whether the queue has room for a receive of ``k`` rows: upcoming's last entry is at least
+ * RECEIVED + k (each row's fate is drawn), and TAIL + k fits the queue. */
+static int has_room(const Held *q, Py_ssize_t k) {
+    const int64_t *st = q->st;
     Py_ssize_t u = (Py_ssize_t)st[ST_UP];
-    if (head < 0 || tail < head || tail + k > cap || u < 0 || u > n_up ||
-        (k && (u == n_up || up[n_up - 1] < received + k))) {
-        PyErr_SetString(PyExc_ValueError, "_batchio.reorder: no room (queue or upcoming)");
-        goto out;
-    }
-    /* hold: one pass over the batch, moving kept rows down over the held ones */
-    Py_ssize_t kept = 0;
+    return st[ST_HEAD] >= 0 && st[ST_TAIL] >= st[ST_HEAD] && st[ST_TAIL] + k <= q->cap &&
+           u >= 0 && u <= q->n_up &&
+           (!k || (u < q->n_up && q->up[q->n_up - 1] >= st[ST_RECEIVED] + k));
+}
+
+/* Of the ``k`` rows just received into buf/lens/ips/ports, those whose arrival number
+ * (counted over every row received) is one of upcoming[state[UP]:] (ascending) leave the
+ * batch, keeping the others' order, for the queue's tail, each due ``delay`` after its
+ * kernel stamp (CLOCK_REALTIME, ``offset`` ahead of the monotonic ``now``; ``now`` where it
+ * has none or a later one), and never before the row ahead of it; then the queue's rows due
+ * by ``now`` follow the batch, oldest first, up to ``limit`` rows in all.  The count of rows
+ * now in buf.  One pass and no Python per packet, so the instrument costs the processes it
+ * measures next to nothing, as netem's queue in the kernel would.  Needs has_room(q, k). */
+static Py_ssize_t hold_back(Held *q, char *buf, Py_ssize_t row_len, int32_t *lens,
+                            uint32_t *ips, uint16_t *ports, const double *stamps,
+                            Py_ssize_t k, Py_ssize_t limit, double delay, double now,
+                            double offset) {
+    int64_t *st = q->st;
+    int64_t received = st[ST_RECEIVED], head = st[ST_HEAD], tail = st[ST_TAIL];
+    Py_ssize_t u = (Py_ssize_t)st[ST_UP], kept = 0;
     double real_now = now + offset;
     for (Py_ssize_t i = 0; i < k; i++) {
-        if (u < n_up && up[u] == received + i) {
+        if (u < q->n_up && q->up[u] == received + i) {
             u++;
-            memcpy(qbuf + tail * row_len, buf + i * row_len, (size_t)row_len);
-            qlens[tail] = lens[i];
-            qips[tail] = ips[i];
-            qports[tail] = ports[i];
+            memcpy(q->buf + tail * row_len, buf + i * row_len, (size_t)row_len);
+            q->lens[tail] = lens[i];
+            q->ips[tail] = ips[i];
+            q->ports[tail] = ports[i];
             double at = stamps[i] > 0 && stamps[i] < real_now ? stamps[i] : real_now;
             double due = at - offset + delay;
-            if (tail > head && due < qdue[tail - 1]) due = qdue[tail - 1];
-            qdue[tail++] = due;
+            if (tail > head && due < q->due[tail - 1]) due = q->due[tail - 1];
+            q->due[tail++] = due;
             st[ST_HELD]++;
             continue;
         }
@@ -372,12 +350,11 @@ static PyObject *py_reorder(PyObject *self, PyObject *args) {
         }
         kept++;
     }
-    /* deliver what is due, after what arrived with this receive */
-    while (head < tail && qdue[head] <= now && kept < limit) {
-        memcpy(buf + kept * row_len, qbuf + head * row_len, (size_t)row_len);
-        lens[kept] = qlens[head];
-        ips[kept] = qips[head];
-        ports[kept] = qports[head];
+    while (head < tail && q->due[head] <= now && kept < limit) {
+        memcpy(buf + kept * row_len, q->buf + head * row_len, (size_t)row_len);
+        lens[kept] = q->lens[head];
+        ips[kept] = q->ips[head];
+        ports[kept] = q->ports[head];
         kept++;
         head++;
     }
@@ -386,8 +363,122 @@ static PyObject *py_reorder(PyObject *self, PyObject *args) {
     st[ST_RECEIVED] = received + k;
     st[ST_HEAD] = head;
     st[ST_TAIL] = tail;
-    first[0] = head < tail ? qdue[head] : HUGE_VAL;
-    result = PyLong_FromSsize_t(kept);
+    q->first[0] = head < tail ? q->due[head] : HUGE_VAL;
+    return kept;
+}
+
+static double clock_s(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* recv(fd, buf, row_len, segs, lens, ips, ports[, stamps[, queue, delay]]) -> count
+ * Receives what is waiting without blocking, into rows of ``row_len`` bytes of ``buf``, its
+ * datagrams' lengths in lens[] and sources in ips[]/ports[] (host order), in arrival order
+ * (recv_rows); the count of datagrams.  With ``stamps`` (float64 per row) on a socket with
+ * SO_TIMESTAMPNS, each datagram's kernel arrival time (CLOCK_REALTIME seconds; 0 where none
+ * came).  With an impaired socket's ``queue`` too (hold_queue), its arrivals are held back
+ * ``delay`` seconds and the held ones due now delivered after them (hold_back), in the same
+ * call: -1, before anything is received, where the queue has no room for a whole receive
+ * (the caller makes room and calls again). */
+static PyObject *py_recv(PyObject *self, PyObject *args) {
+    int fd, segs;
+    Py_ssize_t row_len;
+    double delay = 0.0;
+    PyObject *o_buf, *o_lens, *o_ips, *o_ports, *o_stamps = NULL, *o_queue = NULL;
+    if (!PyArg_ParseTuple(args, "iOniOOO|OOd", &fd, &o_buf, &row_len, &segs, &o_lens, &o_ips,
+                          &o_ports, &o_stamps, &o_queue, &delay))
+        return NULL;
+    Views v = {.held = 0};
+    PyObject *result = NULL;
+    if (hold(&v, o_lens, 1, 4, "lens") < 0) return NULL;
+    Py_ssize_t rows = v.b[0].len / 4;
+    if (segs < 1) segs = 1;
+    Py_ssize_t want = rows / segs;
+    if (want > MAX_VLEN) want = MAX_VLEN;
+    if (row_len <= 0 || want < 1) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.recv: row_len > 0 and segs <= len(lens)");
+        goto out;
+    }
+    if (hold(&v, o_buf, 1, rows * row_len, "buf") < 0 ||
+        hold(&v, o_ips, 1, rows * 4, "ips") < 0 || hold(&v, o_ports, 1, rows * 2, "ports") < 0)
+        goto out;
+    int stamped = o_stamps != NULL && o_stamps != Py_None;
+    if (stamped && hold(&v, o_stamps, 1, rows * (Py_ssize_t)sizeof(double), "stamps") < 0)
+        goto out;
+    Held q;
+    int held = o_queue != NULL && o_queue != Py_None;
+    if (held && !stamped) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.recv: a queue needs stamps");
+        goto out;
+    }
+    if (held && hold_queue(&v, o_queue, row_len, &q) < 0) goto out;
+    double now = 0.0;
+    if (held) {
+        if (!has_room(&q, want * segs)) {
+            result = PyLong_FromLong(-1);
+            goto out;
+        }
+        now = clock_s(CLOCK_MONOTONIC);
+    }
+    char *base = v.b[1].buf;
+    int32_t *ln = v.b[0].buf;
+    uint32_t *ip = v.b[2].buf;
+    uint16_t *port = v.b[3].buf;
+    double *stamp = stamped ? v.b[4].buf : NULL;
+    int err = 0;
+    Py_ssize_t got;
+    Py_BEGIN_ALLOW_THREADS
+    got = recv_rows(fd, base, row_len, segs, want, ln, ip, port, stamp, &err);
+    Py_END_ALLOW_THREADS
+    if (got < 0) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        goto out;
+    }
+    if (held && (got || q.first[0] <= now))
+        got = hold_back(&q, base, row_len, ln, ip, port, stamp, got, rows, delay, now,
+                        clock_s(CLOCK_REALTIME) - clock_s(CLOCK_MONOTONIC));
+    result = PyLong_FromSsize_t(got);
+out:
+    release(&v);
+    return result;
+}
+
+/* reorder(buf, row_len, lens, ips, ports, stamps, k, limit, queue, delay, now, offset)
+ *     -> rows in buf
+ * hold_back over ``k`` rows already in buf (with their kernel stamps), at a given ``now``
+ * (time.monotonic()) and ``offset`` (CLOCK_REALTIME minus it): recv's second half, for rows
+ * that came some other way (tests give them times of their own).  The caller guarantees
+ * the room (has_room). */
+static PyObject *py_reorder(PyObject *self, PyObject *args) {
+    PyObject *o[6];
+    Py_ssize_t row_len, k, limit;
+    double delay, now, offset;
+    if (!PyArg_ParseTuple(args, "OnOOOOnnOddd", &o[0], &row_len, &o[1], &o[2], &o[3], &o[4],
+                          &k, &limit, &o[5], &delay, &now, &offset))
+        return NULL;
+    Views v = {.held = 0};
+    PyObject *result = NULL;
+    if (row_len <= 0 || k < 0 || limit < k) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.reorder: row_len > 0 and 0 <= k <= limit");
+        return NULL;
+    }
+    Held q;
+    if (hold(&v, o[0], 1, limit * row_len, "buf") < 0 ||
+        hold(&v, o[1], 1, limit * 4, "lens") < 0 || hold(&v, o[2], 1, limit * 4, "ips") < 0 ||
+        hold(&v, o[3], 1, limit * 2, "ports") < 0 ||
+        hold(&v, o[4], 1, k * (Py_ssize_t)sizeof(double), "stamps") < 0 ||
+        hold_queue(&v, o[5], row_len, &q) < 0)
+        goto out;
+    if (!has_room(&q, k)) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.reorder: no room (queue or upcoming)");
+        goto out;
+    }
+    result = PyLong_FromSsize_t(hold_back(&q, v.b[0].buf, row_len, v.b[1].buf, v.b[2].buf,
+                                          v.b[3].buf, v.b[4].buf, k, limit, delay, now,
+                                          offset));
 out:
     release(&v);
     return result;

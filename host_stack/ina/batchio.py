@@ -118,19 +118,23 @@ class BatchSocket:
     def wait_limit(self, timeout: float) -> float:
         """``timeout``, shortened to when an ImpairedSocket's earliest held arrival is due, so
         a select() of that long wakes in time to deliver it."""
-        due = self.sock.next_due() if self.reordering else None
-        return timeout if due is None else max(0.0, min(timeout, due - time.monotonic()))
+        if not self.reordering:
+            return timeout
+        return max(0.0, min(timeout, self.sock.next_due() - time.monotonic()))
 
     def has_due(self) -> bool:
         """Whether ``recv`` has held arrivals to deliver now (an ImpairedSocket's)."""
-        due = self.sock.next_due() if self.reordering else None
-        return due is not None and due <= time.monotonic()
+        return self.reordering and self.sock.next_due() <= time.monotonic()
 
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds until ``recv`` has something; whether it has."""
-        if self.has_due():
-            return True
-        ready, _, _ = select.select([self.fd], [], [], self.wait_limit(max(0.0, timeout)))
+        timeout = max(0.0, timeout)
+        if self.reordering:
+            left = self.sock.next_due() - time.monotonic()
+            if left <= 0:
+                return True
+            timeout = min(timeout, left)
+        ready, _, _ = select.select([self.fd], [], [], timeout)
         return bool(ready) or self.has_due()
 
     def send(self, rows: np.ndarray, idx: np.ndarray, ips: np.ndarray, ports: np.ndarray
@@ -164,23 +168,18 @@ class BatchSocket:
         return SendResult(done, errors, last_errno)
 
     def recv(self) -> int:
-        """Receive what is waiting (up to one batch) without blocking; the count."""
+        """Receive what is waiting (up to one batch) without blocking; the count.  Through an
+        ImpairedSocket that reorders, the same C call holds the drawn arrivals back and
+        appends the held ones now due."""
         if not self.reordering:
             return _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
                                  self.ips, self.ports)
-        k = _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
-                          self.ips, self.ports, self.stamps)
-        return self._reorder_arrivals(k)
-
-    def _reorder_arrivals(self, k: int) -> int:
-        """Hold back the arrivals an ImpairedSocket picks among the ``k`` just received, and
-        append the held ones now due; the count left in the rows."""
         imp = self.sock
-        now = time.monotonic()
-        if not k and imp.first[0] > now:
-            return 0
-        return imp.arrive(self.data, self.lens, self.ips, self.ports, self.stamps, k, now,
-                          time.time() - now)
+        while (k := _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
+                                  self.ips, self.ports, self.stamps, imp.queue,
+                                  imp.imp.delay_s)) < 0:
+            imp.make_room(self.data.shape[0], self.row_len)  # rare: a new draw, a full queue
+        return k
 
     def sendto(self, data: bytes, addr: Address) -> None:
         """One packet (control traffic); errors are the caller's to count."""

@@ -29,6 +29,10 @@ from host_stack.ina.native import _batchio
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # <asm-generic/socket.h>
 NONE = np.zeros(0, dtype=np.int64)
 UP, RECEIVED, HEAD, TAIL, HELD = range(5)  # ImpairedSocket.state, as _batchio.reorder keeps it
+# held arrivals drawn at once: recv() asks for room for a whole receive (16384 rows), and a
+# draw of 256 (5,000 arrivals at 5%) had make_room() run 6 times a round in each of fig1's
+# workers at 1M values
+HELD_DRAW = 4096
 
 
 @dataclass(frozen=True)
@@ -82,9 +86,11 @@ class ImpairedSocket:
     processes it measures, where netem's queue would cost them nothing.  Held back in numpy,
     a dozen array operations per receive made reordering with no delay at all cost fig1's
     rounds 1.18x at 1M values; so the held arrivals are one queue of arrays in arrival
-    order that one C call per receive (``_batchio.reorder``) fills from the batch and
-    empties from the front, and which arrivals are held is a list of arrival numbers drawn
-    in bulk, not a draw per packet."""
+    order that the receive's own C call (``_batchio.recv`` with ``queue``) fills from the
+    batch and empties from the front, and which arrivals are held is a list of arrival
+    numbers drawn in bulk, not a draw per packet.  That call also reads the clocks: a
+    Python step per receive around it (room checks, clock reads) cost workers and PSs as
+    much as the hold itself, 1-2% of fig1's rounds at 1M values."""
 
     def __init__(self, sock: socket.socket, impairment: Impairment) -> None:
         self.sock = sock
@@ -99,6 +105,7 @@ class ImpairedSocket:
         self.rows = np.zeros((0, 0), np.uint8)  # the held queue, allocated by make_room()
         self.lens, self.ips = np.zeros(0, np.int32), np.zeros(0, np.uint32)
         self.ports, self.due = np.zeros(0, np.uint16), np.zeros(0)
+        self.queue = self._queue()
         if impairment.reorder:  # kernel arrival times, so a held packet's delay starts there
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             self.upcoming = self._draw(-1)
@@ -127,13 +134,18 @@ class ImpairedSocket:
         return copies
 
     def _draw(self, last: int) -> np.ndarray:
-        """The next 256 held arrival numbers after ``last``: each arrival is held with
-        probability ``reorder``, drawn as geometric gaps between held ones."""
-        return last + np.cumsum(self.rng.geometric(self.imp.reorder, 256))
+        """The next ``HELD_DRAW`` held arrival numbers after ``last``: each arrival is held
+        with probability ``reorder``, drawn as geometric gaps between held ones."""
+        return last + np.cumsum(self.rng.geometric(self.imp.reorder, HELD_DRAW))
+
+    def _queue(self) -> tuple[np.ndarray, ...]:
+        """What the C side reads and fills (_batchio's hold_queue), rebuilt with the arrays."""
+        return (self.upcoming, self.state, self.first, self.rows, self.lens, self.ips,
+                self.ports, self.due)
 
     def make_room(self, k: int, row_len: int) -> None:
-        """Before a receive of ``k`` rows: arrival numbers drawn past it, and queue room for
-        all of them behind what is held (moved to the front, or into a larger queue)."""
+        """Before a receive of up to ``k`` rows: arrival numbers drawn past it, and queue room
+        for all of them behind what is held (moved to the front, or into a larger queue)."""
         st = self.state
         end = int(st[RECEIVED]) + k
         last = int(self.upcoming[-1])
@@ -145,33 +157,22 @@ class ImpairedSocket:
             self.upcoming = np.concatenate(parts)
             st[UP] = 0
         head, tail = int(st[HEAD]), int(st[TAIL])
-        if tail + k <= self.due.size:
-            return
-        held = tail - head
-        size = self.due.size if held + k <= self.due.size else max(1024, 2 * (held + k))
-        queue = (np.zeros((size, row_len), np.uint8), np.zeros(size, np.int32),
-                 np.zeros(size, np.uint32), np.zeros(size, np.uint16), np.zeros(size))
-        if held:
-            for new, old in zip(queue, (self.rows, self.lens, self.ips, self.ports, self.due),
-                                strict=True):
-                new[:held] = old[head:tail]
-        self.rows, self.lens, self.ips, self.ports, self.due = queue
-        st[HEAD], st[TAIL] = 0, held
+        if tail + k > self.due.size:
+            held = tail - head
+            size = self.due.size if held + k <= self.due.size else max(1024, 2 * (held + k))
+            queue = (np.zeros((size, row_len), np.uint8), np.zeros(size, np.int32),
+                     np.zeros(size, np.uint32), np.zeros(size, np.uint16), np.zeros(size))
+            if held:
+                for new, old in zip(queue, (self.rows, self.lens, self.ips, self.ports,
+                                            self.due), strict=True):
+                    new[:held] = old[head:tail]
+            self.rows, self.lens, self.ips, self.ports, self.due = queue
+            st[HEAD], st[TAIL] = 0, held
+        self.queue = self._queue()
 
-    def arrive(self, rows: np.ndarray, lens: np.ndarray, ips: np.ndarray, ports: np.ndarray,
-               stamps: np.ndarray, k: int, now: float, offset: float) -> int:
-        """One receive of ``k`` rows into these arrays (room for ``len(rows)``): hold the
-        drawn ones back, append the held ones due at ``now`` (time.monotonic(); the kernel
-        stamps are ``offset`` ahead of it); the count of rows now in them."""
-        self.make_room(k, rows.shape[1])
-        return _batchio.reorder(rows, rows.shape[1], lens, ips, ports, stamps, k, rows.shape[0],
-                                self.upcoming, self.state, self.first, self.rows, self.lens,
-                                self.ips, self.ports, self.due, self.imp.delay_s, now, offset)
-
-    def next_due(self) -> float | None:
-        """When the earliest held packet is due (time.monotonic(); None: nothing held)."""
-        first = float(self.first[0])
-        return None if first == np.inf else first
+    def next_due(self) -> float:
+        """When the earliest held packet is due (time.monotonic(); inf: nothing held)."""
+        return float(self.first[0])
 
     def sendto(self, data: bytes, addr: tuple[str, int]) -> int:
         """One packet (control traffic) through the same fates as a batch."""
