@@ -37,6 +37,22 @@ def test_each_impairment_is_judged_against_the_unimpaired_round_of_its_repetitio
         assert bench.line(f).startswith(f["name"])
 
 
+def test_a_repetition_is_judged_against_the_mean_of_its_unimpaired_runs():
+    """Unimpaired runs open and close each repetition: a machine that slowed down in
+    between (20 ms first, 30 ms last) gives the impaired runs a 25 ms baseline."""
+    factor = {i: 1.0 for _, i, _ in bench.IMPAIRMENTS}
+    out = runs([0.025] * 2, factor, reps=2)
+    for r in out:
+        if not r["impair"]:
+            r["round_s"] = 0.02
+    out += [r | {"round_s": 0.03} for r in out if not r["impair"]]
+    figs = {f["name"]: f for f in bench.impair_figures(out)}
+    assert figs["train/impair/100000/reorder_5%/round_time"]["ratios"] == [1.0, 1.0]
+    assert figs["train/impair/100000/none/round_time"]["value"] == pytest.approx(0.025)
+    floor = figs["train/impair/100000/reorder_5%/delay_floor"]
+    assert floor["ratio"] == pytest.approx(1.16)  # 4 ms over 25
+
+
 def test_bad_options_are_refused(capsys):
     parser = argparse.ArgumentParser()
     bench.configure(parser)

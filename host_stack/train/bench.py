@@ -9,10 +9,13 @@ retransmissions per round (goal ~ 0, here: at most 1 per round, with no impairme
 
 ``--impair``: INA alone, unimpaired and under each impairment of ``IMPAIRMENTS`` (injected
 at every PS's and worker's socket, host_stack/ina/impair.py), in turn, ``--repeat`` times.
-Per impairment: the round time divided by the unimpaired one of the same repetition (the
-median over repetitions; the machine's load changes between runs, not within one), its goal,
-retransmissions and spurious ones per round, and spurious ones as a share of the GRAD packets
-of a round.  With reordering alone nothing is lost, so there every retransmission counts as
+Each repetition runs unimpaired first and last, the impairments between: the baseline of a
+repetition is the mean of its two unimpaired runs, so a machine whose speed drifts over the
+minute a repetition takes (a shared VM's neighbours) moves both sides of a ratio alike,
+where with one unimpaired run first the impairments run later pay for it.  Per impairment:
+the round time divided by that baseline (the median over repetitions), its goal,
+retransmissions and spurious ones per round, and spurious ones as a share of the GRAD
+packets of a round.  With reordering alone nothing is lost, so there every retransmission counts as
 spurious, whatever the worker could tell.  Reordering holds a packet back ``delay`` seconds,
 so a round whose last GRAD and last RESULT are held ends two delays later whatever the
 transport does: the ``delay_floor`` line is that ratio, the least any INA transport could show.
@@ -119,9 +122,14 @@ def impair_figures(runs: list[dict]) -> list[dict]:
 
 def _impair_figures_of(values: int, runs: list[dict]) -> list[dict]:
     by_rep: dict[int, dict[str, dict]] = {}
+    bases: dict[int, list[dict]] = {}  # a repetition's unimpaired runs (first and last)
     for r in runs:
-        by_rep.setdefault(r["repeat"], {})[r["impair"]] = r
-    base = [reps[""] for reps in by_rep.values()]
+        if r["impair"]:
+            by_rep.setdefault(r["repeat"], {})[r["impair"]] = r
+        else:
+            bases.setdefault(r["repeat"], []).append(r)
+    base_s = {k: _mean(rs, "round_s") for k, rs in bases.items()}
+    base = [r for rs in bases.values() for r in rs]
     prefix = f"train/impair/{values}"
     out = [{"name": f"{prefix}/none/round_time", "value": _mean(base, "round_s"),
             "unit": "s", "ratio": None, "goal": None,
@@ -129,7 +137,7 @@ def _impair_figures_of(values: int, runs: list[dict]) -> list[dict]:
             "spurious_per_round": _mean(base, "spurious_per_round")}]
     for name, impair, goal in IMPAIRMENTS:
         mine = [reps[impair] for reps in by_rep.values()]
-        ratios = [reps[impair]["round_s"] / reps[""]["round_s"] for reps in by_rep.values()]
+        ratios = [reps[impair]["round_s"] / base_s[k] for k, reps in by_rep.items()]
         ratio = statistics.median(ratios)
         out.append({"name": f"{prefix}/{name}/round_time",
                     "value": _mean(mine, "round_s"), "unit": "s", "ratio": ratio,
@@ -148,8 +156,7 @@ def _impair_figures_of(values: int, runs: list[dict]) -> list[dict]:
         out.append(spur)
         if reorder_only:
             held = 2 * Impairment.parse(impair).delay_s  # the last GRAD's and RESULT's
-            floors = [(reps[""]["round_s"] + held) / reps[""]["round_s"]
-                      for reps in by_rep.values()]
+            floors = [(b + held) / b for b in base_s.values()]
             out.append({"name": f"{prefix}/{name}/delay_floor", "value": held, "unit": "s",
                         "ratio": statistics.median(floors), "goal": None})
     return out
@@ -175,11 +182,12 @@ def run(args: argparse.Namespace) -> int:
         plan = args.plan or fig1_plan(Path(tmp))
         print(f"plan {plan if args.plan else 'fig1 (inart)'}, --model synthetic, "
               f"{args.rounds} rounds (mean over rounds 1..{args.rounds - 1})"
-              + (f", {args.repeat} repetition(s)" if args.impair else ""))
+              + (f", {args.repeat} repetition(s), each unimpaired first and last"
+                 if args.impair else ""))
         if args.impair:
             runs = [one_run(plan, "ina", values, args.rounds, impair) | {"repeat": k}
                     for values in sizes for k in range(args.repeat)
-                    for impair in ["", *(i for _, i, _ in IMPAIRMENTS)]]
+                    for impair in ["", *(i for _, i, _ in IMPAIRMENTS), ""]]
         else:
             runs = [one_run(plan, mode, values, args.rounds)
                     for values in sizes for mode in MODES]
