@@ -261,6 +261,89 @@ def test_batch_stops_before_a_second_completion_of_one_chunk():
     assert np.frombuffer(agg.result(0), ">i4").tolist() == [5] * 4
 
 
+def grad_rows(chunks, bits, rounds, flags=0, job=1, n=4, seed=0):
+    """GRAD packets in wire format, one row each, with random payloads."""
+    k = len(chunks)
+    hdrs = np.zeros(k, wire.HEADER_DTYPE)
+    hdrs["type"], hdrs["flags"], hdrs["job"] = wire.TYPE_GRAD, flags, job
+    hdrs["round"], hdrs["chunk"], hdrs["bitmap"] = rounds, chunks, bits
+    hdrs["count"] = [bin(b).count("1") for b in bits]
+    payload = np.random.default_rng(seed).integers(-2**31, 2**31, (k, n), dtype=np.int64)
+    return wire.pack_batch(hdrs, payload.astype(np.int32), n=n)
+
+
+def offered_both_ways(rows, n=4, workers=3, chunks=4):
+    """(offer_rows', offer_batch's) verdicts, sums and counters over the same packets, each
+    on an aggregator of its own, called until every row is taken (both stop early alike)."""
+    out = []
+    for by_rows in (True, False):
+        agg = ChunkAggregator(chunks, n, workers, SumApply())
+        verdicts, start, k = [], 0, rows.shape[0]
+        recs = wire.records(rows, n)
+        hdr = recs["hdr"]
+        while start < k:
+            if by_rows:
+                done, v, taken = agg.offer_rows(rows, start, k, np.full(k, rows.shape[1],
+                                                                        np.int32), 1)
+                assert (taken == hdr["chunk"][start:start + done]).all()
+            else:
+                sel = slice(start, k)
+                done, v = agg.offer_batch(hdr["round"][sel], hdr["chunk"][sel],
+                                          hdr["bitmap"][sel], hdr["count"][sel],
+                                          (hdr["flags"][sel] & wire.FLAG_RETX) != 0,
+                                          recs["payload"][sel])
+            verdicts += v.tolist()
+            start += done
+        out.append((verdicts, agg.sums.copy(), agg.results.copy(), dict(agg.counters),
+                    agg.result_retx.copy()))
+    return out
+
+
+def test_ps_rows_follow_the_same_rules_as_parsed_fields():
+    """offer_rows reads the wire format itself: the same verdicts, sums, RESULT payloads
+    (negative and wrapped values too), RETX marks and counters as the numpy path, over
+    duplicates, late copies, stale and future rounds, bad chunks, bitmaps and counts, and a
+    next round of a chunk completed in the same call (both stop there)."""
+    chunks = [0, 0, 1, 0, 2, 0, 1, 1, 3, 9, 2, 2, 0, 3, 3, 0]
+    bits = [1, 1, 2, 2, 1, 4, 1, 4, 1, 1, 8, 2, 1, 2, 4, 2]
+    rounds = [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0]
+    flags = [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1]
+    rows = grad_rows(chunks, bits, rounds, flags)
+    rows[8, 12:14] = [0, 7]  # slot: not read by the rules
+    rows[4, 15] = 2  # count 2 with one bit set: dropped
+    (v1, s1, r1, c1, x1), (v2, s2, r2, c2, x2) = offered_both_ways(rows)
+    assert v1 == v2 and COMPLETED in v1 and DUPLICATE in v1 and ANSWER_LATE in v1
+    assert (s1 == s2).all() and (r1 == r2).all() and c1 == c2 and (x1 == x2).all()
+    assert c1["drop_bad_chunk"] == 1 and c1["drop_bad_count"] == 1 and x1[0]
+
+
+def test_ps_rows_leave_any_other_batch_untouched():
+    """One row that is not a plain GRAD of this job (another job, a switch's aggregate, an
+    OVERFLOW, a control packet, a short one) sends the whole batch back to the numpy path,
+    with nothing summed or counted."""
+    n = 4
+    for spoil in ("job", "aggregated", "overflow", "type", "length"):
+        rows = grad_rows([0, 1, 2], [1, 1, 1], [0, 0, 0])
+        lens = np.full(3, rows.shape[1], np.int32)
+        if spoil == "job":
+            rows[2, 2:4] = [0, 2]
+        elif spoil == "aggregated":
+            rows[2, 1] = wire.FLAG_AGGREGATED
+        elif spoil == "overflow":
+            rows[2, 1] = wire.FLAG_OVERFLOW | wire.FLAG_RETX
+        elif spoil == "type":
+            rows[2, 0] = wire.TYPE_ACK
+        else:
+            lens[2] -= 1
+        agg = ChunkAggregator(3, n, 1, SumApply())
+        assert agg.offer_rows(rows, 0, 3, lens, 1) is None, spoil
+        assert not agg.sums.any() and not agg.counters and (agg.completed == -1).all()
+        assert agg.offer_rows(rows, 0, 2, lens, 1)[0] == 2  # the rows before it are fine
+    with pytest.raises(ValueError, match="row_len"):
+        _batchio.grads(rows[:, :-1], rows.shape[1] - 1, 0, 3, lens, 1, 1, 1,
+                       *agg._state(np.zeros(3, np.int8)), np.zeros(3, np.uint32))
+
+
 def test_parse_batch_flags_bad_packets():
     good = wire.pack(wire.InaHeader(type=1, job=1, round=0, chunk=0, bitmap=1),
                      np.zeros(wire.DEFAULT_N, np.int32))

@@ -86,14 +86,41 @@ class ChunkAggregator:
         """
         k = len(rounds)
         verdicts = np.empty(k, dtype=np.int8)
-        self.calls = (self.calls + 1) & 0xFFFFFFFF
-        self._counts[:] = 0
+        self._start_call()
         done = _batchio.aggregate(
             np.ascontiguousarray(rounds, np.uint32), np.ascontiguousarray(chunks, np.uint32),
             np.ascontiguousarray(bitmaps, np.uint64), np.ascontiguousarray(counts, np.uint16),
             np.ascontiguousarray(retx, np.uint8), np.ascontiguousarray(values, np.int32),
-            self.all_bits, self.calls, self.completed, self.sum_round, self.bits,
-            self.retx_seen, self.sums, self.epoch, verdicts, self._counts)
+            self.all_bits, self.calls, *self._state(verdicts))
+        return done, self._finish(done, verdicts, chunks)
+
+    def offer_rows(self, rows: np.ndarray, start: int, k: int, lens: np.ndarray, job: int
+                   ) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """``offer_batch`` straight from received packets rows[start:k] (wire format, as
+        batchio receives them): (how many were processed, their verdicts, their chunks);
+        None, with nothing done, unless every one is a GRAD of ``job`` with no flag but
+        RETX, which the caller then takes apart itself.  The PS's usual receive, without
+        the dozens of numpy calls that parsing it into fields took."""
+        verdicts = np.empty(k - start, dtype=np.int8)
+        chunks = np.empty(k - start, dtype=np.uint32)
+        self._start_call()
+        done = _batchio.grads(rows, rows.shape[1], start, k, lens, job, self.all_bits,
+                              self.calls, *self._state(verdicts), chunks)
+        if done < 0:
+            return None
+        return done, self._finish(done, verdicts, chunks), chunks[:done]
+
+    def _start_call(self) -> None:
+        self.calls = (self.calls + 1) & 0xFFFFFFFF
+        self._counts[:] = 0
+
+    def _state(self, verdicts: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The arrays the C rules read and update, in their order."""
+        return (self.completed, self.sum_round, self.bits, self.retx_seen, self.sums,
+                self.epoch, verdicts, self._counts)
+
+    def _finish(self, done: int, verdicts: np.ndarray, chunks: np.ndarray) -> np.ndarray:
+        """Counters and RESULT payloads after a call of the C rules; its verdicts."""
         for name, value in zip(_COUNTERS, self._counts.tolist(), strict=True):
             if value:
                 self.counters[name] += value
@@ -103,7 +130,7 @@ class ChunkAggregator:
             self.results[finished] = self.complete_fn(finished, self.sums[finished])
             self.result_retx[finished] = self.retx_seen[finished].astype(bool)
             self.has_result[finished] = True
-        return done, verdicts
+        return verdicts
 
     def offer(self, round_: int, chunk: int, bitmap: int, count: int,
               values: np.ndarray, retx: bool = False) -> Verdict:

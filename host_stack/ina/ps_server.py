@@ -82,18 +82,16 @@ class PsServer:
         """Process the ``k`` packets ``self.io`` just received."""
         c = self.counters
         c["rx"] += k
+        if self._usual_batch(k):
+            return
         recs, ok = wire.parse_batch(self.io.data[:k], self.io.lens[:k], self.n)
         hdr = recs["hdr"]
         typ, flags = hdr["type"], hdr["flags"]
         grad = ok & (typ == wire.TYPE_GRAD) & (hdr["job"] == self.job)
         retx = (flags & wire.FLAG_RETX) != 0
-        if grad.all():  # the usual batch, this job's GRADs only: no checks that find nothing
-            c["rx_retx"] += (resent := int(retx.sum()))
-            c["rx_grad"] += k - resent
-        else:
-            self._count_others(recs, ok)
-            c["rx_retx"] += int((grad & retx).sum())
-            c["rx_grad"] += int((grad & ~retx).sum())
+        self._count_others(recs, ok)
+        c["rx_retx"] += int((grad & retx).sum())
+        c["rx_grad"] += int((grad & ~retx).sum())
         if (flags & wire.FLAG_AGGREGATED).any():
             c["rx_aggregated"] += int((grad & ((flags & wire.FLAG_AGGREGATED) != 0)).sum())
         overflow = grad & ((flags & wire.FLAG_OVERFLOW) != 0)
@@ -106,6 +104,24 @@ class PsServer:
                 hdr["count"][rows], retx[rows], recs["payload"][rows])
             self._answer(wire.take(recs, rows[:done]), verdicts, rows[:done])
             rows = rows[done:]
+
+    def _usual_batch(self, k: int) -> bool:
+        """This job's GRADs (or their RETXs) only, the PS's usual receive: the rules run on
+        the rows in C (``offer_rows``), and only the answers are built in numpy; False,
+        with nothing done, for any other batch."""
+        data, start = self.io.data, 0
+        while start < k:
+            taken = self.agg.offer_rows(data, start, k, self.io.lens, self.job)
+            if taken is None:
+                return False
+            done, verdicts, _ = taken
+            self._answer(wire.records(data[start:start + done], self.n), verdicts,
+                         np.arange(start, start + done))
+            start += done
+        resent = int(np.count_nonzero(data[:k, 1] & wire.FLAG_RETX))
+        self.counters["rx_retx"] += resent
+        self.counters["rx_grad"] += k - resent
+        return True
 
     def _count_others(self, recs: np.ndarray, ok: np.ndarray) -> None:
         """Count (and answer HELLOs among) what in a batch is not this job's GRADs."""

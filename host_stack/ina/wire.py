@@ -177,12 +177,18 @@ def parse_batch(rows: np.ndarray, lens: np.ndarray, n: int = DEFAULT_N
     lengths; returns (batch_dtype(n) records viewing ``rows``, bool mask of the packets whose
     length, type and flags are right).
     """
-    recs = rows.view(batch_dtype(n))[:, 0]
+    recs = records(rows, n)
     hdr = recs["hdr"]
     typ = hdr["type"]
     ok = ((lens == packet_len(n)) & (typ >= min(PACKET_TYPES)) & (typ <= max(PACKET_TYPES))
           & ((hdr["flags"] & np.uint8(~KNOWN_FLAGS & 0xFF)) == 0))
     return recs, ok
+
+
+def records(rows: np.ndarray, n: int = DEFAULT_N) -> np.ndarray:
+    """A (count, packet_len(n)) uint8 array of packets as batch_dtype(n) records (a view;
+    nothing checked: parse_batch says which are valid)."""
+    return rows.view(batch_dtype(n))[:, 0]
 
 
 def take(recs: np.ndarray, idx: np.ndarray) -> np.ndarray:
