@@ -219,9 +219,9 @@ def test_auto_window_fills_the_ps_queue_within_the_slot_pool():
     slot pool (one stream's outstanding chunks never share a switch slot), never below 32."""
     from host_stack.ina.transport import PS_QUEUE, auto_window
 
-    assert auto_window(6) == PS_QUEUE // 6 > TransportConfig.window
-    assert auto_window(6) * 6 <= PS_QUEUE and auto_window(64) * 64 <= PS_QUEUE
-    assert auto_window(2) == TransportConfig.pool_size  # the pool, not the queue, bounds it
+    assert auto_window(10) == PS_QUEUE // 10 > TransportConfig.window
+    assert auto_window(10) * 10 <= PS_QUEUE and auto_window(64) * 64 <= PS_QUEUE
+    assert auto_window(6) == TransportConfig.pool_size  # the pool, not the queue, bounds it
     assert auto_window(6, pool_size=512) == 512
     assert auto_window(10_000) == 32  # never below a useful window
 

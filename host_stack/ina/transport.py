@@ -88,7 +88,7 @@ TAIL_RESEND_RTTS = 2  # least RTTs a resend waits once the whole shard was sent 
 # estimator without a sample all round, and loss recovery at the tail waited 11-17 ms "least
 # RTTs" per resend (fig1, 100k values, 5% loss, duplication and reordering: 2x longer rounds)
 INITIAL_WINDOW = 1024
-PS_QUEUE = 16384  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
+PS_QUEUE = 32768  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
 # "user": a token bucket per PS stream here (host_stack/ina/pacing.py); "kernel": the host's
 # egress queue paces each stream (emulation/host_pacing.py), so the window goes out at once
 # and a descheduled worker loses no sending time
@@ -139,8 +139,10 @@ def auto_window(workers: int, pool_size: int = TransportConfig.pool_size) -> int
     and for a descheduled process on a loaded host: on fig1 with 1M values (6 workers,
     2 cores) 2730 chunks instead of 1024 made unimpaired rounds about 10% shorter, and with
     5% of packets held back 2 ms (every held chunk keeps its place in the window that much
-    longer) the rounds' ratio to unimpaired ones went from 1.25-1.34 to 1.15-1.23
-    (docs/performance.md).  And because each batch of RESULTs costs the worker and the PS a
+    longer) the rounds' ratio to unimpaired ones went from 1.25-1.34 to 1.15-1.23, and
+    with the PS's queue doubled (batchio.SOCKET_BUFFER) 4096 chunks (the pool) instead of
+    2730 took it from 1.15 to 1.11 (10 interleaved pairs of runs; docs/performance.md).
+    And because each batch of RESULTs costs the worker and the PS a
     fixed amount of Python whatever its size: a window of 64 took 5x the CPU per round of a
     window of 1024.
     """
