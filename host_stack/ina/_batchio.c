@@ -636,9 +636,10 @@ out:
  * job, of its full length, with no flag but RETX (no switch aggregate, no OVERFLOW), the
  * accept rules run on them in arrival order straight from the wire format, verdicts[i] and
  * chunks[i] for each row processed (stopping where accept_grad() says STOP); otherwise nothing
- * is done and -1 returned, for the caller's general path.  Parsing a batch into numpy
- * fields, masks and copies cost the PS ~100 us a receive whatever its size (fig1, 1M
- * values), and under reordering a PS's receives come a third more often. */
+ * is done and -1 returned, for the caller's general path.  Parsed into numpy fields,
+ * masks and host-order copies first, a receive cost the PS a fixed ~128 us of numpy calls
+ * (warm caches; several times that among fig1's 8 processes on 2 cores) plus the copies
+ * per row, and under reordering a PS's receives come 40% more often. */
 static PyObject *py_grads(PyObject *self, PyObject *args) {
     PyObject *o_rows, *o_lens, *o[9];
     Py_ssize_t row_len, start, k;

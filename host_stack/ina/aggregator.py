@@ -95,10 +95,10 @@ class ChunkAggregator:
         return done, self._finish(done, verdicts, chunks)
 
     def offer_rows(self, rows: np.ndarray, start: int, k: int, lens: np.ndarray, job: int
-                   ) -> tuple[int, np.ndarray, np.ndarray] | None:
+                   ) -> tuple[int, np.ndarray] | None:
         """``offer_batch`` straight from received packets rows[start:k] (wire format, as
-        batchio receives them): (how many were processed, their verdicts, their chunks);
-        None, with nothing done, unless every one is a GRAD of ``job`` with no flag but
+        batchio receives them): (how many were processed, their verdicts); None, with
+        nothing done, unless every one is a GRAD of ``job`` with no flag but
         RETX, which the caller then takes apart itself.  The PS's usual receive, without
         the dozens of numpy calls that parsing it into fields took."""
         verdicts = np.empty(k - start, dtype=np.int8)
@@ -108,7 +108,7 @@ class ChunkAggregator:
                               self.calls, *self._state(verdicts), chunks)
         if done < 0:
             return None
-        return done, self._finish(done, verdicts, chunks), chunks[:done]
+        return done, self._finish(done, verdicts, chunks)
 
     def _start_call(self) -> None:
         self.calls = (self.calls + 1) & 0xFFFFFFFF

@@ -114,7 +114,7 @@ class PsServer:
             taken = self.agg.offer_rows(data, start, k, self.io.lens, self.job)
             if taken is None:
                 return False
-            done, verdicts, _ = taken
+            done, verdicts = taken
             self._answer(wire.records(data[start:start + done], self.n), verdicts,
                          np.arange(start, start + done))
             start += done
