@@ -28,7 +28,7 @@ from host_stack.ina.native import _batchio
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # <asm-generic/socket.h>
 NONE = np.zeros(0, dtype=np.int64)
-UP, RECEIVED, HEAD, TAIL, HELD = range(5)  # ImpairedSocket.state, as _batchio.reorder keeps it
+UP, RECEIVED, HEAD, TAIL, HELD = range(5)  # ImpairedSocket.state, as _batchio keeps it
 # held arrivals drawn at once: recv() asks for room for a whole receive (16384 rows), and a
 # draw of 256 (5,000 arrivals at 5%) had make_room() run 6 times a round in each of fig1's
 # workers at 1M values
@@ -89,8 +89,8 @@ class ImpairedSocket:
     order that the receive's own C call (``_batchio.recv`` with ``queue``) fills from the
     batch and empties from the front, and which arrivals are held is a list of arrival
     numbers drawn in bulk, not a draw per packet.  That call also reads the clocks: a
-    Python step per receive around it (room checks, clock reads) cost workers and PSs as
-    much as the hold itself, 1-2% of fig1's rounds at 1M values."""
+    Python step per receive around it (room checks, clock reads) cost fig1's six workers
+    4.5 ms of CPU a round at 1M values (their socket receives 19.8 -> 15.3 ms)."""
 
     def __init__(self, sock: socket.socket, impairment: Impairment) -> None:
         self.sock = sock
