@@ -10,7 +10,7 @@ import pytest
 from host_stack.ina import wire
 from host_stack.ina.aggregator import ANSWER_LATE, COMPLETED, DUPLICATE, ChunkAggregator
 from host_stack.ina.batchio import GSO_SEGMENTS, BatchSocket, ipv4, make_socket
-from host_stack.ina.impair import ImpairedSocket, Impairment
+from host_stack.ina.impair import HEAD, ImpairedSocket, Impairment
 from host_stack.ina.native import _batchio
 from host_stack.ina.ps_apply import SumApply
 
@@ -418,6 +418,9 @@ def test_reorder_refuses_a_call_without_room():
         _batchio.recv(*args, imp.queue[:3], 0.0)
     got, _, _ = drain(b, 10)  # recv() makes the room: nothing was taken before
     assert len(got) + imp.held == 10
+    imp.state[HEAD] = -1  # no room mends this: an error, not -1 for ever
+    with pytest.raises(ValueError, match="out of range"):
+        _batchio.recv(*args, imp.queue, 0.0)
 
 
 def ps_state(chunks, n):

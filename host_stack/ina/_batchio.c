@@ -301,6 +301,13 @@ static int hold_queue(Views *v, PyObject *queue, Py_ssize_t row_len, Held *q) {
     q->lens = v->b[at + 5].buf;
     q->ips = v->b[at + 6].buf;
     q->ports = v->b[at + 7].buf;
+    const int64_t *st = q->st;
+    if (st[ST_HEAD] < 0 || st[ST_TAIL] < st[ST_HEAD] || st[ST_TAIL] > q->cap || st[ST_UP] < 0 ||
+        st[ST_UP] > q->n_up) {
+        /* a state no room can mend: an error, where -1 would have the caller loop */
+        PyErr_SetString(PyExc_ValueError, "_batchio: queue state out of range");
+        return -1;
+    }
     return 0;
 }
 
@@ -308,10 +315,8 @@ static int hold_queue(Views *v, PyObject *queue, Py_ssize_t row_len, Held *q) {
  * RECEIVED + k (each row's fate is drawn), and TAIL + k fits the queue. */
 static int has_room(const Held *q, Py_ssize_t k) {
     const int64_t *st = q->st;
-    Py_ssize_t u = (Py_ssize_t)st[ST_UP];
-    return st[ST_HEAD] >= 0 && st[ST_TAIL] >= st[ST_HEAD] && st[ST_TAIL] + k <= q->cap &&
-           u >= 0 && u <= q->n_up &&
-           (!k || (u < q->n_up && q->up[q->n_up - 1] >= st[ST_RECEIVED] + k));
+    return st[ST_TAIL] + k <= q->cap &&
+           (!k || (st[ST_UP] < q->n_up && q->up[q->n_up - 1] >= st[ST_RECEIVED] + k));
 }
 
 /* Of the ``k`` rows just received into buf/lens/ips/ports, those whose arrival number
