@@ -2,6 +2,7 @@
 runs `inart train`, which tests/test_ina_training.py covers)."""
 
 import argparse
+import json
 
 import pytest
 
@@ -35,6 +36,7 @@ def test_each_impairment_is_judged_against_the_unimpaired_round_of_its_repetitio
         figs["train/impair/100000/loss_1%/spurious"]["goal"] is None
     for f in figs.values():
         assert bench.line(f).startswith(f["name"])
+    assert bench.line(ok).endswith("goal <= 1.5: met (repetitions 1.50-1.50)")
 
 
 def test_a_repetition_is_judged_against_the_mean_of_its_unimpaired_runs():
@@ -51,6 +53,45 @@ def test_a_repetition_is_judged_against_the_mean_of_its_unimpaired_runs():
     assert figs["train/impair/100000/none/round_time"]["value"] == pytest.approx(0.025)
     floor = figs["train/impair/100000/reorder_5%/delay_floor"]
     assert floor["ratio"] == pytest.approx(1.16)  # 4 ms over 25
+
+
+def test_each_impaired_run_is_judged_against_its_unimpaired_neighbours():
+    """The bench runs unimpaired, impaired, unimpaired, ...: on a machine that slows down
+    run after run (20, 21, 22 ... ms) every impaired run that is as fast as its neighbours
+    shows 1.0, where the repetition's first and last unimpaired runs would not."""
+    order = [""] + [x for _, i, _ in bench.IMPAIRMENTS for x in (i, "")]
+    out = [{"repeat": 0, "impair": impair, "round_s": 0.020 + 0.001 * j,
+            "retx_per_round": 0, "spurious_per_round": 0, "packets_per_round": 1000,
+            "values": 100_000} for j, impair in enumerate(order)]
+    figs = {f["name"]: f for f in bench.impair_figures(out)}
+    for name, _, _ in bench.IMPAIRMENTS:
+        assert figs[f"train/impair/100000/{name}/round_time"]["ratios"] == [1.0]
+    floor = figs["train/impair/100000/reorder_5%/delay_floor"]  # its neighbours: 24, 26 ms
+    assert floor["ratio"] == pytest.approx(29 / 25)
+    with pytest.raises(ValueError, match="repetition 0: no unimpaired run to compare"):
+        bench.impair_figures([r for r in out if r["impair"]])
+
+
+def test_the_bench_runs_each_impairment_between_two_unimpaired_runs(monkeypatch, tmp_path,
+                                                                     capsys):
+    calls = []
+
+    def one_run(plan, mode, values, rounds, impair=""):
+        calls.append((values, impair))
+        return {"mode": mode, "values": values, "rounds": rounds - 1, "impair": impair,
+                "round_s": 0.02, "retx_per_round": 0, "spurious_per_round": 0,
+                "packets_per_round": 1000}
+
+    monkeypatch.setattr(bench, "one_run", one_run)
+    parser = argparse.ArgumentParser()
+    bench.configure(parser)
+    out = tmp_path / "b.json"
+    args = ["--impair", "--repeat", "2", "--sizes", "7", "--plan", "p.json", "--json", str(out)]
+    assert bench.run(parser.parse_args(args)) == 0
+    one = ["", *(x for _, i, _ in bench.IMPAIRMENTS for x in (i, ""))]
+    assert calls == [(7, i) for i in one + one]
+    assert "each impaired run between two unimpaired ones" in capsys.readouterr().out
+    assert len(json.loads(out.read_text())["runs"]) == 2 * len(one)
 
 
 def test_bad_options_are_refused(capsys):

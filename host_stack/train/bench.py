@@ -9,16 +9,19 @@ retransmissions per round (goal ~ 0, here: at most 1 per round, with no impairme
 
 ``--impair``: INA alone, unimpaired and under each impairment of ``IMPAIRMENTS`` (injected
 at every PS's and worker's socket, host_stack/ina/impair.py), in turn, ``--repeat`` times.
-Each repetition runs unimpaired first and last, the impairments between: the baseline of a
-repetition is the mean of its two unimpaired runs, so a machine whose speed drifts over the
-minute a repetition takes (a shared VM's neighbours) moves both sides of a ratio alike,
-where with one unimpaired run first the impairments run later pay for it.  Per impairment:
+Each impaired run sits between two unimpaired runs, and its baseline is their mean, so a
+machine whose speed drifts from one run to the next (a shared VM's neighbours) moves both
+sides of a ratio alike: on fig1 at 1M values the round times of neighbouring runs correlate
+(0.54 over 20 pairs), and the ratios to both neighbours spread by 0.064 (standard
+deviation) where ratios to unimpaired runs three runs away spread by 0.084.  Per impairment:
 the round time divided by that baseline (the median over repetitions), its goal,
 retransmissions and spurious ones per round, and spurious ones as a share of the GRAD
 packets of a round.  With reordering alone nothing is lost, so there every retransmission counts as
 spurious, whatever the worker could tell.  Reordering holds a packet back ``delay`` seconds,
-so a round whose last GRAD and last RESULT are held ends two delays later whatever the
-transport does: the ``delay_floor`` line is that ratio, the least any INA transport could show.
+so a round whose last GRAD and last RESULT are held ends up to two delays later whatever the
+transport does: the ``delay_floor`` line is that ratio, about the least an INA transport can
+show (an estimate, not a bound: where the round's tail waits for a busy PS anyway, a hold
+costs less, and single repetitions at 100k on fig1 show 1.05 under a floor of 1.22).
 That floor shrinks as rounds grow, so ``--impair`` runs every size of ``--sizes`` (by default
 100k values, where the floor is about 1.2x, and 1M, where it is about 1.02x): the reordering
 cost a transport adds shows where the instrument's own hold-back does not hide it.
@@ -121,23 +124,16 @@ def impair_figures(runs: list[dict]) -> list[dict]:
 
 
 def _impair_figures_of(values: int, runs: list[dict]) -> list[dict]:
-    by_rep: dict[int, dict[str, dict]] = {}
-    bases: dict[int, list[dict]] = {}  # a repetition's unimpaired runs (first and last)
-    for r in runs:
-        if r["impair"]:
-            by_rep.setdefault(r["repeat"], {})[r["impair"]] = r
-        else:
-            bases.setdefault(r["repeat"], []).append(r)
-    base_s = {k: _mean(rs, "round_s") for k, rs in bases.items()}
-    base = [r for rs in bases.values() for r in rs]
+    base_s = _baselines(runs)
+    base = [r for r in runs if not r["impair"]]
     prefix = f"train/impair/{values}"
     out = [{"name": f"{prefix}/none/round_time", "value": _mean(base, "round_s"),
             "unit": "s", "ratio": None, "goal": None,
             "retx_per_round": _mean(base, "retx_per_round"),
             "spurious_per_round": _mean(base, "spurious_per_round")}]
     for name, impair, goal in IMPAIRMENTS:
-        mine = [reps[impair] for reps in by_rep.values()]
-        ratios = [reps[impair]["round_s"] / base_s[k] for k, reps in by_rep.items()]
+        mine = [r for r in runs if r["impair"] == impair]
+        ratios = [r["round_s"] / base_s[id(r)] for r in mine]
         ratio = statistics.median(ratios)
         out.append({"name": f"{prefix}/{name}/round_time",
                     "value": _mean(mine, "round_s"), "unit": "s", "ratio": ratio,
@@ -156,9 +152,27 @@ def _impair_figures_of(values: int, runs: list[dict]) -> list[dict]:
         out.append(spur)
         if reorder_only:
             held = 2 * Impairment.parse(impair).delay_s  # the last GRAD's and RESULT's
-            floors = [(b + held) / b for b in base_s.values()]
+            floors = [(base_s[id(r)] + held) / base_s[id(r)] for r in mine]
             out.append({"name": f"{prefix}/{name}/delay_floor", "value": held, "unit": "s",
                         "ratio": statistics.median(floors), "goal": None})
+    return out
+
+
+def _baselines(runs: list[dict]) -> dict[int, float]:
+    """Per impaired run (by id), the mean round time of the unimpaired runs nearest before
+    and after it in its repetition, in the order they ran (one, where it has one side)."""
+    out: dict[int, float] = {}
+    for k in {r["repeat"] for r in runs}:
+        rep = [r for r in runs if r["repeat"] == k]
+        for i, r in enumerate(rep):
+            if not r["impair"]:
+                continue
+            before = [b for b in rep[:i] if not b["impair"]][-1:]
+            after = [b for b in rep[i + 1:] if not b["impair"]][:1]
+            if not before + after:
+                raise ValueError(f"repetition {k}: no unimpaired run to compare "
+                                 f"{r['impair']} with")
+            out[id(r)] = _mean(before + after, "round_s")
     return out
 
 
@@ -167,9 +181,14 @@ def _mean(runs: list[dict], key: str) -> float:
 
 
 def line(f: dict) -> str:
+    """One labelled figure; a median over repetitions shows their range after its goal, so
+    a reader sees how far runs minutes apart disagree."""
     ratio = "" if f["ratio"] is None else f"ratio {f['ratio']:.2f}"
     goal = "" if f["goal"] is None else (
         f"goal {f['goal']}: {'met' if f['met'] else 'NOT met'}")
+    spread = f.get("ratios", [])
+    if len(spread) > 1:
+        goal += f" (repetitions {min(spread):.2f}-{max(spread):.2f})"
     return f"{f['name']:<44} {f['value']:>10.4g} {f['unit']:<7} {ratio:<12} {goal}"
 
 
@@ -182,12 +201,12 @@ def run(args: argparse.Namespace) -> int:
         plan = args.plan or fig1_plan(Path(tmp))
         print(f"plan {plan if args.plan else 'fig1 (inart)'}, --model synthetic, "
               f"{args.rounds} rounds (mean over rounds 1..{args.rounds - 1})"
-              + (f", {args.repeat} repetition(s), each unimpaired first and last"
-                 if args.impair else ""))
+              + (f", {args.repeat} repetition(s), each impaired run between two "
+                 "unimpaired ones" if args.impair else ""))
         if args.impair:
+            order = [""] + [x for _, i, _ in IMPAIRMENTS for x in (i, "")]
             runs = [one_run(plan, "ina", values, args.rounds, impair) | {"repeat": k}
-                    for values in sizes for k in range(args.repeat)
-                    for impair in ["", *(i for _, i, _ in IMPAIRMENTS), ""]]
+                    for values in sizes for k in range(args.repeat) for impair in order]
         else:
             runs = [one_run(plan, mode, values, args.rounds)
                     for values in sizes for mode in MODES]
