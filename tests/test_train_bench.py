@@ -59,10 +59,9 @@ def test_each_impaired_run_is_judged_against_its_unimpaired_neighbours():
     """The bench runs unimpaired, impaired, unimpaired, ...: on a machine that slows down
     run after run (20, 21, 22 ... ms) every impaired run that is as fast as its neighbours
     shows 1.0, where the repetition's first and last unimpaired runs would not."""
-    order = [""] + [x for _, i, _ in bench.IMPAIRMENTS for x in (i, "")]
     out = [{"repeat": 0, "impair": impair, "round_s": 0.020 + 0.001 * j,
             "retx_per_round": 0, "spurious_per_round": 0, "packets_per_round": 1000,
-            "values": 100_000} for j, impair in enumerate(order)]
+            "values": 100_000} for j, impair in enumerate(bench.IMPAIR_ORDER)]
     figs = {f["name"]: f for f in bench.impair_figures(out)}
     for name, _, _ in bench.IMPAIRMENTS:
         assert figs[f"train/impair/100000/{name}/round_time"]["ratios"] == [1.0]
@@ -88,7 +87,8 @@ def test_the_bench_runs_each_impairment_between_two_unimpaired_runs(monkeypatch,
     out = tmp_path / "b.json"
     args = ["--impair", "--repeat", "2", "--sizes", "7", "--plan", "p.json", "--json", str(out)]
     assert bench.run(parser.parse_args(args)) == 0
-    one = ["", *(x for _, i, _ in bench.IMPAIRMENTS for x in (i, ""))]
+    one = ["", "loss=0.001", "", "loss=0.01", "", "reorder=0.05", "",
+           "loss=0.05,dup=0.05,reorder=0.05", ""]
     assert calls == [(7, i) for i in one + one]
     assert "each impaired run between two unimpaired ones" in capsys.readouterr().out
     assert len(json.loads(out.read_text())["runs"]) == 2 * len(one)

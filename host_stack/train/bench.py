@@ -46,6 +46,8 @@ MODES = ("ina", "ring", "torch")
 IMPAIRMENTS = (("loss_0.1%", "loss=0.001", 1.5), ("loss_1%", "loss=0.01", 2.5),
                ("reorder_5%", "reorder=0.05", 1.2),
                ("loss_dup_reorder_5%", "loss=0.05,dup=0.05,reorder=0.05", 5.0))
+# --impair's runs in a repetition: each impaired run between two unimpaired ones ("")
+IMPAIR_ORDER = ("", *(x for _, i, _ in IMPAIRMENTS for x in (i, "")))
 GOAL_REORDER_SPURIOUS = 1.0  # percent of a round's GRAD packets, reordering alone
 GOAL_RATIO = 1.0
 GOAL_SPURIOUS = 1.0  # per round, all workers together
@@ -204,9 +206,8 @@ def run(args: argparse.Namespace) -> int:
               + (f", {args.repeat} repetition(s), each impaired run between two "
                  "unimpaired ones" if args.impair else ""))
         if args.impair:
-            order = [""] + [x for _, i, _ in IMPAIRMENTS for x in (i, "")]
             runs = [one_run(plan, "ina", values, args.rounds, impair) | {"repeat": k}
-                    for values in sizes for k in range(args.repeat) for impair in order]
+                    for values in sizes for k in range(args.repeat) for impair in IMPAIR_ORDER]
         else:
             runs = [one_run(plan, mode, values, args.rounds)
                     for values in sizes for mode in MODES]
