@@ -94,6 +94,28 @@ def test_the_bench_runs_each_impairment_between_two_unimpaired_runs(monkeypatch,
     assert len(json.loads(out.read_text())["runs"]) == 2 * len(one)
 
 
+def test_impair_defaults_to_a_median_of_five_twenty_round_repetitions(monkeypatch):
+    """A verdict from one 5-round repetition moves by more than the goals' margins; plain
+    `inart bench train` keeps its 5 rounds, one run per mode."""
+    calls = []
+
+    def one_run(plan, mode, values, rounds, impair=""):
+        calls.append((mode, rounds, impair))
+        return {"mode": mode, "values": values, "rounds": rounds - 1, "impair": impair,
+                "round_s": 0.02, "retx_per_round": 0, "spurious_per_round": 0,
+                "packets_per_round": 1000}
+
+    monkeypatch.setattr(bench, "one_run", one_run)
+    parser = argparse.ArgumentParser()
+    bench.configure(parser)
+    assert bench.run(parser.parse_args(["--impair", "--sizes", "7", "--plan", "p"])) == 0
+    assert len(calls) == 5 * len(bench.IMPAIR_ORDER)
+    assert {rounds for _, rounds, _ in calls} == {20}
+    calls.clear()
+    assert bench.run(parser.parse_args(["--sizes", "7", "--plan", "p"])) == 0
+    assert sorted(calls) == sorted((mode, 5, "") for mode in bench.MODES)
+
+
 def test_bad_options_are_refused(capsys):
     parser = argparse.ArgumentParser()
     bench.configure(parser)

@@ -8,7 +8,8 @@ line each: round time per mode, the INA/ring ratio (goal <= 1.0) and INA's spuri
 retransmissions per round (goal ~ 0, here: at most 1 per round, with no impairment).
 
 ``--impair``: INA alone, unimpaired and under each impairment of ``IMPAIRMENTS`` (injected
-at every PS's and worker's socket, host_stack/ina/impair.py), in turn, ``--repeat`` times.
+at every PS's and worker's socket, host_stack/ina/impair.py), in turn, ``--repeat`` times
+(by default 5 repetitions of 20-round runs).
 Each impaired run sits between two unimpaired runs, and its baseline is their mean, so a
 machine whose speed drifts from one run to the next (a shared VM's neighbours) moves both
 sides of a ratio alike: on fig1 at 1M values the round times of neighbouring runs correlate
@@ -37,6 +38,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tqdm import tqdm
+
 from control_plane.repo import child_env
 from host_stack.ina.impair import Impairment
 from host_stack.train.launcher import train
@@ -48,6 +51,9 @@ IMPAIRMENTS = (("loss_0.1%", "loss=0.001", 1.5), ("loss_1%", "loss=0.01", 2.5),
                ("loss_dup_reorder_5%", "loss=0.05,dup=0.05,reorder=0.05", 5.0))
 # --impair's runs in a repetition: each impaired run between two unimpaired ones ("")
 IMPAIR_ORDER = ("", *(x for _, i, _ in IMPAIRMENTS for x in (i, "")))
+# --impair's defaults: a repetition's ratio moves by ~0.07 (standard deviation) on a 2-core
+# VM, so a verdict needs the median of several, and 20-round runs (~9 minutes in all)
+ROUNDS, IMPAIR_ROUNDS, IMPAIR_REPEAT = 5, 20, 5
 GOAL_REORDER_SPURIOUS = 1.0  # percent of a round's GRAD packets, reordering alone
 GOAL_RATIO = 1.0
 GOAL_SPURIOUS = 1.0  # per round, all workers together
@@ -57,13 +63,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=None,
                         help="gradient values (--values of --model synthetic; default "
                              "100000 1000000)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds per run (>= 2)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help=f"rounds per run (>= 2; default {ROUNDS}, with --impair "
+                             f"{IMPAIR_ROUNDS})")
     parser.add_argument("--plan", default=None, help="plan file (default: fig1, inart)")
     parser.add_argument("--json", default=None, help="write the figures as JSON here")
     parser.add_argument("--impair", action="store_true",
                         help="INA under loss, reordering and duplication vs unimpaired")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="--impair: runs of every case, interleaved (ratios: median)")
+    parser.add_argument("--repeat", type=int, default=IMPAIR_REPEAT,
+                        help="--impair: runs of every case, interleaved (ratios: median; "
+                             f"default {IMPAIR_REPEAT})")
     parser.set_defaults(func=run)
 
 
@@ -196,6 +205,8 @@ def line(f: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     sizes = args.sizes or [100_000, 1_000_000]
+    if args.rounds is None:
+        args.rounds = IMPAIR_ROUNDS if args.impair else ROUNDS
     if args.rounds < 2 or any(v < 1 for v in sizes) or args.repeat < 1:
         print("bench train: --rounds >= 2, --sizes >= 1, --repeat >= 1", file=sys.stderr)
         return 2
@@ -206,11 +217,13 @@ def run(args: argparse.Namespace) -> int:
               + (f", {args.repeat} repetition(s), each impaired run between two "
                  "unimpaired ones" if args.impair else ""))
         if args.impair:
-            runs = [one_run(plan, "ina", values, args.rounds, impair) | {"repeat": k}
-                    for values in sizes for k in range(args.repeat) for impair in IMPAIR_ORDER]
+            cases = [(values, "ina", impair, k) for values in sizes
+                     for k in range(args.repeat) for impair in IMPAIR_ORDER]
         else:
-            runs = [one_run(plan, mode, values, args.rounds)
-                    for values in sizes for mode in MODES]
+            cases = [(values, mode, "", 0) for values in sizes for mode in MODES]
+        runs = [one_run(plan, mode, values, args.rounds, impair) | {"repeat": k}
+                for values, mode, impair, k in tqdm(cases, desc="bench train", unit="run",
+                                                    file=sys.stderr)]
     out = impair_figures(runs) if args.impair else figures(runs)
     for f in out:
         print(line(f))
