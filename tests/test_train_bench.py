@@ -71,12 +71,13 @@ def test_each_impaired_run_is_judged_against_its_unimpaired_neighbours():
         bench.impair_figures([r for r in out if r["impair"]])
 
 
-def test_the_bench_runs_each_impairment_between_two_unimpaired_runs(monkeypatch, tmp_path,
-                                                                     capsys):
-    calls = []
+def fake_runs(monkeypatch) -> tuple[list[tuple], argparse.ArgumentParser]:
+    """bench.one_run replaced by one that records (mode, values, rounds, impair) and returns
+    a 20 ms round; and the bench's parser."""
+    calls: list[tuple] = []
 
     def one_run(plan, mode, values, rounds, impair=""):
-        calls.append((values, impair))
+        calls.append((mode, values, rounds, impair))
         return {"mode": mode, "values": values, "rounds": rounds - 1, "impair": impair,
                 "round_s": 0.02, "retx_per_round": 0, "spurious_per_round": 0,
                 "packets_per_round": 1000}
@@ -84,12 +85,18 @@ def test_the_bench_runs_each_impairment_between_two_unimpaired_runs(monkeypatch,
     monkeypatch.setattr(bench, "one_run", one_run)
     parser = argparse.ArgumentParser()
     bench.configure(parser)
+    return calls, parser
+
+
+def test_the_bench_runs_each_impairment_between_two_unimpaired_runs(monkeypatch, tmp_path,
+                                                                     capsys):
+    calls, parser = fake_runs(monkeypatch)
     out = tmp_path / "b.json"
     args = ["--impair", "--repeat", "2", "--sizes", "7", "--plan", "p.json", "--json", str(out)]
     assert bench.run(parser.parse_args(args)) == 0
     one = ["", "loss=0.001", "", "loss=0.01", "", "reorder=0.05", "",
            "loss=0.05,dup=0.05,reorder=0.05", ""]
-    assert calls == [(7, i) for i in one + one]
+    assert [(values, impair) for _, values, _, impair in calls] == [(7, i) for i in one + one]
     assert "each impaired run between two unimpaired ones" in capsys.readouterr().out
     assert len(json.loads(out.read_text())["runs"]) == 2 * len(one)
 
@@ -97,23 +104,13 @@ def test_the_bench_runs_each_impairment_between_two_unimpaired_runs(monkeypatch,
 def test_impair_defaults_to_a_median_of_five_twenty_round_repetitions(monkeypatch):
     """A verdict from one 5-round repetition moves by more than the goals' margins; plain
     `inart bench train` keeps its 5 rounds, one run per mode."""
-    calls = []
-
-    def one_run(plan, mode, values, rounds, impair=""):
-        calls.append((mode, rounds, impair))
-        return {"mode": mode, "values": values, "rounds": rounds - 1, "impair": impair,
-                "round_s": 0.02, "retx_per_round": 0, "spurious_per_round": 0,
-                "packets_per_round": 1000}
-
-    monkeypatch.setattr(bench, "one_run", one_run)
-    parser = argparse.ArgumentParser()
-    bench.configure(parser)
+    calls, parser = fake_runs(monkeypatch)
     assert bench.run(parser.parse_args(["--impair", "--sizes", "7", "--plan", "p"])) == 0
     assert len(calls) == 5 * len(bench.IMPAIR_ORDER)
-    assert {rounds for _, rounds, _ in calls} == {20}
+    assert {rounds for _, _, rounds, _ in calls} == {20}
     calls.clear()
     assert bench.run(parser.parse_args(["--sizes", "7", "--plan", "p"])) == 0
-    assert sorted(calls) == sorted((mode, 5, "") for mode in bench.MODES)
+    assert sorted(calls) == sorted((mode, 7, 5, "") for mode in bench.MODES)
 
 
 def test_bad_options_are_refused(capsys):
