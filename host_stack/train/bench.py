@@ -205,15 +205,15 @@ def line(f: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     sizes = args.sizes or [100_000, 1_000_000]
-    if args.rounds is None:
-        args.rounds = IMPAIR_ROUNDS if args.impair else ROUNDS
-    if args.rounds < 2 or any(v < 1 for v in sizes) or args.repeat < 1:
+    rounds = args.rounds if args.rounds is not None else (
+        IMPAIR_ROUNDS if args.impair else ROUNDS)
+    if rounds < 2 or any(v < 1 for v in sizes) or args.repeat < 1:
         print("bench train: --rounds >= 2, --sizes >= 1, --repeat >= 1", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="inart-bench-train-") as tmp:
         plan = args.plan or fig1_plan(Path(tmp))
         print(f"plan {plan if args.plan else 'fig1 (inart)'}, --model synthetic, "
-              f"{args.rounds} rounds (mean over rounds 1..{args.rounds - 1})"
+              f"{rounds} rounds (mean over rounds 1..{rounds - 1})"
               + (f", {args.repeat} repetition(s), each impaired run between two "
                  "unimpaired ones" if args.impair else ""))
         if args.impair:
@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
                      for k in range(args.repeat) for impair in IMPAIR_ORDER]
         else:
             cases = [(values, mode, "", 0) for values in sizes for mode in MODES]
-        runs = [one_run(plan, mode, values, args.rounds, impair) | {"repeat": k}
+        runs = [one_run(plan, mode, values, rounds, impair) | {"repeat": k}
                 for values, mode, impair, k in tqdm(cases, desc="bench train", unit="run",
                                                     file=sys.stderr)]
     out = impair_figures(runs) if args.impair else figures(runs)
