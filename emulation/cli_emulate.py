@@ -1,7 +1,8 @@
 """`inart emulate`: one topology on Mininet, each scheme's plan installed and measured.
 
     inart emulate --topology fig1 --scheme inart,atp,lbmm [--target embedded|bmv2]
-                  [--scale MBPS_PER_UNIT] [--rounds R] [--loss PCT] [--pacing kernel|user]
+                  [--scale MBPS_PER_UNIT] [--rounds R] [--pacing kernel|user]
+                  [--loss PCT] [--dup PCT] [--reorder PCT] [--impair-links A-B,...]
                   [--find-max-rate]
                   [--find-max-scale SCALES] [--cli | --keep-up]
 
@@ -36,6 +37,8 @@ from emulation.cluster.spec import argument as cluster_argument
 from emulation.cpu_isolation import switch_weight
 from emulation.emulate import Emulation
 from emulation.fidelity import ranking_lines
+from emulation.link_impair import add_arguments as add_impair_arguments
+from emulation.link_impair import from_args as impairment
 from emulation.measure import table, write_rows
 from emulation.scale_search import ScaleResult, parse_scales, search, summary
 from host_stack.ina.transport import PACING_MODES
@@ -63,7 +66,7 @@ def add_emulation_args(p: argparse.ArgumentParser, kernel_pacing: bool = True,
     add_pace_arg(p)
     if kernel_pacing:
         add_pacing_arg(p)
-    p.add_argument("--loss", type=float, default=0.0, help="packet loss %% on every link")
+    add_impair_arguments(p)
     p.add_argument("--values", type=int, default=32 * 1500,
                    help="gradient length (int32 values) in synthetic mode; rounds much longer "
                         "than one round trip measure the paced rate")
@@ -208,25 +211,33 @@ def resource_lines(rows: list[dict]) -> list[str]:
             f"{r['machine_busy']:.0%} busy" for r in rows if "wall_s" in r]
 
 
+def impairment_lines(rows: list[dict]) -> list[str]:
+    """What the impaired links did to each run's frames (none when no link is impaired)."""
+    return [f"{r['scheme']}: links impaired ({r['impairment']}): {r['frames_dropped']} frames "
+            f"dropped, {r['frames_held']} held back, {r['frames_duplicated']} duplicated"
+            for r in rows if r.get("impairment", "none") != "none"]
+
+
 def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
                out: Path) -> tuple[ScaleResult, list[dict]]:
     """Every plan on one network at ``scale``: the rows, and the --find-max-rate sweep."""
     rows, sweep, verdicts = [], [], []
     t0 = time.monotonic()
-    with Emulation(topo, out, args.target, scale, args.loss, args.quiet,
+    with Emulation(topo, out, args.target, scale, impairment(args), args.quiet,
                    fork_server=args.fork_server, cluster=args.cluster,
                    switch_cpu_weight=args.switch_cpu_weight) as emu:
         cfg = traffic_config(args, emu.unit_bps)
         for plan in plans:
             compiled = emu.install(plan)
             run_ = emu.run(plan, compiled, cfg, plan.scheme)
-            rows.append(dict(run_.row, topology=topo.name, target=args.target, loss=args.loss))
+            rows.append(dict(run_.row, topology=topo.name, target=args.target))
             verdicts.append(run_.verdict)
             if args.find_max_rate:
                 factors = [float(f) for f in args.factors.split(",")]
                 sweep += emu.find_max_rate(plan, compiled, cfg, factors)
         print(table(rows))
-        lines = pace_lines(rows) + pacing_lines(rows) + [v.line() for v in verdicts]
+        lines = (pace_lines(rows) + pacing_lines(rows) + impairment_lines(rows)
+                 + [v.line() for v in verdicts])
         for line in lines + ranking_lines(verdicts, comm_ratios(rows)) + resource_lines(rows):
             print(line)
         if args.cli or args.keep_up:

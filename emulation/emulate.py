@@ -32,6 +32,7 @@ from emulation.cluster.spec import ClusterSpec
 from emulation.cpu_isolation import CpuIsolation, IsolationError
 from emulation.fidelity import Verdict, judge
 from emulation.host_pacing import Stream
+from emulation.link_impair import NO_IMPAIRMENT, LinkImpairment
 from emulation.measure import event_names, link_bytes, summarize
 from emulation.network import Network, NetworkError, queue_for
 from emulation.resources import Monitor, Usage
@@ -78,11 +79,10 @@ class Emulation:
     """A running network plus the operations the CLI and experiments need."""
 
     def __init__(self, topology: Topology, out_dir: Path, target: str = "embedded",
-                 scale: float = 0.5, loss: float = 0.0, quiet: bool = False,
-                 program: Pipeline | None = None, window: int = TrafficConfig.window,
-                 loss_links: list[tuple[str, str]] | None = None,
-                 fork_server: bool = True, cluster: ClusterSpec | None = None,
-                 switch_cpu_weight: int | None = None) -> None:
+                 scale: float = 0.5, impair: LinkImpairment = NO_IMPAIRMENT,
+                 quiet: bool = False, program: Pipeline | None = None,
+                 window: int = TrafficConfig.window, fork_server: bool = True,
+                 cluster: ClusterSpec | None = None, switch_cpu_weight: int | None = None) -> None:
         self.topo = topology
         self.out_dir = out_dir.resolve()  # hosts' processes and switches get absolute paths
         self.addr: Addressing = assign(topology)
@@ -94,9 +94,9 @@ class Emulation:
         self.quiet = quiet
         self.scale = scale
         self.window = window  # the most any run's TrafficConfig may keep in flight per stream
-        self.net = Network(topology, self.addr, self.out_dir / "logs", target, scale, loss, quiet,
-                           queue_for(len(topology.workers), len(topology.pss), window),
-                           loss_links, fork_server, servers)
+        self.net = Network(topology, self.addr, self.out_dir / "logs", target, scale, impair,
+                           quiet, queue_for(len(topology.workers), len(topology.pss), window),
+                           fork_server, servers)
         self.installed: str | None = None
         self.paced: dict[str, list[Stream]] = {}  # the workers' pacing classes now
         self.pacing_fallback: str | None = None  # why the kernel could not pace, if so
@@ -306,11 +306,13 @@ class Emulation:
         ev0 = self.switch_events()
         st0 = self.target_stats()
         if0 = self.net.interface_bytes()
+        im0 = self.net.impairment_counts()
         self.monitor.mark()
         job = run_job(self.net, self.addr, plan, compiled, cfg, self.out_dir / "hosts" / tag,
                       self.quiet)
         usage = self.monitor.usage()
         if1 = self.net.interface_bytes()
+        im1 = self.net.impairment_counts()
         ev1 = self.switch_events()
         st1 = self.target_stats()
         events = {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
@@ -320,6 +322,8 @@ class Emulation:
         row["rate_factor"] = cfg.rate_factor
         row["scale_mbps_per_unit"] = self.scale
         row["target_drops"] = {sw: reasons(st1[sw], since=st0[sw]) for sw in st1 if sw in st0}
+        row["impairment"] = self.net.impair.describe()
+        row.update({f"frames_{k}": im1[k] - im0[k] for k in im1})  # by the links' rules
         row.update(wall_s=usage.wall_s, peak_pss_mb=usage.peak_pss_mb,
                    peak_rss_mb=usage.peak_rss_mb,
                    switch_pss_mb=usage.peak_split_mb.get("switches", 0.0),

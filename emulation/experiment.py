@@ -21,6 +21,7 @@ from control_plane.solver.solve import plan_for
 from emulation.cli_emulate import add_emulation_args, comm_ratios, traffic_config
 from emulation.emulate import Emulation
 from emulation.fidelity import ranking_lines
+from emulation.link_impair import from_args as impairment
 from emulation.measure import table, write_rows
 
 MODEL_KB = {"lstm": 1627, "vgg19": 548, "resnet50": 97}  # InArt paper, section 5.3.1
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         topo = build_topology(args.topology, ps=args.ps, workers=workers,
                               preset=args.preset if args.topology != "fig1" else None)
         with Emulation(topo, out / label.replace(" ", "-"), args.target, args.scale,
-                       args.loss, args.quiet, fork_server=args.fork_server,
+                       impairment(args), args.quiet, fork_server=args.fork_server,
                        switch_cpu_weight=args.switch_cpu_weight) as emu:
             cfg = traffic_config(args, emu.unit_bps)
             if "values" in opts:

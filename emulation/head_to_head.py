@@ -49,6 +49,8 @@ from emulation.cluster.spec import CLUSTER_HELP
 from emulation.cluster.spec import argument as cluster_argument
 from emulation.emulate import Emulation
 from emulation.fidelity import Verdict, ranking_lines
+from emulation.link_impair import add_arguments as add_impair_arguments
+from emulation.link_impair import from_args as impairment
 from emulation.measure import all_sending_rate, directed_link_bytes
 from host_stack.experiments.cli import add_common_args
 from host_stack.experiments.selective.selective_sync import STORE_ENV
@@ -71,37 +73,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     add_training_args(parser, "head-to-head", SCHEMES,
                       "fig1, 6 rounds, every scheme (what the tests run)")
-    parser.add_argument("--loss", type=loss_percent, default=0.0, metavar="PCT",
-                        help="random packet loss %% each way on the --loss-links (nftables)")
-    parser.add_argument("--loss-links", type=link_list, default=None, metavar="A-B,...",
-                        help="the links --loss applies to, by their end nodes (default: all)")
+    add_impair_arguments(parser)
     parser.add_argument("--cluster", metavar="SERVERS_YAML", type=cluster_argument,
                         default=None, help=CLUSTER_HELP)
     parser.set_defaults(func=run)
-
-
-def loss_percent(text: str) -> float:
-    """--loss: a percentage 0 <= PCT < 100."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < 100:
-        raise argparse.ArgumentTypeError(f"--loss {text!r}: expected a percentage 0 <= PCT < 100")
-    return value
-
-
-def link_list(text: str) -> list[tuple[str, str]]:
-    """--loss-links: 'A-B,C-D' -> [(A, B), (C, D)] (node ids may not contain '-')."""
-    links = []
-    for item in filter(None, text.split(",")):
-        a, sep, b = item.partition("-")
-        if not sep or not a or not b or "-" in b:
-            raise argparse.ArgumentTypeError(f"--loss-links {item!r}: expected NODE-NODE")
-        links.append((a, b))
-    if not links:
-        raise argparse.ArgumentTypeError("--loss-links: expected at least one NODE-NODE")
-    return links
 
 
 def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple[str, ...],
@@ -294,6 +269,7 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     cfg = emu.paced_config(plan if scheme in INA else None, cfg)
     before = emu.net.interface_bytes()
     retx_before = emu.net.tcp_retransmits(topo.workers)
+    impaired_before = emu.net.impairment_counts()
     emu.monitor.mark()
     coordinator = (Coordinator(emu, source, group_p(len(topo.workers), p), cfg, workdir)
                    if scheme == SELECTIVE else None)
@@ -319,6 +295,8 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     row["plan_rate_units"] = plan.rate if scheme in INA else None
     row["groups"] = groups
     row["tcp_retx"] = tcp_retx
+    row.update({f"frames_{k}": n - impaired_before[k]  # by the links' impairment rules
+                for k, n in emu.net.impairment_counts().items()})
     row["bytes_per_link"] = per_link
     paced = (plan.rate * cfg.rate_factor * cfg.unit_bps / 1e6
              if scheme in INA and cfg.unit_bps and plan.rate > 0 else None)
@@ -363,9 +341,8 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    loss, links = getattr(args, "loss", 0.0), getattr(args, "loss_links", None)
-    with Emulation(topo, out / "emulation", "embedded", args.scale, loss, quiet=True,
-                   loss_links=links, cluster=getattr(args, "cluster", None),
+    with Emulation(topo, out / "emulation", "embedded", args.scale, impairment(args),
+                   quiet=True, cluster=getattr(args, "cluster", None),
                    switch_cpu_weight=getattr(args, "switch_cpu_weight", None)) as emu, \
             tqdm(total=len(schemes) * args.seeds, desc=desc, unit="run") as bar:
         for seed in range(args.seeds):
@@ -414,7 +391,7 @@ COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "exchange_s", "rat
            "expected_bytes", "bytes_ratio", "tcp_retx", "ina_retx", "ps_ingress_bytes",
            "link_bytes", "pacing", "sent_over_plan", "sent_over_plan_mean", "fidelity",
            "fidelity_reasons", "cpu_busy", "cpu_saturated_share", "run_queue_per_cpu",
-           "cpu_isolation")
+           "cpu_isolation", "frames_dropped", "frames_held", "frames_duplicated")
 # the ones printed, so that a row fits a terminal; the CSV has the rest
 SHOWN = ("scheme", "seed", "iter_s", "comm_s", "rate_mbps", "final_loss", "accuracy",
          "time_to_target_s", "bytes_ratio", "tcp_retx", "ina_retx")
@@ -463,9 +440,11 @@ def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
              "batch": args.batch, "seeds": args.seeds, "scale_mbps_per_unit": args.scale,
              "target_accuracy": args.target_accuracy, "pace": args.pace,
              "pacing": args.pacing, "switch_cpu_weight": getattr(args, "switch_cpu_weight", None),
-             "loss_pct": getattr(args, "loss", 0.0),
-             "loss_links": ["-".join(ab) for ab in getattr(args, "loss_links", None) or []]
-             or "all"}
+             "loss_pct": getattr(args, "loss", 0.0), "dup_pct": getattr(args, "dup", 0.0),
+             "reorder_pct": getattr(args, "reorder", 0.0),
+             "reorder_delay_ms": getattr(args, "reorder_delay", 2.0),
+             "impaired_links": ["-".join(ab) for ab in getattr(args, "impair_links", None)
+                                or []] or "all"}
     (out / "head_to_head.json").write_text(json.dumps({"setup": setup, "runs": rows},
                                                        indent=1) + "\n")
     (out / "head_to_head.csv").write_text(to_csv(flat))

@@ -35,6 +35,8 @@ from control_plane.service.store import Store
 from control_plane.service.switches import P4RuntimeInstaller
 from control_plane.solver.multi_job import check_fits
 from emulation.cli_emulate import add_emulation_args, traffic_config
+from emulation.link_impair import LinkImpairment
+from emulation.link_impair import from_args as impairment
 from emulation.measure import summarize, write_rows
 from emulation.network import Network, queue_for
 from host_stack.experiments.cli import add_common_args
@@ -96,13 +98,14 @@ class ServedNetwork:
     so the hosts' namespaces reach it); everything stops when ``stack`` closes."""
 
     def __init__(self, stack: ExitStack, topo: Topology, out: Path, target: str,
-                 scale: float, loss: float, quiet: bool, fork_server: bool = True) -> None:
+                 scale: float, impair: LinkImpairment, quiet: bool,
+                 fork_server: bool = True) -> None:
         addr = assign(topo)
         self.topo = topo
         self.sock = f"unix:{out / 'serve.sock'}"
         shutil.rmtree(out / "state", ignore_errors=True)  # a fresh service, no old jobs
         queue = queue_for(len(topo.workers), len(topo.pss), TrafficConfig.window)
-        self.net = stack.enter_context(Network(topo, addr, out / "logs", target, scale, loss,
+        self.net = stack.enter_context(Network(topo, addr, out / "logs", target, scale, impair,
                                                quiet, queue, fork_server=fork_server))
         self.net.prepare_versions()
         pipeline = pipeline_for(target)
@@ -199,7 +202,8 @@ def run(args: argparse.Namespace) -> int:
         for seed in range(args.seeds):
             with ExitStack() as stack:
                 served = ServedNetwork(stack, topo, out / f"seed{seed}", args.target,
-                                       args.scale, args.loss, args.quiet, args.fork_server)
+                                       args.scale, impairment(args), args.quiet,
+                                       args.fork_server)
                 cfg = replace(traffic_config(args, args.scale * 1e6), seed=seed)
                 rows += [dict(r, seed=seed) for r in
                          run_jobs(served, jobs, args.scheme, cfg, out / f"seed{seed}",

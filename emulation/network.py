@@ -7,7 +7,8 @@ embedded target by default, or bmv2), started without a program (control_plane/d
 it over P4Runtime).  Switch nodes stay in the root namespace like Mininet's
 own switches; their P4Runtime servers listen on loopback only.
 
-Links are tc-shaped (Mininet TCLink: htb over a FIFO, see ``queue_for``; ``loss`` by nftables)
+Links are tc-shaped (Mininet TCLink: htb over a FIFO, see ``queue_for``; impairments by
+emulation/link_impair.py)
 per direction to the spare capacity B(e) - b(e) times ``scale`` Mbit/s per topology unit.  The
 switch -> PS direction is shaped to min(B(e) - b(e), B(s) - b(s)): the paper's PS ingress
 bandwidth B(s) is a real limit here.  A worker's egress also holds its INA streams' pacing
@@ -45,7 +46,15 @@ from control_plane.model.topology import Topology
 from control_plane.processes import stop_process
 from control_plane.repo import child_env
 from emulation.host_pacing import MTU_QUANTUM, Stream, egress_tree, stream_counts
-from emulation.switch_claims import ClaimError, SwitchClaims, interfaces_of, loss_table
+from emulation.link_impair import (
+    NO_IMPAIRMENT,
+    ImpairError,
+    LinkImpairment,
+    egress_rules,
+    hold_names,
+    rule_counts,
+)
+from emulation.switch_claims import ClaimError, SwitchClaims, impair_table, interfaces_of
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.base import START_TIMEOUT_S
 from emulation.targets.embedded.farm import SwitchFarm
@@ -152,46 +161,33 @@ def _switch_class(cluster: bool = False):
     return P4Switch
 
 
-def lossy_links(topology: Topology, links: list[tuple[str, str]] | None
-                ) -> set[frozenset[str]]:
-    """The links ``--loss`` applies to: the named ones (either direction), or every link."""
-    every = {frozenset(ab) for ab in topology.links}
-    if links is None:
-        return every
-    chosen = {frozenset(ab) for ab in links}
-    unknown = sorted("-".join(sorted(ab)) for ab in chosen - every)
-    if unknown:
-        raise NetworkError(f"loss links {', '.join(unknown)}: not links of {topology.name} "
-                           f"(expected node pairs joined by a link, e.g. "
-                           f"{'-'.join(sorted(next(iter(every))))})")
-    return chosen
-
-
 class Network:
     """The emulated network of one topology; use as a context manager."""
 
     def __init__(self, topology: Topology, addressing: Addressing, out_dir: Path,
-                 target: str = "embedded", scale: float = 0.5, loss: float = 0.0,
-                 quiet: bool = False, queue_packets: int = QUEUE_PACKETS,
-                 loss_links: list[tuple[str, str]] | None = None,
-                 fork_server: bool = True, cluster: Cluster | None = None) -> None:
+                 target: str = "embedded", scale: float = 0.5,
+                 impair: LinkImpairment = NO_IMPAIRMENT, quiet: bool = False,
+                 queue_packets: int = QUEUE_PACKETS, fork_server: bool = True,
+                 cluster: Cluster | None = None) -> None:
         if target not in TARGETS:
             raise NetworkError(f"target '{target}': expected one of {', '.join(TARGETS)}")
         if not scale > 0:
             raise NetworkError(f"scale {scale}: expected Mbit/s per topology unit > 0")
-        if not 0 <= loss < 100:
-            raise NetworkError(f"loss {loss}: expected a percentage 0 <= loss < 100")
-        self.lossy = lossy_links(topology, loss_links)
-        if loss and cluster is not None:
-            raise NetworkError(f"loss {loss}: not offered with several servers (the loss "
-                               f"rules live in each server's nftables); expected 0")
+        try:
+            self.impaired = impair.chosen(topology)
+        except ImpairError as exc:
+            raise NetworkError(str(exc)) from None
+        if impair.active and cluster is not None:
+            raise NetworkError(f"link impairment ({impair.describe()}): not offered with "
+                               f"several servers (its rules live in each server's nftables); "
+                               f"expected none")
         reason = mininet_available()
         if reason:
             raise NetworkError(reason)
         self.topo, self.addr, self.target = topology, addressing, target
         if queue_packets < 1:
             raise NetworkError(f"queue_packets {queue_packets}: expected >= 1")
-        self.scale, self.loss, self.quiet = scale, loss, quiet
+        self.scale, self.impair, self.quiet = scale, impair, quiet
         self.queue_packets = queue_packets
         self.out_dir = out_dir.resolve()  # switch logs and host files: absolute for children
         self.net = None
@@ -206,6 +202,9 @@ class Network:
         self.interfaces: list[str] = []
         self._shaped: list = []
         self._nft_tables: list[str] = []  # root-namespace tables (hosts' go with their netns)
+        self._holds: dict[str, list[tuple[str, str]]] = {}  # node -> its (hold peer, interface)
+        self._hold_devices: list[str] = []  # root-namespace hold veths (hosts' go with theirs)
+        self._hold_procs: list[subprocess.Popen] = []
         self._old_handlers: dict[int, Callable] = {}
         self.claims = SwitchClaims(topology.switches)
 
@@ -277,15 +276,16 @@ class Network:
             for intf in (link.intf1, link.intf2):
                 if intf.node.name in self.topo.switches:
                     self.interfaces.append(intf.name)
-                self._shaped.append((intf, key in self.lossy))
+                self._shaped.append((intf, key in self.impaired))
         net.build()
         net.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         for sw in self.topo.switches:
             net.get(sw).wait_ready(deadline)
         self._configure_hosts()
-        for intf, lossy in self._shaped:
-            self._queue_and_loss(intf, lossy)
+        for intf, impaired in self._shaped:
+            self._queue_and_impair(intf, impaired)
+        self._start_hold_lines()
         for host in self.topo.workers:
             self._egress(host, [])
         if self.cluster is not None:  # where each node runs and which tunnel each link got
@@ -301,14 +301,9 @@ class Network:
             print(f"emulation: removed {len(removed)} interfaces an emulation that died left "
                   f"behind: {', '.join(removed)}", file=sys.stderr)
 
-    def _queue_and_loss(self, intf, lossy: bool) -> None:
-        """A short FIFO under the htb class, and random loss on the interface's egress (both
-        ends of a lossy link: ``loss`` percent each way).
-
-        Loss uses an nftables netdev egress rule, not tc netem: netem (and tc classifiers) are
-        missing from some kernels (this machine's among them), nftables egress hooks are not,
-        and frames a switch sends through its raw socket pass that hook like any other.
-        """
+    def _queue_and_impair(self, intf, impaired: bool) -> None:
+        """A short FIFO under the htb class, and on an impaired link's ends the egress rules
+        of emulation/link_impair.py (``loss``, ``dup``, ``reorder`` percent each way)."""
         if intf.node.name in self.topo.workers:
             out = "Q-OK"  # a worker's egress is built by _egress, with its pacing classes
         else:
@@ -316,23 +311,68 @@ class Network:
                            f"limit {self.queue_packets} && echo Q-OK")
         if "Q-OK" not in out:
             raise NetworkError(f"interface {intf.name}: queue setup failed: {out.strip()}")
-        if not self.loss or not lossy:
+        if not self.impair.active or not impaired:
             return
-        table = loss_table(intf.name)
-        per = round(self.loss * 1000)  # loss percent -> parts per 100000
+        if self.impair.reorder:
+            self._hold_veth(intf)
+        table = impair_table(intf.name)
         rules = self.out_dir / f".{table}.nft"
-        rules.write_text(
-            f"add table netdev {table}\n"
-            f"add chain netdev {table} eg {{ type filter hook egress device \"{intf.name}\" "
-            f"priority 0; }}\n"
-            f"add rule netdev {table} eg numgen random mod 100000 lt {per} counter drop\n")
+        rules.write_text(egress_rules(table, intf.name, self.impair))
         out = intf.cmd(f"nft -f {rules} && echo L-OK")
         rules.unlink()
         if "L-OK" not in out:
-            raise NetworkError(f"interface {intf.name}: loss rule failed (needs nftables and "
-                               f"a kernel with netdev egress hooks, >= 5.16): {out.strip()}")
+            raise NetworkError(f"interface {intf.name}: impairment rules failed (needs "
+                               f"nftables and a kernel with netdev egress hooks, >= 5.16): "
+                               f"{out.strip()}")
         if intf.node.name in self.topo.switches:
             self._nft_tables.append(table)
+
+    def _hold_veth(self, intf) -> None:
+        """The veth pair ``--reorder`` steals frames to, beside ``intf`` in its namespace; a
+        host's interface sends frames, not GSO super-packets, so each can be sent again."""
+        try:
+            hold, peer = hold_names(intf.name)
+        except ImpairError as exc:
+            raise NetworkError(str(exc)) from None
+        mtu = intf.cmd(f"cat /sys/class/net/{intf.name}/mtu").strip()
+        gso = "" if intf.node.name in self.topo.switches else \
+            f"ethtool -K {intf.name} gso off tso off >/dev/null && "
+        out = intf.cmd(f"ip link add {hold} mtu {mtu} type veth peer name {peer} mtu {mtu} && "
+                       f"sysctl -qw net.ipv6.conf.{hold}.disable_ipv6=1 "
+                       f"net.ipv6.conf.{peer}.disable_ipv6=1 && ip link set {hold} up && "
+                       f"ip link set {peer} up && {gso}echo H-OK")
+        if intf.node.name in self.topo.switches:
+            self._hold_devices.append(hold)
+        if "H-OK" not in out:
+            raise NetworkError(f"interface {intf.name}: hold veth {hold} failed: {out.strip()}")
+        self._holds.setdefault(intf.node.name, []).append((peer, intf.name))
+
+    def _start_hold_lines(self) -> None:
+        """One emulation/hold_line.py per namespace with held frames (every switch's ports
+        share the root namespace), ready before any traffic."""
+        assert self.net is not None
+        switches = [pair for sw in self.topo.switches for pair in self._holds.get(sw, [])]
+        groups = [(h, self._holds[h]) for h in self.topo.workers + self.topo.pss
+                  if h in self._holds]
+        if switches:
+            groups.append((self.topo.switches[0], switches))
+        started = []
+        for node, pairs in groups:
+            log = self.out_dir / f"hold_line-{node}.log"
+            cmd = [sys.executable, "-m", "emulation.hold_line",
+                   "--delay-ms", f"{self.impair.delay_ms:g}", *(f"{p}={i}" for p, i in pairs)]
+            with log.open("w") as fh:
+                proc = self.net.get(node).popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
+                                                env=child_env())
+            self._hold_procs.append(proc)
+            started.append((node, proc, log))
+        deadline = time.monotonic() + START_TIMEOUT_S
+        for node, proc, log in started:
+            while "ready" not in log.read_text():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise NetworkError(f"hold line of {node} did not start: "
+                                       f"{log.read_text().strip() or 'no output'}")
+                time.sleep(0.05)
 
     def _configure_hosts(self) -> None:
         """No IPv6, static ARP for every address a host sends to, and checksums computed by
@@ -465,6 +505,7 @@ class Network:
         """Stop everything; safe to call twice and after a partial start."""
         try:
             self.stop_processes()
+            self._stop_hold_lines()  # before Mininet: each keeps its host's namespace alive
             if self.net is not None:
                 net, self.net = self.net, None
                 if self.cluster is not None:
@@ -482,10 +523,15 @@ class Network:
                 self.forks.close()
             if self.farm is not None:
                 self.farm.close()
+            self._stop_hold_lines()
             for table in self._nft_tables:
                 subprocess.run(["nft", "delete", "table", "netdev", table], capture_output=True,
                                timeout=10)
             self._nft_tables.clear()
+            for name in self._hold_devices:  # a veth goes with its peer
+                if Path(f"/sys/class/net/{name}").exists():
+                    subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=10)
+            self._hold_devices.clear()
             for name in self.interfaces if self.cluster is None else ():  # else on servers
                 if Path(f"/sys/class/net/{name}").exists():
                     subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=10)
@@ -493,6 +539,30 @@ class Network:
             for sig, handler in self._old_handlers.items():
                 signal.signal(sig, handler)
             self._old_handlers.clear()
+
+    def impairment_counts(self) -> dict[str, int]:
+        """Frames the impaired links' rules dropped, held back and duplicated so far, both
+        ends of every impaired link together (their nftables counters)."""
+        total = {"dropped": 0, "held": 0, "duplicated": 0}
+        if self.net is None or not self.impair.active:
+            return total
+        for intf, impaired in self._shaped:
+            if not impaired:
+                continue
+            out = intf.cmd(f"nft -j list table netdev {impair_table(intf.name)}")
+            try:
+                counts = rule_counts(out)
+            except ValueError:
+                raise NetworkError(f"interface {intf.name}: its impairment counters did not "
+                                   f"read: {out.strip()[:200]}") from None
+            for key, n in counts.items():
+                total[key] += n
+        return total
+
+    def _stop_hold_lines(self) -> None:
+        for proc in self._hold_procs:
+            stop_process(proc)
+        self._hold_procs.clear()
 
     # -- measurement hooks -----------------------------------------------------------------------
     def switch_pids(self) -> list[int]:

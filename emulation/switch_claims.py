@@ -7,7 +7,7 @@ start until someone ran ``ip link del`` by hand.  Each emulation therefore binds
 Unix socket per switch name for its lifetime.  The kernel releases the name when the process
 dies, however it dies, and abstract names are scoped to the network namespace, as the
 interfaces are.  Interfaces whose switch name nobody holds belong to a dead run and are removed
-(with their loss tables); names a live process holds are refused with the interfaces named.
+(with their impairment tables); names a live process holds are refused with the interfaces named.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ class ClaimError(RuntimeError):
     """A switch name is held by a live emulation in this network namespace."""
 
 
-def loss_table(interface: str) -> str:
-    """The nftables netdev table that drops ``--loss`` of the frames leaving ``interface``."""
+def impair_table(interface: str) -> str:
+    """The nftables netdev table of the loss, duplication and reordering rules on the frames
+    leaving ``interface`` (emulation/link_impair.py)."""
     return "inart_" + interface.replace("-", "_")
 
 
@@ -67,7 +68,7 @@ class SwitchClaims:
         removed = [i for sw in self.switches for i in interfaces_of(sw)]
         for name in removed:
             subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=10)
-            subprocess.run(["nft", "delete", "table", "netdev", loss_table(name)],
+            subprocess.run(["nft", "delete", "table", "netdev", impair_table(name)],
                            capture_output=True, timeout=10)
         still = [i for sw in self.switches for i in interfaces_of(sw)]
         if still:

@@ -3,7 +3,8 @@
 What fig1 must show with every scheme: exact aggregates, a measured sending rate
 within 15% of the plan's (scaled) rate, a communication time within 25% of shard / (f x_s),
 and communication times ordered inart < atp < lbmm.  Also: exact sums with 1% loss on every
-link, a fattree:4 run, and the same experiment on bmv2 where it is installed.
+link and with duplication and reordering on every link, a fattree:4 run, and the same
+experiment on bmv2 where it is installed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from control_plane.model.topologies import build_topology, fig1
 from control_plane.solver.solve import plan_for
 from emulation.emulate import Emulation
+from emulation.link_impair import NO_IMPAIRMENT, LinkImpairment
 from emulation.network import leftovers
 from emulation.targets import get_target
 from host_stack.train.hostrun import TrafficConfig
@@ -24,11 +26,12 @@ SCALE = 0.25  # Mbit/s per topology unit: what the embedded target carries on 2 
 
 
 
-def run_schemes(tmp_path: Path, topo, schemes, target="embedded", loss=0.0, rounds=3,
+def run_schemes(tmp_path: Path, topo, schemes, target="embedded",
+                impair: LinkImpairment = NO_IMPAIRMENT, rounds=3,
                 values=32 * 1500) -> list[dict]:
     """Rounds of ~1500 chunks: long enough that the last RESULT's round trip is < 10% of it."""
     rows = []
-    with Emulation(topo, tmp_path, target, SCALE, loss, quiet=True) as emu:
+    with Emulation(topo, tmp_path, target, SCALE, impair, quiet=True) as emu:
         pids = [sw.switch.proc.pid for sw in emu.net.net.switches]
         cfg = TrafficConfig(rounds=rounds, values=values, unit_bps=emu.unit_bps,
                             deadline_s=300)
@@ -57,9 +60,20 @@ def test_fig1_every_scheme_exact_at_the_plans_rate(tmp_path):
 
 
 def test_fig1_one_percent_loss_on_every_link_is_still_exact(tmp_path):
-    (row,) = run_schemes(tmp_path, fig1(), ["inart"], loss=1.0, rounds=2)
+    (row,) = run_schemes(tmp_path, fig1(), ["inart"], impair=LinkImpairment(loss=1.0), rounds=2)
     assert row["exact"] is True
+    assert row["frames_dropped"] > 0 and row["frames_held"] == row["frames_duplicated"] == 0
     assert row["retx"] > 0  # the loss was real and was repaired
+
+
+def test_fig1_duplication_and_reordering_on_every_link_is_still_exact(tmp_path):
+    imp = LinkImpairment(dup=2.0, reorder=5.0)
+    (row,) = run_schemes(tmp_path, fig1(), ["inart"], impair=imp, rounds=2)
+    assert row["impairment"] == "dup 2%, reorder 5% (2 ms)"
+    assert row["exact"] is True
+    assert row["frames_held"] > 0 and row["frames_duplicated"] > 0 and row["frames_dropped"] == 0
+    # the switches took duplicated contributions once (their bitmaps), the PSs the rest
+    assert row["duplicate_drop"] > 0
 
 
 def test_fattree4_emulation_is_exact(tmp_path):

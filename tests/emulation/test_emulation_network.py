@@ -20,8 +20,9 @@ import pytest
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.transaction import DEFAULT_ELECTION_ID, addressed_switches, open_client
 from control_plane.model.topologies import fig1
+from emulation.link_impair import LinkImpairment, hold_names
 from emulation.network import Network, NetworkError, leftovers, queue_for
-from emulation.switch_claims import loss_table
+from emulation.switch_claims import impair_table
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet")]
@@ -38,7 +39,8 @@ def test_network_comes_up_shaped_and_goes_away(tmp_path):
     addr = assign(topo)
     queue = queue_for(len(topo.workers), len(topo.pss), 32)
     assert queue == 6 * 2 * 32  # every (worker, PS) stream's window fits
-    with Network(topo, addr, tmp_path, scale=0.5, loss=1.0, queue_packets=queue) as net:
+    with Network(topo, addr, tmp_path, scale=0.5, impair=LinkImpairment(loss=1.0),
+                 queue_packets=queue) as net:
         pids = [sw.switch.proc.pid for sw in net.net.switches]
         # the switch's P4Runtime server answers (and takes a primary session)
         client = open_client(addressed_switches(addr)["v1"], DEFAULT_ELECTION_ID, 15.0)
@@ -62,17 +64,38 @@ def test_network_comes_up_shaped_and_goes_away(tmp_path):
     assert _nft_tables() == ""
 
 
-def test_loss_only_on_the_chosen_links(tmp_path):
+def test_impairment_only_on_the_chosen_links(tmp_path):
     topo = fig1()
     addr = assign(topo)
-    with Network(topo, addr, tmp_path, loss=1.0, loss_links=[("s1", "v2")]) as net:
+    imp = LinkImpairment(loss=1.0, dup=1.0, reorder=5.0, links=(("s1", "v2"),))
+    switch_end = f"v2-eth{addr.port[('v2', 's1')]}"
+    with Network(topo, addr, tmp_path, impair=imp) as net:
         tables = _nft_tables()
-        assert loss_table(f"v2-eth{addr.port[('v2', 's1')]}") in tables  # switch end of v2-s1
+        assert impair_table(switch_end) in tables  # switch end of v2-s1
         assert tables.count("table netdev") == 1, tables  # no other switch interface
-        for host, lossy in (("s1", True), ("w1", False)):  # hosts' ends, in their namespaces
+        for host, impaired in (("s1", True), ("w1", False)):  # hosts' ends, in their namespaces
             out = net.popen(host, ["nft", "list", "tables"]).communicate(timeout=10)[0]
-            assert (loss_table(f"{host}-eth0") in out.decode()) == lossy, (host, out)
+            assert (impair_table(f"{host}-eth0") in out.decode()) == impaired, (host, out)
+            links = net.popen(host, ["ip", "-br", "link"]).communicate(timeout=10)[0].decode()
+            assert (hold_names(f"{host}-eth0")[1] in links) == impaired, links
+        # the root namespace's hold line serves the switch end, s1's its own end
+        assert Path(f"/sys/class/net/{hold_names(switch_end)[1]}").exists()
+        assert sorted(p.name for p in tmp_path.glob("hold_line-*.log")) == \
+            ["hold_line-s1.log", "hold_line-v1.log"]
+        assert net.impairment_counts().keys() == {"dropped", "held", "duplicated"}
+        lines = [proc.pid for proc in net._hold_procs]
     assert _nft_tables() == ""
+    assert not Path(f"/sys/class/net/{hold_names(switch_end)[0]}").exists()
+    assert leftovers(topo.switches, lines) == []
+    for log in tmp_path.glob("hold_line-*.log"):  # each line said what it did, and stopped
+        text = log.read_text()
+        assert text.splitlines()[-1].startswith('{"held": '), text
+
+
+def test_impairment_is_refused_with_a_reason_before_anything_starts(tmp_path):
+    with pytest.raises(NetworkError, match="impaired links s1-w1: not links of fig1"):
+        Network(fig1(), assign(fig1()), tmp_path,
+                impair=LinkImpairment(loss=1.0, links=(("w1", "s1"),)))
 
 
 def test_exception_inside_the_run_still_tears_down(tmp_path):
@@ -92,10 +115,12 @@ faulthandler.register(signal.SIGUSR1, all_threads=True)  # where a stuck teardow
 from pathlib import Path
 from control_plane.model.topologies import fig1
 from control_plane.deploy.addressing import assign
+from emulation.link_impair import LinkImpairment
 from emulation.network import Network
 topo = fig1()
 try:
-    with Network(topo, assign(topo), Path(sys.argv[1]), loss=1.0) as net:
+    imp = LinkImpairment(loss=1.0, dup=1.0, reorder=5.0)  # hold lines to stop too
+    with Network(topo, assign(topo), Path(sys.argv[1]), impair=imp) as net:
         pids = [sw.switch.proc.pid for sw in net.net.switches]
         pids.append(net.popen("w2", ["sleep", "600"]).pid)
         print(json.dumps(pids), flush=True)
