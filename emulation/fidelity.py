@@ -9,6 +9,11 @@ at, its retransmissions and the machine's CPU during its run, and marks a scheme
 less than ``MIN_RATE_RATIO`` of its plan or ran on a saturated machine; a ranking that
 includes a marked scheme is not printed as a result (``ranking_lines``).
 
+On impaired links (``--loss``, ``--dup``, ``--reorder``: emulation/link_impair.py) a scheme's
+transport sends less than its plan while it recovers what the links lost: that is the
+scheme's own answer to the impairment, and the comparison is the one asked for, so there a
+low rate ratio is noted, not marked; a saturated machine still marks.
+
 Saturated: at least ``SATURATED_SHARE`` of the run's CPU samples (emulation/resources.py,
 one a second) had every CPU >= ``resources.SATURATED`` busy.  A machine busy 95% of a sample
 leaves the senders and the Python switches waiting for a CPU; whether that cost a scheme its
@@ -36,6 +41,7 @@ class Verdict:
     saturated_share: float  # share of CPU samples with the machine saturated
     run_queue: float  # runnable tasks per CPU, mean over the samples
     reasons: tuple[str, ...]
+    note: str = ""  # what the figures say that is no mark (a rate cut by impaired links)
 
     @property
     def ok(self) -> bool:
@@ -44,7 +50,7 @@ class Verdict:
     def fields(self) -> dict:
         """What goes into a row of the JSON and CSV outputs."""
         return {"fidelity": "ok" if self.ok else "bounded by the machine",
-                "fidelity_reasons": "; ".join(self.reasons),
+                "fidelity_reasons": "; ".join(self.reasons), "fidelity_note": self.note,
                 "cpu_busy": self.cpu_busy, "cpu_saturated_share": self.saturated_share,
                 "run_queue_per_cpu": self.run_queue}
 
@@ -53,19 +59,26 @@ class Verdict:
         head = (f"fidelity {self.scheme}: {rate}, {self.retx} retx, machine "
                 f"{self.cpu_busy:.0%} busy (saturated in {self.saturated_share:.0%} of "
                 f"samples, run queue {self.run_queue:.1f}/CPU): ")
-        return head + ("ok" if self.ok else "MARKED, " + "; ".join(self.reasons))
+        note = f" ({self.note})" if self.note else ""
+        return head + ("ok" if self.ok else "MARKED, " + "; ".join(self.reasons)) + note
 
 
 def judge(scheme: str, rate_ratio: float | None, retx: int, cpu_busy: float,
-          saturated_share: float, run_queue: float) -> Verdict:
-    """The verdict on one scheme's run from its measured figures."""
-    reasons = []
+          saturated_share: float, run_queue: float, impaired: bool = False) -> Verdict:
+    """The verdict on one scheme's run from its measured figures (``impaired``: its links
+    dropped, duplicated or reordered frames on purpose)."""
+    reasons, note = [], ""
+    saturated = saturated_share >= SATURATED_SHARE
     if rate_ratio is not None and (math.isnan(rate_ratio) or rate_ratio < MIN_RATE_RATIO):
-        reasons.append(f"sent {rate_ratio:.2f} of its plan (< {MIN_RATE_RATIO:g})")
-    if saturated_share >= SATURATED_SHARE:
+        short = f"sent {rate_ratio:.2f} of its plan (< {MIN_RATE_RATIO:g})"
+        if impaired and not saturated and not math.isnan(rate_ratio):
+            note = f"{short} on impaired links: its recovery, the machine was not saturated"
+        else:
+            reasons.append(short)
+    if saturated:
         reasons.append(f"machine saturated in {saturated_share:.0%} of its samples")
     return Verdict(scheme, rate_ratio, int(retx), cpu_busy, saturated_share, run_queue,
-                   tuple(reasons))
+                   tuple(reasons), note)
 
 
 def ranking_lines(verdicts: list[Verdict], ranked: list[str]) -> list[str]:

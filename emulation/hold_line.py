@@ -11,7 +11,9 @@ and stopped by emulation/network.py:
 The delay runs from the kernel's receive stamp (SO_TIMESTAMPNS), not from when this process
 woke: on a loaded host a wake can be milliseconds late, and a delay counted from it would
 hold frames longer than asked.  A frame is sent again as it was read, so its checksums must be
-complete (the emulation's hosts compute theirs: checksum offload off).  On exit it prints what
+complete (the emulation's hosts compute theirs: checksum offload off); it leaves through the
+link's shaping like any frame, by a worker's default class (the socket priority that picked
+its pacing class is not in the frame), still within the link's rate.  On exit it prints what
 it held, sent and failed to send as one JSON line.
 """
 

@@ -28,6 +28,17 @@ def test_a_scheme_below_its_plan_or_on_a_saturated_machine_is_marked(ratio, shar
     assert v.fields()["fidelity"] == "bounded by the machine" and "MARKED" in v.line()
 
 
+def test_on_impaired_links_a_rate_cut_is_noted_unless_the_machine_was_saturated():
+    v = judge("inart", 0.72, 42414, 0.76, 0.0, 2.5, impaired=True)
+    assert v.ok and v.fields()["fidelity"] == "ok"
+    assert v.fields()["fidelity_note"].startswith("sent 0.72 of its plan (< 0.9) on impaired links")
+    assert v.line().endswith("ok (" + v.note + ")")
+    saturated = judge("inart", 0.72, 42414, 0.99, 0.8, 4.0, impaired=True)
+    assert not saturated.ok and saturated.note == ""
+    assert "sent 0.72 of its plan" in saturated.fields()["fidelity_reasons"]
+    assert not judge("inart", float("nan"), 0, 0.5, 0.0, 1.0, impaired=True).ok
+
+
 def test_an_unpaced_scheme_is_judged_by_the_machine_alone():
     assert judge("ring", None, 1794, 0.7, 0.2, 1.0).ok
     assert "not paced" in judge("ring", None, 0, 0.7, 0.2, 1.0).line()
