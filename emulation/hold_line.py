@@ -20,6 +20,8 @@ it held, sent and failed to send as one JSON line.
 from __future__ import annotations
 
 import argparse
+import heapq
+import itertools
 import json
 import selectors
 import signal
@@ -27,7 +29,6 @@ import socket
 import struct
 import sys
 import time
-from collections import deque
 
 from emulation.link_impair import MARK
 
@@ -35,6 +36,7 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4  # sll_pkttype of a frame this host sent (the peer's own traffic)
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 SO_MARK = getattr(socket, "SO_MARK", 36)
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # root: past net.core.rmem_max
 RCVBUF = 4 << 20  # held frames wait in the line, not in the socket: a burst must fit
 FRAME = 65536
 STAMP = struct.Struct("qq")
@@ -52,12 +54,14 @@ class HoldLine:
         # select(2) waits to the microsecond; epoll and poll round a timeout up to the next
         # millisecond, which held frames 0.5 ms longer than asked on the median
         self.sel = selectors.SelectSelector()
-        self.queue: deque[tuple[float, socket.socket, bytes]] = deque()  # due order
+        # (due, arrival number, socket, frame): frames of several hold peers, in due order
+        self.queue: list[tuple[float, int, socket.socket, bytes]] = []
+        self.arrivals = itertools.count()
         self.counts = {"held": 0, "sent": 0, "send_errors": 0}
         self.socks: list[socket.socket] = []
         for peer, interface in pairs:
             rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+            rx.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF)
             rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             rx.bind((peer, 0))
             rx.setblocking(False)
@@ -91,13 +95,13 @@ class HoldLine:
                 if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
                     sec, nsec = STAMP.unpack(data[:STAMP.size])
                     stamp = sec + nsec * 1e-9
-            self.queue.append((stamp + self.delay_s, tx, frame))
+            heapq.heappush(self.queue, (stamp + self.delay_s, next(self.arrivals), tx, frame))
             self.counts["held"] += 1
 
     def release(self, now: float) -> None:
         """Send every frame due by ``now``."""
         while self.queue and self.queue[0][0] <= now:
-            _due, tx, frame = self.queue.popleft()
+            _due, _n, tx, frame = heapq.heappop(self.queue)
             try:
                 tx.send(frame)
                 self.counts["sent"] += 1
