@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from control_plane.model.topologies import fig1
+from emulation.link_impair import NO_IMPAIRMENT
 from emulation.multi_job import JobsError, ServedNetwork, parse_jobs, run_jobs
 from host_stack.train.hostrun import TrafficConfig
 
@@ -24,7 +25,7 @@ JOBS = "w1,w2,w5:s1;w3,w4,w6:s2"
 def test_two_jobs_at_once_on_fig1_are_exact_at_their_plans_rates(tmp_path: Path) -> None:
     cfg = TrafficConfig(rounds=3, values=32 * 1000, unit_bps=SCALE * 1e6, deadline_s=300)
     with ExitStack() as stack:
-        served = ServedNetwork(stack, fig1(), tmp_path, "embedded", SCALE, 0.0, True)
+        served = ServedNetwork(stack, fig1(), tmp_path, "embedded", SCALE, NO_IMPAIRMENT, True)
         rows = run_jobs(served, parse_jobs(JOBS, fig1()), "inart", cfg, tmp_path, True)
     for r in rows:
         print(r["job"], f"rate {r['rate_mbps']:.3f} / plan {r['plan_mbps']:.3f} Mb/s, "
