@@ -32,7 +32,7 @@ from emulation.cluster.spec import ClusterSpec
 from emulation.cpu_isolation import CpuIsolation, IsolationError
 from emulation.fidelity import Verdict, judge
 from emulation.host_pacing import Stream
-from emulation.link_impair import NO_IMPAIRMENT, LinkImpairment
+from emulation.link_impair import NO_IMPAIRMENT, LinkImpairment, frames_since
 from emulation.measure import event_names, link_bytes, summarize
 from emulation.network import Network, NetworkError, queue_for
 from emulation.resources import Monitor, Usage
@@ -323,7 +323,7 @@ class Emulation:
         row["scale_mbps_per_unit"] = self.scale
         row["target_drops"] = {sw: reasons(st1[sw], since=st0[sw]) for sw in st1 if sw in st0}
         row["impairment"] = self.net.impair.describe()
-        row.update({f"frames_{k}": im1[k] - im0[k] for k in im1})  # by the links' rules
+        row.update(frames_since(im0, im1))  # what the links' impairment rules did
         row.update(wall_s=usage.wall_s, peak_pss_mb=usage.peak_pss_mb,
                    peak_rss_mb=usage.peak_rss_mb,
                    switch_pss_mb=usage.peak_split_mb.get("switches", 0.0),

@@ -50,6 +50,7 @@ from emulation.cluster.spec import argument as cluster_argument
 from emulation.emulate import Emulation
 from emulation.fidelity import Verdict, ranking_lines
 from emulation.link_impair import add_arguments as add_impair_arguments
+from emulation.link_impair import frames_since
 from emulation.link_impair import from_args as impairment
 from emulation.measure import all_sending_rate, directed_link_bytes
 from host_stack.experiments.cli import add_common_args
@@ -295,8 +296,7 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
     row["plan_rate_units"] = plan.rate if scheme in INA else None
     row["groups"] = groups
     row["tcp_retx"] = tcp_retx
-    row.update({f"frames_{k}": n - impaired_before[k]  # by the links' impairment rules
-                for k, n in emu.net.impairment_counts().items()})
+    row.update(frames_since(impaired_before, emu.net.impairment_counts()))
     row["bytes_per_link"] = per_link
     paced = (plan.rate * cfg.rate_factor * cfg.unit_bps / 1e6
              if scheme in INA and cfg.unit_bps and plan.rate > 0 else None)

@@ -181,3 +181,8 @@ def rule_counts(nft_json: str) -> dict[str, int]:
         if packets and kinds:
             counts[kinds[0]] += packets[0]
     return counts
+
+
+def frames_since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """A run's row fields from the rules' counts at its start and end: frames_dropped, ..."""
+    return {f"frames_{k}": n - before[k] for k, n in after.items()}

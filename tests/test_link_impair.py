@@ -16,6 +16,7 @@ from emulation.link_impair import (
     ImpairError,
     LinkImpairment,
     egress_rules,
+    frames_since,
     from_args,
     hold_names,
     link_list,
@@ -117,6 +118,13 @@ def test_counters_read_from_nft_json():
     assert rule_counts(json.dumps(listing)) == {"dropped": 7, "held": 40, "duplicated": 3}
     with pytest.raises(ValueError):
         rule_counts("Error: No such file or directory")
+
+
+def test_a_runs_frames_are_the_counters_growth():
+    before = {"dropped": 5, "held": 40, "duplicated": 0}
+    after = {"dropped": 7, "held": 90, "duplicated": 3}
+    assert frames_since(before, after) == {"frames_dropped": 2, "frames_held": 50,
+                                           "frames_duplicated": 3}
 
 
 def test_hold_line_pairs():
