@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# mininet: the emulated networks (emulation/network.py); its Python module is linked into the
+# mininet: the emulated networks (emulation/network/); its Python module is linked into the
 # venv below.  No openvswitch-switch: inart's Mininet networks have only P4 switch nodes.
 # nftables: per-link packet loss in emulations (tc netem is missing from some kernels).
 # python3-dev, gcc: the host stack's C extension (host_stack/ina/_batchio.c, setup.py).

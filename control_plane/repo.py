@@ -21,7 +21,7 @@ PACKAGE_DATA = {"p4src/build": "p4build", "tests/ptf": "ptf"}
 P4_BUILD = REPO / "p4src" / "build" if CHECKOUT else DATA / "p4build"
 PTF_SUITE = REPO / "tests" / "ptf" if CHECKOUT else DATA / "ptf"
 # a running emulation's switches (P4Runtime address, device id): `inart shell` and `inart ctl
-# topology` find them here; written and removed by the emulation (emulation/emulate.py)
+# topology` find them here; written and removed by the emulation (emulation/runs/emulate.py)
 EMULATION_STATE = Path("/tmp/inart-emulation.json")
 OUT = Path("out")  # every run's outputs go under ./out/<command> unless --out says otherwise
 

@@ -13,8 +13,8 @@ import json
 import subprocess
 
 from control_plane.deploy.addressing import Addressing
+from host_stack.remote.launchers import Fleet
 from realhosts.inventory import Inventory
-from realhosts.launchers import Fleet
 
 PROBE = r"""
 import json, subprocess, sys

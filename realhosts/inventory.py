@@ -22,7 +22,6 @@ examples/inventory.yaml)::
 
 from __future__ import annotations
 
-import getpass
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,8 @@ from typing import Any
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import Topology, TopologyError
 from control_plane.repo import REPO
-from control_plane.yamlfile import read_yaml
+from control_plane.yamlfile import Fields, read_yaml
+from host_stack.remote.hosts import HostSpec, SshSpec, ssh_defaults
 
 SCHEMA = "inart.inventory/1"
 LAUNCHERS = ("ssh", "netns")
@@ -42,36 +42,6 @@ TOPOLOGY_KEYS = ("spec", "ps", "workers", "preset", "seed")
 
 class InventoryError(ValueError):
     """A bad inventory; the message names the file, the entry and the field."""
-
-
-@dataclass(frozen=True)
-class SshSpec:
-    """How to reach a host over SSH."""
-
-    address: str
-    user: str
-    port: int = 22
-    key: str | None = None
-    options: tuple[str, ...] = ()  # extra ``-o`` options, e.g. UserKnownHostsFile=...
-
-
-@dataclass(frozen=True)
-class HostSpec:
-    """One worker or PS: its node id, role, data-plane interface and how to reach it."""
-
-    name: str
-    role: str
-    interface: str
-    launcher: str
-    python: str
-    repo: str
-    ssh: SshSpec | None = None
-    netns: str | None = None
-
-    def describe(self) -> str:
-        if self.ssh is not None:
-            return f"host '{self.name}' ({self.ssh.user}@{self.ssh.address})"
-        return f"host '{self.name}' (netns {self.netns})"
 
 
 @dataclass(frozen=True)
@@ -105,46 +75,9 @@ class Inventory:
         return next(iter(self.switches.values())).target
 
 
-class _Fields:
-    """Reads one mapping of the file, naming ``where`` in every error."""
-
-    def __init__(self, path: Path, where: str, doc: object, known: tuple[str, ...]) -> None:
-        self.path, self.where = path, where
-        if not isinstance(doc, dict):
-            raise self.error("", f"expected a mapping, got {type(doc).__name__}")
-        unknown = sorted(str(k) for k in doc if k not in known)
-        if unknown:
-            raise self.error(unknown[0], f"unknown field (known: {', '.join(known)})")
-        self.doc = doc
-
-    def error(self, name: str, expected: str) -> InventoryError:
-        at = ".".join(p for p in (self.where, name) if p)
-        return InventoryError(f"inventory {self.path}: {at or 'top level'}: {expected}")
-
-    def text(self, name: str, default: str | None = None, choices: tuple[str, ...] = ()
-             ) -> str | None:
-        value = self.doc.get(name, default)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value:
-            raise self.error(name, f"{value!r}: expected a non-empty string")
-        if choices and value not in choices:
-            raise self.error(name, f"{value!r}: expected one of {', '.join(choices)}")
-        return value
-
-    def required(self, name: str, choices: tuple[str, ...] = ()) -> str:
-        value = self.text(name, choices=choices)
-        if value is None:
-            raise self.error(name, "missing (required)")
-        return value
-
-    def integer(self, name: str, default: int | None, low: int, high: int) -> int | None:
-        value = self.doc.get(name, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise self.error(name, f"{value!r}: expected an integer {low}..{high}")
-        return value
+class _Fields(Fields):
+    what = "inventory"
+    error_type = InventoryError
 
 
 def _address(fields: _Fields, name: str) -> str:
@@ -171,16 +104,6 @@ def _topology(path: Path, doc: object) -> tuple[Topology, str]:
                               preset=opts.get("preset"), seed=opts.get("seed") or 1), spec
     except (TopologyError, ValueError, OSError) as exc:
         raise InventoryError(f"inventory {path}: topology: {exc}") from None
-
-
-def _ssh_defaults(path: Path, doc: object) -> dict[str, Any]:
-    f = _Fields(path, "ssh", doc or {}, ("user", "port", "key", "options"))
-    options = f.doc.get("options", [])
-    if not isinstance(options, list) or not all(isinstance(o, str) and "=" in o
-                                                for o in options):
-        raise f.error("options", f"{options!r}: expected a list of 'Name=value' strings")
-    return {"user": f.text("user", getpass.getuser()), "port": f.integer("port", 22, 1, 65535),
-            "key": f.text("key"), "options": tuple(options)}
 
 
 def _host(path: Path, name: str, doc: object, top: dict[str, Any]) -> HostSpec:
@@ -240,7 +163,7 @@ def parse(path: Path, doc: object) -> Inventory:
         raise top.error("topology", "missing (required)")
     topo, spec = _topology(path, top.doc["topology"])
     defaults = {"launcher": top.text("launcher", "ssh", LAUNCHERS),
-                "ssh": _ssh_defaults(path, top.doc.get("ssh")),
+                "ssh": ssh_defaults(_Fields, path, top.doc.get("ssh")),
                 "python": top.text("python"), "repo": top.text("repo", str(REPO))}
     hosts_doc, switches_doc = top.doc.get("hosts"), top.doc.get("switches")
     for key, value in (("hosts", hosts_doc), ("switches", switches_doc)):

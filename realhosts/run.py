@@ -20,12 +20,12 @@ from pathlib import Path
 from control_plane.deploy.addressing import Addressing, assign
 from control_plane.deploy.entries import Compiled, compile_plan
 from control_plane.model.plan import Plan
-from emulation.measure import event_names, summarize
+from emulation.measure.metrics import event_names, summarize
+from host_stack.remote.launchers import Fleet, LaunchError
 from host_stack.train.hostrun import JobResult, TrafficConfig, plan_files, run_hosts
 from realhosts.checks import check_hosts
 from realhosts.install import event_reader, install_plan
 from realhosts.inventory import Inventory
-from realhosts.launchers import Fleet, LaunchError
 
 
 @dataclass

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from emulation.head_to_head import summarize
-from emulation.measure import all_sending_rate
+from emulation.experiments.head_to_head import summarize
+from emulation.measure.metrics import all_sending_rate
 from host_stack.train.hostrun import JobResult
 
 
@@ -39,7 +39,7 @@ def test_the_head_to_head_row_keeps_the_mean_beside_the_judged_rate():
 def test_emulate_rows_judge_training_on_the_last_starter_and_synthetic_on_the_mean():
     from control_plane.model.topologies import build_topology
     from control_plane.solver.solve import plan_for
-    from emulation.measure import summarize as emulate_row
+    from emulation.measure.metrics import summarize as emulate_row
     from host_stack.train.hostrun import TrafficConfig
 
     plan = plan_for(build_topology("fig1"), "inart", 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emulation import bench_memory
+from emulation.bench import memory as bench_memory
 
 
 def row(topology: str, fork: bool, peak: float, hosts: float, rss: float) -> dict:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from emulation.bench_pacing import configure, figures, line
+from emulation.bench.pacing import configure, figures, line
 
 
 def _row(load: str, pacing: str, ratio: float, isolation: str = "none") -> dict:

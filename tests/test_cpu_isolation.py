@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from emulation import cpu_isolation
-from emulation.cpu_isolation import (
+from emulation.network import cpu_isolation
+from emulation.network.cpu_isolation import (
     CpuIsolation,
     Hierarchy,
     IsolationError,
     find_hierarchy,
     switch_weight,
 )
-from emulation.emulate import Emulation
+from emulation.runs.emulate import Emulation
 
 V2_CPU = "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0\n"
 HYBRID = ("tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0\n"

@@ -100,7 +100,7 @@ def cli_reference() -> str:
 
 
 def test_cli_reference_has_every_command_benchmark_and_subcommand(cli_reference):
-    from host_stack.experiments.cli import EXPERIMENTS
+    from host_stack.cli.experiment import EXPERIMENTS
 
     sections = dict(re.findall(r"^#+ `(inart[^`]*)`\n\n```text\n(.*?)```", cli_reference,
                                re.MULTILINE | re.DOTALL))

@@ -1,14 +1,15 @@
-"""The fidelity verdict (emulation/fidelity.py), the CPU samples it reads
-(emulation/resources.py) and the kernel pacing classes' tc lines (emulation/host_pacing.py)."""
+"""The fidelity verdict (emulation/measure/fidelity.py), the CPU samples it reads
+(emulation/measure/resources.py) and the kernel pacing classes' tc lines
+(emulation/network/host_pacing.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from emulation.fidelity import MIN_RATE_RATIO, judge, ranking_lines
-from emulation.host_pacing import Stream, egress_tree, stream_counts
-from emulation.network import NetworkError
-from emulation.resources import Monitor, parse_stat
+from emulation.measure.fidelity import MIN_RATE_RATIO, judge, ranking_lines
+from emulation.measure.resources import Monitor, parse_stat
+from emulation.network.host_pacing import Stream, egress_tree, stream_counts
+from emulation.network.mininet_net import NetworkError
 
 
 def test_a_scheme_at_its_plan_on_an_idle_machine_is_ok():
@@ -124,7 +125,7 @@ class _RefusingNet:
 def test_where_the_kernel_cannot_pace_the_run_falls_back_to_user_pacing_and_says_why():
     from types import SimpleNamespace
 
-    from emulation.emulate import Emulation
+    from emulation.runs.emulate import Emulation
     from host_stack.train.hostrun import TrafficConfig
 
     streams = {"w1": [Stream("10.2.0.1", 50000, 1e5)]}

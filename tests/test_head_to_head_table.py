@@ -1,8 +1,8 @@
 """The head-to-head's printed summary: rows that fit a terminal, spreads only over seeds, a
 fidelity verdict per run and a ranking only when no run was bounded by the machine."""
 
-from emulation.fidelity import judge
-from emulation.head_to_head import COLUMNS, summary
+from emulation.experiments.head_to_head import COLUMNS, summary
+from emulation.measure.fidelity import judge
 
 
 def _row(scheme: str, seed: int, iter_s: float) -> dict:
@@ -54,7 +54,7 @@ def test_verdicts_then_a_ranking_only_when_no_run_is_marked() -> None:
 def test_the_exchange_runs_from_the_last_workers_start_to_the_last_end() -> None:
     """A worker that computed longer enters the sync late: the others' sync holds the wait,
     the exchange does not."""
-    from emulation.head_to_head import per_round
+    from emulation.experiments.head_to_head import per_round
     from host_stack.train.hostrun import JobResult
 
     rec = {"compute_s": 0.0, "loss": 1.0}
@@ -68,7 +68,7 @@ def test_the_exchange_runs_from_the_last_workers_start_to_the_last_end() -> None
 
 
 def test_rounds_without_start_times_have_no_exchange() -> None:
-    from emulation.head_to_head import per_round
+    from emulation.experiments.head_to_head import per_round
     from host_stack.train.hostrun import JobResult
 
     job = JobResult(rounds={"w1": [{"compute_s": 0.0, "loss": 1.0, "sync_s": 1.0}]},

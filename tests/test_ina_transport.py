@@ -290,7 +290,7 @@ def test_pacing_holds_the_target_rate(closing):
 
 
 def test_kernel_pacing_hands_the_window_to_the_kernel_at_once(closing):
-    """With pacing="kernel" the host's egress queue paces (emulation/host_pacing.py): the
+    """With pacing="kernel" the host's egress queue paces (emulation/network/host_pacing.py): the
     worker sends its window without waiting, and still times out no sooner than the window
     takes at the stream's rate."""
     cluster = closing(Cluster(1, [1.0], 400))

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from control_plane.model.topologies import fig1
-from emulation.head_to_head import configure
-from emulation.hold_line import pair
-from emulation.link_impair import (
+from emulation.experiments.head_to_head import configure
+from emulation.network.hold_line import pair
+from emulation.network.link_impair import (
     MARK,
     ImpairError,
     LinkImpairment,
@@ -67,7 +67,7 @@ def test_head_to_head_options():
 
 
 def test_emulate_takes_the_same_options():
-    from emulation.cli_emulate import add_emulation_args
+    from emulation.cli.emulate import add_emulation_args
 
     parser = argparse.ArgumentParser()
     add_emulation_args(parser)

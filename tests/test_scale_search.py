@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from emulation.resources import Monitor, cpu_s, descendants, memory_kb, pss_kb
-from emulation.scale_search import ScaleResult, limit, parse_scales, search, summary
+from emulation.measure.resources import Monitor, cpu_s, descendants, memory_kb, pss_kb
+from emulation.runs.scale_search import ScaleResult, limit, parse_scales, search, summary
 
 
 def row(scheme="inart", ratio=1.0, exact=True, busy=0.5, sw=0.6, hosts=0.3, drops=None):

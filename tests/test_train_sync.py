@@ -76,8 +76,8 @@ def test_job_options_name_every_model_without_importing_torch():
 
 
 def test_the_plot_title_names_pss_only_where_the_mode_has_them():
+    from host_stack.cli.train import title
     from host_stack.ina.jobplan import job_plan, star_plan
-    from host_stack.train.cli import title
     from host_stack.train.launcher import TrainResult
 
     result = TrainResult(job_plan(star_plan(6, [0.5, 0.5])), [], [])

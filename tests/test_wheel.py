@@ -22,7 +22,7 @@ import pytest
 
 from control_plane.localhost import free_ports
 from control_plane.repo import REPO
-from emulation.network import mininet_available
+from emulation.network.mininet_net import mininet_available
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """Deterministic addresses of a deployed network (emulated or real), shared by the network and
 the entries.
 
-Both the Mininet network (emulation/network.py) and the plan -> P4Runtime compiler
+Both the Mininet network (emulation/network/mininet_net.py) and the plan -> P4Runtime compiler
 (control_plane/deploy/entries.py) take every IPv4 address, MAC, port number and gRPC port from one
 ``Addressing``, so the table entries always name what the network really has.
 

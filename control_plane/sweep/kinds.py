@@ -57,11 +57,11 @@ KINDS: dict[str, Kind] = {
     "simulate": Kind("simulate", "simulation.sweep_kinds:simulate", SIM_SCHEMES,
                      models=MODELS, settings=("iterations", "latency_us", "compute_s", "pace"),
                      doc="one iteration simulated on SimGrid (`inart simulate`)"),
-    "emulate": Kind("emulate", "emulation.sweep_kind:run", INA_SCHEMES,
+    "emulate": Kind("emulate", "emulation.runs.sweep_kind:run", INA_SCHEMES,
                     resources={EMULATION_RESOURCE: 1.0}, link_gbps=False,
                     settings=("scale", "rounds", "values", "deadline_s", "lock_wait_s",
                               "cluster"),
-                    check="emulation.sweep_kind:check_settings",
+                    check="emulation.runs.sweep_kind:check_settings",
                     doc="the plan on a Mininet network of embedded P4 switches, one emulation "
                         "per machine (links at the scale setting, Mbit/s per unit; over "
                         "several servers with the cluster setting)"),

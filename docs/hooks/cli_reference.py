@@ -22,7 +22,7 @@ WIDTH = "100"  # columns of the rendered help, whatever terminal builds the docs
 # command -> (module, registry of kind -> (module exposing configure(parser), one-line help))
 REGISTRIES = {
     "bench": ("control_plane.cli.main", "BENCHMARKS"),
-    "experiment": ("host_stack.experiments.cli", "EXPERIMENTS"),
+    "experiment": ("host_stack.cli.experiment", "EXPERIMENTS"),
 }
 
 INTRO = """# CLI reference

@@ -30,9 +30,10 @@ def probe_script(python: str, repo: str, marker: Path, token: str, vxlan_port: i
         "echo uid=$(id -u)",
         "echo mnexec=$(command -v mnexec || echo missing)",
         f"[ -x {q(python)} ] && echo python=ok || echo python=missing",
-        f"[ -f {q(repo)}/emulation/network.py ] && echo repo=ok || echo repo=missing",
+        f"[ -f {q(repo)}/emulation/network/mininet_net.py ] && echo repo=ok || echo repo=missing",
         f"cd {q(repo)} 2>/dev/null && echo mininet=$(PYTHONPATH={q(repo)} {q(python)} -c "
-        f"'import mininet.net, emulation.network; print(mininet.net.VERSION)' 2>&1 | tail -1)",
+        f"'import mininet.net, emulation.network.mininet_net; print(mininet.net.VERSION)' "
+        f"2>&1 | tail -1)",
         f"echo marker=$(cat {q(str(marker))} 2>/dev/null || echo missing)",
     ]
     if vxlan_port is not None:

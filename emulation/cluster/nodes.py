@@ -27,8 +27,8 @@ from pathlib import Path
 
 from control_plane.repo import REPO
 from emulation.cluster.spec import Server
-from realhosts.inventory import HostSpec, SshSpec
-from realhosts.launchers import SshLauncher, SshProcess
+from host_stack.remote.hosts import HostSpec, SshSpec
+from host_stack.remote.launchers import SshLauncher, SshProcess
 
 
 class ClusterError(RuntimeError):

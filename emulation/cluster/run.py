@@ -4,9 +4,9 @@ run on every server).
 
 ``Cluster.start`` opens one SSH control master per server that runs a node, checks every
 requirement (checks.py) and claims this run's switch names on each server (their interfaces
-live in that server's root namespace; emulation/switch_claims.py run there), and ``stop`` undoes
-exactly what the run made: its processes (by the pids they recorded), its switch interfaces and
-tunnels, its run directory on each server, its connections.
+live in that server's root namespace; emulation/network/switch_claims.py run there), and
+``stop`` undoes exactly what the run made: its processes (by the pids they recorded), its
+switch interfaces and tunnels, its run directory on each server, its connections.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from emulation.cluster.checks import (
 from emulation.cluster.nodes import ClusterError, ServerLauncher, Tunnels
 from emulation.cluster.placement import crossing, describe, place
 from emulation.cluster.spec import ClusterSpec
-from realhosts.launchers import SshProcess
+from host_stack.remote.launchers import SshProcess
 
 VNI_SPAN = 1 << 24
 PORT_RANGE = (30000, 60000)
@@ -149,7 +149,7 @@ class Cluster:
         switches = [sw for sw in self.topo.switches if self.where[sw] == name]
         if not switches:
             return
-        proc = launcher.popen_in(None, [sys.executable, "-m", "emulation.switch_claims",
+        proc = launcher.popen_in(None, [sys.executable, "-m", "emulation.network.switch_claims",
                                          *switches],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from control_plane.model.topology import Topology
-from control_plane.yamlfile import read_yaml
-from realhosts.inventory import InventoryError, SshSpec, _Fields, _ssh_defaults
+from control_plane.yamlfile import Fields, read_yaml
+from host_stack.remote.hosts import SshSpec, ssh_defaults
 
 SCHEMA = "inart.cluster/1"
 TUNNELS = ("vxlan", "ssh")
@@ -37,10 +37,9 @@ class ClusterSpecError(ValueError):
     """A bad servers file; the message names the file, the entry and the field."""
 
 
-class _ServerFields(_Fields):
-    def error(self, name: str, expected: str) -> ClusterSpecError:
-        at = ".".join(p for p in (self.where, name) if p)
-        return ClusterSpecError(f"servers file {self.path}: {at or 'top level'}: {expected}")
+class _ServerFields(Fields):
+    what = "servers file"
+    error_type = ClusterSpecError
 
 
 @dataclass(frozen=True)
@@ -118,10 +117,7 @@ def parse(path: Path, doc: object) -> ClusterSpec:
                                         "placement"))
     if top.doc.get("schema") != SCHEMA:
         raise top.error("schema", f"{top.doc.get('schema')!r}: expected {SCHEMA}")
-    try:
-        ssh = _ssh_defaults(path, top.doc.get("ssh"))
-    except InventoryError as exc:
-        raise ClusterSpecError(str(exc).replace("inventory", "servers file", 1)) from None
+    ssh = ssh_defaults(_ServerFields, path, top.doc.get("ssh"))
     servers_doc = top.doc.get("servers")
     if not isinstance(servers_doc, dict) or len(servers_doc) < 1:
         raise top.error("servers", "expected a mapping of server name -> fields")

@@ -1,7 +1,7 @@
 """Pacing a sender to a target bit rate (the plan's f * x_s, converted to bit/s), in user space.
 
 The fallback where no kernel queue paces the worker's streams (``--pacing user``: real hosts,
-``inart train``); emulations pace in the kernel (emulation/host_pacing.py), because this
+``inart train``); emulations pace in the kernel (emulation/network/host_pacing.py), because this
 bucket sends nothing while its process waits for a CPU.
 
 A token bucket rather than a fixed inter-packet gap: Python's sleep and scheduling jitter are

@@ -4,7 +4,7 @@ For every PS the worker sends the round's GRAD chunks (chunk index within that P
 slot = chunk mod pool size, bitmap = its rank bit, count 1), keeps at most ``window`` chunks
 outstanding per PS (INITIAL_WINDOW until the PS's first RESULT of the round), paces each
 PS's stream to its target rate (here, or with ``pacing="kernel"`` the host's egress queue
-does: emulation/host_pacing.py), and waits for the RESULT of every chunk.  Everything moves
+does: emulation/network/host_pacing.py), and waits for the RESULT of every chunk.  Everything moves
 in batches: new chunks, resends and RESULTs are numpy arrays handed to one sendmmsg/recvmmsg
 (host_stack/ina/batchio.py), and per-chunk state (send time, deadline, resends) is arrays,
 so no Python runs per packet.
@@ -90,7 +90,7 @@ TAIL_RESEND_RTTS = 2  # least RTTs a resend waits once the whole shard was sent 
 INITIAL_WINDOW = 1024
 PS_QUEUE = 32768  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
 # "user": a token bucket per PS stream here (host_stack/ina/pacing.py); "kernel": the host's
-# egress queue paces each stream (emulation/host_pacing.py), so the window goes out at once
+# egress queue paces each stream (emulation/network/host_pacing.py), so the window goes out at once
 # and a descheduled worker loses no sending time
 PACING_MODES = ("user", "kernel")
 
@@ -263,9 +263,9 @@ class WorkerTransport:
         """The least timeout towards a paced PS: the time its window takes at the paced rate.
 
         Where the plan loads a link to 100%, the queue there can hold every stream's window
-        (emulation/network.py sizes it so), and draining it takes about window x frame / rate
-        for a stream of that rate: a RESULT that late is queued, not lost.  The RTT samples do
-        not see this coming (they include waiting for the slowest worker, which swings as
+        (emulation/network/mininet_net.py sizes it so), and draining it takes about window x
+        frame / rate for a stream of that rate: a RESULT that late is queued, not lost.  The RTT
+        samples do not see this coming (they include waiting for the slowest worker, which swings as
         workers get the CPU), and every spurious timeout of an aggregated chunk is resent by
         each worker, unaggregated, into that same full link.  Not capped at ``max_timeout_s``:
         at a few kbit/s a window takes seconds, and a 1 s cap made 50 workers x 4 PSs resend

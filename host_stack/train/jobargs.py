@@ -74,7 +74,7 @@ def add_job_args(parser: argparse.ArgumentParser, plan_required: bool = True) ->
     g.add_argument("--pacing", choices=PACING_MODES, default=TransportConfig.pacing,
                    help="who paces each PS stream: user (a token bucket in the worker, the "
                         "default) or kernel (the host's egress queue holds a class per stream "
-                        "at its rate, set up by the emulation: emulation/host_pacing.py)")
+                        "at its rate, set up by the emulation: emulation/network/host_pacing.py)")
     g.add_argument("--window", type=int, default=None,
                    help=f"outstanding chunks per PS (default: {TransportConfig.window}, fewer "
                         "for many workers, so every window fits the PS's socket buffer)")

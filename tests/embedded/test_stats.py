@@ -15,8 +15,8 @@ import grpc
 import pytest
 
 from control_plane.drivers.p4runtime import P4RuntimeClient
-from emulation.emulate import Emulation
-from emulation.measure import COLUMNS, table
+from emulation.measure.metrics import COLUMNS, table
+from emulation.runs.emulate import Emulation
 from emulation.targets.embedded.bench import ipv4_udp
 from emulation.targets.embedded.p4runtime_server import serve
 from emulation.targets.embedded.pipeline import DROP_REASONS, Switch

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from control_plane.deploy.pipeline import Pipeline
-from emulation.network import mininet_available
+from emulation.network.mininet_net import mininet_available
 
 
 @pytest.fixture

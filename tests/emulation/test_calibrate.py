@@ -12,7 +12,13 @@ import pytest
 from control_plane.model.topologies import build_topology
 from control_plane.repo import child_env
 from control_plane.solver.solve import plan_for
-from emulation.calibrate import HOST_OVERHEAD_US, emulated, link_errors, model_bytes, swapped_pairs
+from emulation.bench.calibrate import (
+    HOST_OVERHEAD_US,
+    emulated,
+    link_errors,
+    model_bytes,
+    swapped_pairs,
+)
 
 
 def row(scheme: str, seed: int, comm_s: float, links: dict[str, int], rounds: int = 4) -> dict:

@@ -21,8 +21,8 @@ from control_plane.model.topologies import build_topology
 from control_plane.repo import child_env
 from control_plane.solver.solve import plan_for
 from emulation.cluster.spec import parse
-from emulation.emulate import Emulation
-from emulation.network import NetworkError
+from emulation.network.mininet_net import NetworkError
+from emulation.runs.emulate import Emulation
 from host_stack.train.hostrun import TrafficConfig
 from tests.realhost.cluster_rig import rig_unavailable, server_leftovers, start_servers
 

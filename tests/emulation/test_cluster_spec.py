@@ -17,7 +17,7 @@ from emulation.cluster.checks import parse_facts, problems_of
 from emulation.cluster.placement import crossing, place
 from emulation.cluster.run import Cluster
 from emulation.cluster.spec import ClusterSpecError, load, parse
-from realhosts.launchers import SshProcess
+from host_stack.remote.launchers import SshProcess
 
 PATH = Path("servers.yaml")
 GOOD = {"schema": "inart.cluster/1", "ssh": {"user": "root", "key": "/k"},

@@ -11,10 +11,10 @@ import pytest
 
 from control_plane.model.topologies import build_topology
 from control_plane.solver.solve import plan_for
-from emulation import cpu_isolation
-from emulation.cpu_isolation import IsolationError, find_hierarchy
-from emulation.emulate import Emulation
-from emulation.resources import descendants
+from emulation.measure.resources import descendants
+from emulation.network import cpu_isolation
+from emulation.network.cpu_isolation import IsolationError, find_hierarchy
+from emulation.runs.emulate import Emulation
 from host_stack.train.hostrun import TrafficConfig
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]

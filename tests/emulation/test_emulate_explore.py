@@ -18,8 +18,8 @@ import pytest
 
 from control_plane.model.topologies import fig1
 from control_plane.repo import REPO, child_env
-from emulation.emulate import STATE_FILE
-from emulation.network import leftovers
+from emulation.network.mininet_net import leftovers
+from emulation.runs.emulate import STATE_FILE
 from tests.emulation.test_emulation_network import _descendants
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]

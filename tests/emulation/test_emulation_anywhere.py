@@ -17,7 +17,7 @@ import pytest
 from control_plane.model.topologies import fig1
 from control_plane.repo import child_env
 from control_plane.solver.solve import plan_for
-from emulation.emulate import Emulation
+from emulation.runs.emulate import Emulation
 from host_stack.train.hostrun import TrafficConfig
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]

@@ -15,9 +15,9 @@ import pytest
 
 from control_plane.model.topologies import build_topology, fig1
 from control_plane.solver.solve import plan_for
-from emulation.emulate import Emulation
-from emulation.link_impair import NO_IMPAIRMENT, LinkImpairment
-from emulation.network import leftovers
+from emulation.network.link_impair import NO_IMPAIRMENT, LinkImpairment
+from emulation.network.mininet_net import leftovers
+from emulation.runs.emulate import Emulation
 from emulation.targets import get_target
 from host_stack.train.hostrun import TrafficConfig
 

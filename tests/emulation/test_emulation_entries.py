@@ -208,7 +208,7 @@ def test_pool_size():
 
 
 def test_experiment_plots_one_png_per_metric(tmp_path):
-    from emulation.experiment import METRICS, plot
+    from emulation.experiments.inart_emulation import METRICS, plot
 
     rows = [{"point": p, "scheme": s, "rate_mbps": 1.0 + i, "comm_s": 2.0 - i / 4,
              "network_mbps": 3.0, "ps_ingress_bytes_per_iter": 1000 * (i + 1)}
@@ -219,7 +219,7 @@ def test_experiment_plots_one_png_per_metric(tmp_path):
 
 
 def test_comm_ratios_are_printed_beside_the_plans_and_on_a_fat_tree_the_papers():
-    from emulation.cli_emulate import comm_ratios
+    from emulation.cli.emulate import comm_ratios
 
     def rows(topology: str) -> list[dict]:
         return [{"scheme": s, "comm_s": c, "plan_comm_s": p, "topology": topology}

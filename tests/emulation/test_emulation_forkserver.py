@@ -13,7 +13,7 @@ import pytest
 
 from control_plane.model.topologies import fig1
 from control_plane.solver.solve import plan_for
-from emulation.emulate import Emulation
+from emulation.runs.emulate import Emulation
 from host_stack.train.forkserver import ForkedProcess
 from host_stack.train.hostrun import TrafficConfig
 

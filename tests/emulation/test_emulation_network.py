@@ -20,9 +20,9 @@ import pytest
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.transaction import DEFAULT_ELECTION_ID, addressed_switches, open_client
 from control_plane.model.topologies import fig1
-from emulation.link_impair import LinkImpairment, hold_names
-from emulation.network import Network, NetworkError, leftovers, queue_for
-from emulation.switch_claims import impair_table
+from emulation.network.link_impair import LinkImpairment, hold_names
+from emulation.network.mininet_net import Network, NetworkError, leftovers, queue_for
+from emulation.network.switch_claims import impair_table
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet")]
@@ -115,8 +115,8 @@ faulthandler.register(signal.SIGUSR1, all_threads=True)  # where a stuck teardow
 from pathlib import Path
 from control_plane.model.topologies import fig1
 from control_plane.deploy.addressing import assign
-from emulation.link_impair import LinkImpairment
-from emulation.network import Network
+from emulation.network.link_impair import LinkImpairment
+from emulation.network.mininet_net import Network
 topo = fig1()
 try:
     imp = LinkImpairment(loss=1.0, dup=1.0, reorder=5.0)  # hold lines to stop too
@@ -189,7 +189,7 @@ def test_a_refused_pipeline_names_the_switch_and_stops_cleanly(tmp_path):
     from control_plane.deploy.pipeline import Pipeline
     from control_plane.deploy.transaction import DeployError
     from control_plane.solver.solve import solve
-    from emulation.emulate import STATE_FILE, Emulation
+    from emulation.runs.emulate import STATE_FILE, Emulation
 
     p4info, config = tmp_path / "empty.p4info.txt", tmp_path / "garbage.json"
     p4info.write_text("")  # a valid, empty P4Info

@@ -20,7 +20,7 @@ from control_plane.deploy.entries import compile_plan
 from control_plane.model.topology import Link, Node, Topology
 from control_plane.repo import REPO, child_env
 from control_plane.solver.solve import solve
-from emulation.measure import summarize
+from emulation.measure.metrics import summarize
 from host_stack.train.hostrun import TrafficConfig, run_job
 
 

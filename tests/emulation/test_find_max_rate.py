@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from emulation.emulate import Emulation
+from emulation.runs.emulate import Emulation
 from host_stack.train.hostrun import TrafficConfig
 
 

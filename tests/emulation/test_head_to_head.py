@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from control_plane.repo import child_env
-from emulation.head_to_head import COLLECTIVES, INA, SELECTIVE
+from emulation.experiments.head_to_head import COLLECTIVES, INA, SELECTIVE
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("needs_mininet_and_program")]
 

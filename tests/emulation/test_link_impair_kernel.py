@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from control_plane.repo import child_env
-from emulation.link_impair import LinkImpairment, egress_rules, hold_names, rule_counts
+from emulation.network.link_impair import LinkImpairment, egress_rules, hold_names, rule_counts
 
 pytestmark = pytest.mark.root
 COUNT = 2000
@@ -97,7 +97,8 @@ def test_held_frames_arrive_late_and_overtaken_duplicates_twice_none_lost(pair_o
     except subprocess.CalledProcessError as exc:
         pytest.skip(f"nftables netdev egress rules refused (kernel < 5.16?): {exc.stderr}")
     env = child_env()
-    line = subprocess.Popen(["ip", "netns", "exec", a, sys.executable, "-m", "emulation.hold_line",
+    line = subprocess.Popen(["ip", "netns", "exec", a, sys.executable, "-m",
+                             "emulation.network.hold_line",
                              "--delay-ms", str(DELAY_MS), f"{peer}=ia"], stdout=subprocess.PIPE,
                             text=True, env=env)
     receiver = subprocess.Popen(["ip", "netns", "exec", b, sys.executable, "-c", RECEIVER],

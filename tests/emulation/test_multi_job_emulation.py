@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from control_plane.model.topologies import fig1
-from emulation.link_impair import NO_IMPAIRMENT
-from emulation.multi_job import JobsError, ServedNetwork, parse_jobs, run_jobs
+from emulation.experiments.multi_job import JobsError, ServedNetwork, parse_jobs, run_jobs
+from emulation.network.link_impair import NO_IMPAIRMENT
 from host_stack.train.hostrun import TrafficConfig
 
 SCALE = 0.25  # Mbit/s per topology unit, as in test_emulation_e2e.py

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from emulation.network import NetworkError, retrans_segs
+from emulation.network.mininet_net import NetworkError, retrans_segs
 
 TCP_FIELDS = ("RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails "
               "EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors")

@@ -20,7 +20,7 @@ from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology
 from control_plane.service.client import Client
 from control_plane.service.proto import inart_controller_pb2 as pb
-from emulation.network import Network
+from emulation.network.mininet_net import Network
 from host_stack.train.hostrun import JobResult, TrafficConfig, run_hosts, service_job
 from tests.foreground import inart_foreground
 

@@ -20,10 +20,10 @@ from control_plane.sweep.engine import run_sweep
 from control_plane.sweep.grid import GridError, build_grid
 from control_plane.sweep.kinds import KINDS
 from control_plane.sweep.results import OK
-from emulation import sweep_kind
 from emulation.cluster.run import Cluster
 from emulation.cluster.spec import ClusterSpec
-from emulation.sweep_kind import net_lock
+from emulation.runs import sweep_kind
+from emulation.runs.sweep_kind import net_lock
 
 QUICK = {"rounds": 1, "values": 1500}  # the smallest run that checks sums
 SERVERS = {"schema": "inart.cluster/1",
@@ -59,7 +59,8 @@ def test_a_lock_held_by_an_ancestor_is_run_under(tmp_path) -> None:
     """`flock LOCK inart sweep ...`: the sweep's own points (its descendants) do not wait for
     the lock their sweep holds."""
     lock = tmp_path / "net.lock"
-    child = ("import sys\nfrom pathlib import Path\nfrom emulation.sweep_kind import net_lock\n"
+    child = ("import sys\nfrom pathlib import Path\n"
+             "from emulation.runs.sweep_kind import net_lock\n"
              "with net_lock(0.5, Path(sys.argv[1])):\n    print('ran')")
     with lock.open("a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)

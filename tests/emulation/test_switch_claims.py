@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from emulation.switch_claims import ClaimError, SwitchClaims, interfaces_of
+from emulation.network.switch_claims import ClaimError, SwitchClaims, interfaces_of
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0,
                                                    reason="creating interfaces needs root")]
@@ -86,10 +86,11 @@ def test_two_claims_in_one_process_collide():
 
 
 def test_a_server_holds_names_until_end_of_input():
-    """`python -m emulation.switch_claims` (what each server of a cluster run runs): holds the
-    names while its input is open, refuses a second holder, releases them at end of input."""
+    """`python -m emulation.network.switch_claims` (what each server of a cluster run runs):
+    holds the names while its input is open, refuses a second holder, releases them at end of
+    input."""
     name = f"zc{os.getpid()}"
-    cmd = [sys.executable, "-m", "emulation.switch_claims", name]
+    cmd = [sys.executable, "-m", "emulation.network.switch_claims", name]
     first = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert first.stdout.readline().strip() == "held"

@@ -1,10 +1,11 @@
-"""The testbed comparison's arithmetic (emulation/testbed.py), on hand-made runs."""
+"""The testbed comparison's arithmetic (emulation/experiments/inart_testbed.py), on hand-made
+runs."""
 
 from __future__ import annotations
 
 import pytest
 
-from emulation.testbed import PAPER, compare
+from emulation.experiments.inart_testbed import PAPER, compare
 
 
 def run(scheme: str, seed: int, comm: float, rate: float, plan: float | None) -> dict:

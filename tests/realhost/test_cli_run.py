@@ -14,7 +14,7 @@ from control_plane.deploy.pipeline import TNA_BUILD
 from control_plane.p4build.sources import BuildError, load_build_info
 from control_plane.repo import REPO, child_env
 from host_stack.ina import wire
-from realhosts.cli_run import values_per_packet
+from realhosts.cli.run import values_per_packet
 
 
 def inart_run(*args: str) -> subprocess.CompletedProcess:

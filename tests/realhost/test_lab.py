@@ -22,7 +22,7 @@ from control_plane.deploy.pipeline import Pipeline
 from control_plane.model.topologies import fig1
 from control_plane.repo import REPO, child_env
 from realhosts import lab
-from realhosts.cli_lab import topology_field
+from realhosts.cli.lab import topology_field
 
 NAME = "itl"  # this test's labs; nothing else uses the prefix
 

@@ -16,9 +16,10 @@ import pytest
 from control_plane.deploy.addressing import assign
 from control_plane.model.topologies import fig1
 from control_plane.repo import REPO
+from host_stack.remote.hosts import HostSpec, SshSpec
+from host_stack.remote.launchers import Fleet, LaunchError, SshLauncher
 from realhosts.checks import HostCheckError, check_hosts
-from realhosts.inventory import HostSpec, Inventory, SshSpec, SwitchSpec
-from realhosts.launchers import Fleet, LaunchError, SshLauncher
+from realhosts.inventory import Inventory, SwitchSpec
 
 FAKE_SSH = """#!/bin/sh
 # test-only ssh: drop the options, run the remote line here (exit 255 for host 'down')

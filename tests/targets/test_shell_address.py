@@ -10,7 +10,7 @@ import pytest
 
 from control_plane.localhost import free_port
 from control_plane.repo import REPO, child_env
-from emulation.cli_shell import Endpoint, election_id, endpoint, shell_command
+from emulation.cli.shell import Endpoint, election_id, endpoint, shell_command
 from emulation.targets import get_target
 from tests.foreground import inart_foreground
 

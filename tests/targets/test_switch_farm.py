@@ -11,7 +11,7 @@ import pytest
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4RuntimeClient
 from control_plane.localhost import free_port
-from emulation.resources import pss_kb
+from emulation.measure.resources import pss_kb
 from emulation.targets import SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.embedded.farm import SwitchFarm
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from host_stack.experiments.cli import add_common_args
+from host_stack.cli.experiment import add_common_args
 from host_stack.experiments.psbalance.cluster import CAPABILITIES, RunConfig, started
 from host_stack.experiments.psbalance.predict import predicted_speedups
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from host_stack.experiments.cli import add_common_args
+from host_stack.cli.experiment import add_common_args
 from host_stack.experiments.selective.controller import SCHEMES
 from host_stack.experiments.selective.simulator import TRACES, SimConfig, simulate
 

@@ -1,0 +1,1 @@
+"""`inart bench` runs that need an emulated network: memory, pacing and calibration."""

@@ -1,0 +1,1 @@
+"""The emulation's commands: demo, emulate, ptf, shell and switch."""

@@ -1,0 +1,93 @@
+"""Whether a run's numbers are the schemes' or the machine's: a fidelity verdict per scheme.
+
+An emulation shares one machine between switches, hosts and whatever else runs there.  When
+that machine is saturated, or a paced scheme does not send what its plan asks, a comparison
+measures the CPU, not the schemes (fattree:6 with 50 CNN workers on 2 cores: InArt sent 0.37
+of its plan with 46,463 resends while ring's kernel-paced TCP kept its pace, and the run still
+ranked them).  So every run says, per scheme, its sending rate against the rate it was paced
+at, its retransmissions and the machine's CPU during its run, and marks a scheme that sent
+less than ``MIN_RATE_RATIO`` of its plan or ran on a saturated machine; a ranking that
+includes a marked scheme is not printed as a result (``ranking_lines``).
+
+On impaired links (``--loss``, ``--dup``, ``--reorder``: emulation/network/link_impair.py) a
+scheme's transport sends less than its plan while it recovers what the links lost: that is the
+scheme's own answer to the impairment, and the comparison is the one asked for, so there a
+low rate ratio is noted, not marked; a saturated machine still marks.
+
+Saturated: at least ``SATURATED_SHARE`` of the run's CPU samples (emulation/measure/resources.py,
+one a second) had every CPU >= ``resources.SATURATED`` busy.  A machine busy 95% of a sample
+leaves the senders and the Python switches waiting for a CPU; whether that cost a scheme its
+rate shows in its rate ratio, but a scheme can keep its rate and still have been slowed
+(its switches' processing, its RESULTs' latency), so saturation alone marks it too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+MIN_RATE_RATIO = 0.9  # achieved / plan rate below which a scheme did not run its plan
+SATURATED_SHARE = 0.5  # share of a run's CPU samples at >= resources.SATURATED busy
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One scheme's run: its figures and, when marked, why (empty: its own numbers)."""
+
+    scheme: str
+    rate_ratio: float | None  # achieved / paced rate (None: not paced, e.g. TCP collectives)
+    retx: int  # INA resends, or TCP segments retransmitted
+    cpu_busy: float  # the machine's busy fraction over the run
+    saturated_share: float  # share of CPU samples with the machine saturated
+    run_queue: float  # runnable tasks per CPU, mean over the samples
+    reasons: tuple[str, ...]
+    note: str = ""  # what the figures say that is no mark (a rate cut by impaired links)
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+    def fields(self) -> dict:
+        """What goes into a row of the JSON and CSV outputs."""
+        return {"fidelity": "ok" if self.ok else "bounded by the machine",
+                "fidelity_reasons": "; ".join(self.reasons), "fidelity_note": self.note,
+                "cpu_busy": self.cpu_busy, "cpu_saturated_share": self.saturated_share,
+                "run_queue_per_cpu": self.run_queue}
+
+    def line(self) -> str:
+        rate = "not paced" if self.rate_ratio is None else f"sent {self.rate_ratio:.2f} of plan"
+        head = (f"fidelity {self.scheme}: {rate}, {self.retx} retx, machine "
+                f"{self.cpu_busy:.0%} busy (saturated in {self.saturated_share:.0%} of "
+                f"samples, run queue {self.run_queue:.1f}/CPU): ")
+        note = f" ({self.note})" if self.note else ""
+        return head + ("ok" if self.ok else "MARKED, " + "; ".join(self.reasons)) + note
+
+
+def judge(scheme: str, rate_ratio: float | None, retx: int, cpu_busy: float,
+          saturated_share: float, run_queue: float, impaired: bool = False) -> Verdict:
+    """The verdict on one scheme's run from its measured figures (``impaired``: its links
+    dropped, duplicated or reordered frames on purpose)."""
+    reasons, note = [], ""
+    saturated = saturated_share >= SATURATED_SHARE
+    if rate_ratio is not None and (math.isnan(rate_ratio) or rate_ratio < MIN_RATE_RATIO):
+        short = f"sent {rate_ratio:.2f} of its plan (< {MIN_RATE_RATIO:g})"
+        if impaired and not saturated and not math.isnan(rate_ratio):
+            note = f"{short} on impaired links: its recovery, the machine was not saturated"
+        else:
+            reasons.append(short)
+    if saturated:
+        reasons.append(f"machine saturated in {saturated_share:.0%} of its samples")
+    return Verdict(scheme, rate_ratio, int(retx), cpu_busy, saturated_share, run_queue,
+                   tuple(reasons), note)
+
+
+def ranking_lines(verdicts: list[Verdict], ranked: list[str]) -> list[str]:
+    """``ranked`` (lines that compare schemes) when every verdict is ok; otherwise one line
+    saying the comparison is bounded by the machine, naming each marked scheme and why."""
+    marked = [v for v in verdicts if not v.ok]
+    if not marked:
+        return ranked
+    if not ranked:
+        return []
+    why = "; ".join(f"{v.scheme}: {', '.join(v.reasons)}" for v in marked)
+    return [f"no ranking: the result is bounded by the machine, not the schemes ({why})"]

@@ -1,0 +1,1 @@
+"""The host stack's commands: train and experiment."""

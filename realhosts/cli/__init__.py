@@ -1,0 +1,1 @@
+"""The real-host commands: run and lab."""

@@ -1,0 +1,1 @@
+"""The simulation's command: simulate."""
