@@ -4,10 +4,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 
 from emulation.measure.fidelity import MIN_RATE_RATIO, judge, ranking_lines
-from emulation.measure.resources import Monitor, parse_stat
+from emulation.measure.resources import SCHEDSTAT, Monitor, parse_stat
 from emulation.network.host_pacing import Stream, egress_tree, stream_counts
 from emulation.network.mininet_net import NetworkError
 
@@ -34,7 +39,7 @@ def test_on_impaired_links_a_rate_cut_is_noted_unless_the_machine_was_saturated(
     assert v.ok and v.fields()["fidelity"] == "ok"
     assert v.fields()["fidelity_note"].startswith("sent 0.72 of its plan (< 0.9) on impaired links")
     assert v.line().endswith("ok (" + v.note + ")")
-    saturated = judge("inart", 0.72, 42414, 0.99, 0.8, 4.0, impaired=True)
+    saturated = judge("inart", 0.72, 42414, 0.99, 0.8, 4.0, impaired=True, wait_share=0.7)
     assert not saturated.ok and saturated.note == ""
     assert "sent 0.72 of its plan" in saturated.fields()["fidelity_reasons"]
     assert not judge("inart", float("nan"), 0, 0.5, 0.0, 1.0, impaired=True).ok
@@ -138,3 +143,52 @@ def test_where_the_kernel_cannot_pace_the_run_falls_back_to_user_pacing_and_says
     assert "Unknown filter" in emu.pacing_fallback
     note = Emulation.pacing_note(emu, got, None)
     assert note == {"pacing": "user", "pacing_fallback": emu.pacing_fallback}
+
+
+def test_a_busy_machine_does_not_mark_a_run_whose_processes_did_not_wait():
+    """A niced neighbour keeps every CPU busy; the emulation's processes hardly waited."""
+    v = judge("inart", 0.99, 0, 1.0, 1.0, 2.0, wait_share=0.04)
+    assert v.ok and v.fields()["fidelity_basis"] == "run-queue wait of the emulation's processes"
+    assert "its processes waited 4% of their run for a CPU" in v.line()
+    starved = judge("inart", 0.99, 0, 1.0, 1.0, 2.0, wait_share=0.8)
+    assert not starved.ok
+    assert "its processes waited 80% of their run for a CPU (>= 50%)" in starved.line()
+    # without schedstat the machine's saturation judges, and the row says so
+    unknown = judge("inart", 0.99, 0, 1.0, 1.0, 2.0)
+    assert not unknown.ok and unknown.fields()["fidelity_basis"] == "machine CPU (no schedstat)"
+
+
+def _burn(nice: int, cpu: int) -> subprocess.Popen:
+    return subprocess.Popen(["taskset", "-c", str(cpu), "nice", "-n", str(nice), sys.executable,
+                             "-c", "while True: pass"])
+
+
+def _wait_share_beside(neighbour_nice: int) -> float:
+    """Our busy process's wait for a CPU per second run, on one CPU beside a busy neighbour."""
+    cpu = max(os.sched_getaffinity(0))
+    neighbour = _burn(neighbour_nice, cpu)
+    ours = _burn(0, cpu)
+    try:
+        with Monitor(lambda: {"ours": [ours.pid]}, interval=0.2) as m:
+            time.sleep(0.3)
+            m.mark()
+            time.sleep(2.0)
+            u = m.usage()
+    finally:
+        for p in (neighbour, ours):
+            p.kill()
+            p.wait()
+    assert u.ran_s is not None and u.ran_s > 0.1 and u.wait_share is not None, u
+    return u.wait_share
+
+
+@pytest.mark.skipif(not SCHEDSTAT, reason="this kernel keeps no schedstat")
+def test_the_monitor_measures_how_long_a_group_waited_for_a_cpu():
+    """Beside a nice-0 neighbour on one CPU our process waits about as long as it runs; a
+    nice-19 neighbour hardly delays it (the scheduler gives the CPU to the nice-0 task).
+    Other work on the machine adds to both (on a busy 2-core machine, 0 to 0.5 s a second
+    alone), so the two are compared, not bounded alone."""
+    shared = _wait_share_beside(0)
+    niced = _wait_share_beside(19)
+    assert shared > 0.7, shared
+    assert niced + 0.3 < shared, (niced, shared)

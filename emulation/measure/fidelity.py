@@ -14,11 +14,15 @@ scheme's transport sends less than its plan while it recovers what the links los
 scheme's own answer to the impairment, and the comparison is the one asked for, so there a
 low rate ratio is noted, not marked; a saturated machine still marks.
 
-Saturated: at least ``SATURATED_SHARE`` of the run's CPU samples (emulation/measure/resources.py,
-one a second) had every CPU >= ``resources.SATURATED`` busy.  A machine busy 95% of a sample
-leaves the senders and the Python switches waiting for a CPU; whether that cost a scheme its
-rate shows in its rate ratio, but a scheme can keep its rate and still have been slowed
-(its switches' processing, its RESULTs' latency), so saturation alone marks it too.
+Bounded by the machine is judged by what the emulation's own processes suffered: the time
+their threads waited on a run queue for a CPU per second they ran (schedstat, sampled by
+emulation/measure/resources.py), marked at ``WAIT_LIMIT`` or more.  A busy machine alone does
+not mark: a niced neighbour (a compiler at nice 19) keeps every CPU busy, but the scheduler
+hands a CPU to the emulation's processes as soon as they wake, so they hardly wait, and their
+numbers are theirs.  The machine's busy fraction and saturated share stay in the line and the
+rows.  Where the kernel keeps no schedstat, a run on a saturated machine (at least
+``SATURATED_SHARE`` of its CPU samples had every CPU >= ``resources.SATURATED`` busy) is
+marked instead, and the line says which basis judged it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 
 MIN_RATE_RATIO = 0.9  # achieved / plan rate below which a scheme did not run its plan
 SATURATED_SHARE = 0.5  # share of a run's CPU samples at >= resources.SATURATED busy
+WAIT_LIMIT = 0.5  # seconds the emulation's processes waited for a CPU per second they ran
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,14 @@ class Verdict:
     run_queue: float  # runnable tasks per CPU, mean over the samples
     reasons: tuple[str, ...]
     note: str = ""  # what the figures say that is no mark (a rate cut by impaired links)
+    wait_share: float | None = None  # its processes' wait for a CPU per second run (None:
+    # no schedstat, judged by the machine's saturation)
+
+    @property
+    def basis(self) -> str:
+        """What judged whether the machine bounded the run."""
+        return ("machine CPU (no schedstat)" if self.wait_share is None
+                else "run-queue wait of the emulation's processes")
 
     @property
     def ok(self) -> bool:
@@ -51,12 +64,15 @@ class Verdict:
         """What goes into a row of the JSON and CSV outputs."""
         return {"fidelity": "ok" if self.ok else "bounded by the machine",
                 "fidelity_reasons": "; ".join(self.reasons), "fidelity_note": self.note,
+                "fidelity_basis": self.basis, "cpu_wait_share": self.wait_share,
                 "cpu_busy": self.cpu_busy, "cpu_saturated_share": self.saturated_share,
                 "run_queue_per_cpu": self.run_queue}
 
     def line(self) -> str:
         rate = "not paced" if self.rate_ratio is None else f"sent {self.rate_ratio:.2f} of plan"
-        head = (f"fidelity {self.scheme}: {rate}, {self.retx} retx, machine "
+        waited = ("" if self.wait_share is None
+                  else f"its processes waited {self.wait_share:.0%} of their run for a CPU, ")
+        head = (f"fidelity {self.scheme}: {rate}, {self.retx} retx, {waited}machine "
                 f"{self.cpu_busy:.0%} busy (saturated in {self.saturated_share:.0%} of "
                 f"samples, run queue {self.run_queue:.1f}/CPU): ")
         note = f" ({self.note})" if self.note else ""
@@ -64,21 +80,29 @@ class Verdict:
 
 
 def judge(scheme: str, rate_ratio: float | None, retx: int, cpu_busy: float,
-          saturated_share: float, run_queue: float, impaired: bool = False) -> Verdict:
+          saturated_share: float, run_queue: float, impaired: bool = False,
+          wait_share: float | None = None) -> Verdict:
     """The verdict on one scheme's run from its measured figures (``impaired``: its links
-    dropped, duplicated or reordered frames on purpose)."""
+    dropped, duplicated or reordered frames on purpose; ``wait_share``: its processes' wait
+    for a CPU per second run, None where unknown)."""
     reasons, note = [], ""
-    saturated = saturated_share >= SATURATED_SHARE
+    if wait_share is not None:
+        saturated = wait_share >= WAIT_LIMIT
+        bound = (f"its processes waited {wait_share:.0%} of their run for a CPU "
+                 f"(>= {WAIT_LIMIT:.0%})")
+    else:
+        saturated = saturated_share >= SATURATED_SHARE
+        bound = f"machine saturated in {saturated_share:.0%} of its samples"
     if rate_ratio is not None and (math.isnan(rate_ratio) or rate_ratio < MIN_RATE_RATIO):
         short = f"sent {rate_ratio:.2f} of its plan (< {MIN_RATE_RATIO:g})"
         if impaired and not saturated and not math.isnan(rate_ratio):
-            note = f"{short} on impaired links: its recovery, the machine was not saturated"
+            note = f"{short} on impaired links: its recovery, the machine did not bound it"
         else:
             reasons.append(short)
     if saturated:
-        reasons.append(f"machine saturated in {saturated_share:.0%} of its samples")
+        reasons.append(bound)
     return Verdict(scheme, rate_ratio, int(retx), cpu_busy, saturated_share, run_queue,
-                   tuple(reasons), note)
+                   tuple(reasons), note, wait_share)
 
 
 def ranking_lines(verdicts: list[Verdict], ranked: list[str]) -> list[str]:

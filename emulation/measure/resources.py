@@ -7,7 +7,8 @@ The RSS sum is kept beside it (its own peak): the ratio of the two tells how muc
 A background thread samples /proc every ``interval`` seconds: the peak of the total PSS (with
 its split at that moment), the CPU seconds each process was last seen to have used, and the
 machine's busy fraction, from which a scale sweep tells whether the CPU was saturated and by
-whom; per sample also the machine's busy fraction and run queue, from which a run's fidelity
+whom; per sample also the machine's busy fraction and run queue, and per process the time its
+threads ran and waited for a CPU (/proc/PID/task/TID/schedstat), from which a run's fidelity
 verdict (emulation/measure/fidelity.py) tells whether the machine, not the scheme, set its pace.
 """
 
@@ -50,6 +51,30 @@ def cpu_s(pid: int) -> float | None:
     except (OSError, IndexError):
         return None
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14, 15)
+
+
+SCHEDSTAT = Path("/proc/self/schedstat").exists()  # the kernel keeps per-task run delays
+
+
+def sched_s(pid: int) -> tuple[float, float, int] | None:
+    """(ran, waited for a CPU) seconds and times scheduled in, of all the process's threads,
+    from their schedstat (None once it has exited, or where the kernel keeps no schedstat).
+    Per thread: a process's own schedstat counts its main thread only."""
+    ran = waited = 0.0
+    slices = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            fields = (task / "schedstat").read_text().split()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        ran += int(fields[0]) / 1e9
+        waited += int(fields[1]) / 1e9
+        slices += int(fields[2])
+    return (ran, waited, slices) if tasks else None
 
 
 def descendants(roots: list[int]) -> list[int]:
@@ -105,6 +130,18 @@ class Usage:
     saturated_share: float = 0.0
     run_queue: float = 0.0
     samples: int = 0
+    # the groups' processes, from schedstat: seconds their threads ran and waited for a CPU
+    # (None: the kernel keeps no schedstat)
+    ran_s: float | None = None
+    waited_s: float | None = None
+    slices: int = 0  # times their threads were scheduled in
+
+    @property
+    def wait_share(self) -> float | None:
+        """Seconds the processes waited for a CPU per second they ran (None: unknown)."""
+        if self.ran_s is None or self.waited_s is None or self.ran_s <= 0:
+            return None
+        return self.waited_s / self.ran_s
 
 
 SATURATED = 0.95  # busy fraction of all CPUs over a sample at which the machine is saturated
@@ -120,6 +157,8 @@ class Monitor:
         self.stat = stat  # the text of /proc/stat
         self.lock = threading.Lock()
         self.cpu: dict[str, dict[int, float]] = {}  # group -> pid -> last CPU seconds seen
+        # group -> pid -> last (ran, waited) seconds and slices seen, from schedstat
+        self.sched: dict[str, dict[int, tuple[float, float, int]]] = {}
         self.peak_mb, self.peak_split = 0.0, {}
         self.all_peak_mb, self.all_peak_split = 0.0, {}
         self.peak_rss_mb = self.all_peak_rss_mb = 0.0
@@ -165,10 +204,14 @@ class Monitor:
             rss += sum(m[1] for m in mem) / 1024
             with self.lock:
                 seen = self.cpu.setdefault(name, {})
+                sched = self.sched.setdefault(name, {})
                 for pid in pids:
                     used = cpu_s(pid)
                     if used is not None:
                         seen[pid] = used
+                    times = sched_s(pid) if SCHEDSTAT else None
+                    if times is not None:
+                        sched[pid] = times
         total = sum(split.values())
         with self.lock:
             if total > self.peak_mb:
@@ -178,10 +221,13 @@ class Monitor:
             self.peak_rss_mb = max(self.peak_rss_mb, rss)
             self.all_peak_rss_mb = max(self.all_peak_rss_mb, rss)
 
-    def _snapshot(self) -> tuple[float, dict[str, float], tuple[float, float]]:
+    def _snapshot(self) -> tuple[float, dict[str, float], tuple[float, float],
+                                 tuple[float, float, int]]:
         with self.lock:
             cpu = {name: sum(seen.values()) for name, seen in self.cpu.items()}
-        return time.monotonic(), cpu, machine_busy()
+            times = [t for seen in self.sched.values() for t in seen.values()]
+        sched = (sum(t[0] for t in times), sum(t[1] for t in times), sum(t[2] for t in times))
+        return time.monotonic(), cpu, machine_busy(), sched
 
     def mark(self) -> None:
         """Start a new interval: its peak and CPU count from now."""
@@ -194,8 +240,8 @@ class Monitor:
     def usage(self) -> Usage:
         """What the processes used since the last ``mark``."""
         self.sample()
-        t0, cpu0, (busy0, all0) = self._mark
-        t1, cpu1, (busy1, all1) = self._snapshot()
+        t0, cpu0, (busy0, all0), (ran0, waited0, slices0) = self._mark
+        t1, cpu1, (busy1, all1), (ran1, waited1, slices1) = self._snapshot()
         wall = max(t1 - t0, 1e-9)
         cpus = os.cpu_count() or 1
         with self.lock:
@@ -206,4 +252,7 @@ class Monitor:
                          saturated_share=(sum(b >= SATURATED for b, _ in got) / len(got)
                                           if got else 0.0),
                          run_queue=sum(r for _, r in got) / len(got) / cpus if got else 0.0,
-                         samples=len(got), peak_rss_mb=self.peak_rss_mb)
+                         samples=len(got), peak_rss_mb=self.peak_rss_mb,
+                         ran_s=ran1 - ran0 if SCHEDSTAT else None,
+                         waited_s=waited1 - waited0 if SCHEDSTAT else None,
+                         slices=slices1 - slices0)

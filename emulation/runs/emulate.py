@@ -291,7 +291,7 @@ class Emulation:
 
     def verdict(self, scheme: str, rate_ratio: float | None, retx: int, usage: Usage) -> Verdict:
         return judge(scheme, rate_ratio, retx, usage.machine_busy, usage.saturated_share,
-                     usage.run_queue, self.net.impair.active)
+                     usage.run_queue, self.net.impair.active, usage.wait_share)
 
     def run(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig, tag: str) -> Run:
         """Traffic for an installed plan; counters are deltas over this run."""
@@ -324,6 +324,8 @@ class Emulation:
         row["target_drops"] = {sw: reasons(st1[sw], since=st0[sw]) for sw in st1 if sw in st0}
         row["impairment"] = self.net.impair.describe()
         row.update(frames_since(im0, im1))  # what the links' impairment rules did
+        row.update(cpu_ran_s=usage.ran_s, cpu_waited_s=usage.waited_s,
+                   cpu_slices=usage.slices)
         row.update(wall_s=usage.wall_s, peak_pss_mb=usage.peak_pss_mb,
                    peak_rss_mb=usage.peak_rss_mb,
                    switch_pss_mb=usage.peak_split_mb.get("switches", 0.0),
