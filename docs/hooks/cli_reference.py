@@ -17,7 +17,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = "reference/cli.md"
-WIDTH = "100"  # columns of the rendered help, whatever terminal builds the docs
+WIDTH = "80"  # columns of the rendered help: fits the guide's content column (no scrollbar)
 # `inart NAME KIND [ARGS]` commands whose kinds are parsers of their own:
 # command -> (module, registry of kind -> (module exposing configure(parser), one-line help))
 REGISTRIES = {
