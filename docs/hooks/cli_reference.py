@@ -75,7 +75,8 @@ def render() -> str:
                                                           description=help_text)
                     importlib.import_module(kind_module).configure(kind_parser)
                     parts.append(_section(3, f"inart {name} {kind}", kind_parser))
-        return "\n".join(parts)
+        # the help blocks sit in one div, so the guide's CSS wraps their long lines there only
+        return "\n".join([parts[0], '<div class="cli-help" markdown>\n', *parts[1:], "</div>\n"])
     finally:
         if old is None:
             os.environ.pop("COLUMNS", None)
