@@ -21,6 +21,7 @@ PROCESS_TALK = re.compile(r"session [0-9]|issue [0-9]+|(?:^|[\s(,])#[0-9]+\b"
 SCANNED = ["README.md", "docs", "control_plane", "emulation", "simulation", "host_stack",
            "realhosts", "p4src", "examples"]
 README_MAX_LINES = 200
+PAGE_MAX_LINES = 400  # a guide page says what it is for, how to use it and its current figures
 
 
 def process_talk(paths: list[Path]) -> list[str]:
@@ -73,6 +74,15 @@ def test_readme_links_resolve():
     local = [link for link in links if "://" not in link]
     assert local, "README links into the guide"
     assert [link for link in local if not (REPO / link).exists()] == []
+
+
+def test_guide_pages_are_short_and_history_is_in_the_changelog():
+    long_pages = {p.name: n for p in sorted((REPO / "docs").rglob("*.md"))
+                  if (n := len(p.read_text().splitlines())) > PAGE_MAX_LINES}
+    assert long_pages == {}, f"pages over {PAGE_MAX_LINES} lines: {long_pages}"
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert re.search(r"^## \[Unreleased\]", changelog, re.MULTILINE)
+    assert re.search(r"^## \[\d+\.\d+\.\d+\]", changelog, re.MULTILINE)
 
 
 def test_every_guide_page_is_in_the_nav():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = "reference/cli.md"
-WIDTH = "100"  # columns of the rendered help, whatever terminal builds the docs
+WIDTH = "80"  # columns of the rendered help: fits the guide's content column (no scrollbar)
 # `inart NAME KIND [ARGS]` commands whose kinds are parsers of their own:
 # command -> (module, registry of kind -> (module exposing configure(parser), one-line help))
 REGISTRIES = {
@@ -75,7 +75,8 @@ def render() -> str:
                                                           description=help_text)
                     importlib.import_module(kind_module).configure(kind_parser)
                     parts.append(_section(3, f"inart {name} {kind}", kind_parser))
-        return "\n".join(parts)
+        # the help blocks sit in one div, so the guide's CSS wraps their long lines there only
+        return "\n".join([parts[0], '<div class="cli-help" markdown>\n', *parts[1:], "</div>\n"])
     finally:
         if old is None:
             os.environ.pop("COLUMNS", None)
