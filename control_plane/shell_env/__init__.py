@@ -98,9 +98,9 @@ def _run(cmd: list[str], what: str, folder: Path) -> None:
     if done.returncode != 0:
         shutil.rmtree(folder, ignore_errors=True)
         lines = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()
-        raise ShellEnvError(f"{what} failed ({lines[-1]}); p4runtime-shell's environment is "
-                            f"prepared on first use and needs PyPI (or a pip index), or set "
-                            f"{PYTHON_VAR} to a Python that has p4runtime-shell=={SHELL_VERSION}")
+        raise ShellEnvError(f"{what} failed ({lines[-1]}); preparing p4runtime-shell's "
+                            f"environment needs PyPI or a pip index, or set {PYTHON_VAR} to a "
+                            f"Python that has p4runtime-shell=={SHELL_VERSION}")
 
 
 def _prepare(folder: Path, say: Callable[[str], None]) -> None:
@@ -113,7 +113,7 @@ def _prepare(folder: Path, say: Callable[[str], None]) -> None:
          "creating the virtual environment (Debian: apt-get install python3-venv)", folder)
     bin_python = str(folder / "bin" / "python")
     _run([bin_python, "-m", "pip", "install", "--disable-pip-version-check", "-q",
-          *REQUIREMENTS], f"pip install {' '.join(REQUIREMENTS)}", folder)
+          *REQUIREMENTS], f"pip install {REQUIREMENTS[0]} (and the versions it pins)", folder)
     _run([bin_python, "-I", "-c", "import p4runtime_sh.shell"],
          "importing p4runtime-shell in its new environment", folder)
     (folder / READY).write_text("\n".join(REQUIREMENTS) + "\n")
