@@ -22,6 +22,9 @@ def test_the_environment_is_keyed_by_version_and_lives_in_the_cache(tmp_path, mo
     assert folder.parent == tmp_path / "inart"
     assert folder.name.startswith(f"p4runtime-shell-{shell_env.SHELL_VERSION}-py311-")
     assert shell_env.ready() is None
+    folder.mkdir(parents=True)
+    (folder / shell_env.READY).write_text("")  # marked ready, but its interpreter is gone
+    assert shell_env.ready() is None
     monkeypatch.setattr(shell_env, "REQUIREMENTS", (*shell_env.REQUIREMENTS, "extra==1"))
     assert shell_env.env_dir() != folder  # other pins, another environment
 

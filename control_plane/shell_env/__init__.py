@@ -57,13 +57,19 @@ def env_dir() -> Path:
     return cache / "inart" / f"p4runtime-shell-{SHELL_VERSION}-{py}-{key}"
 
 
+def _prepared(folder: Path) -> bool:
+    """Marked ready, and its interpreter still resolves (a venv links to the Python that made
+    it, which an upgrade may have removed: then it is prepared again)."""
+    return (folder / READY).is_file() and (folder / "bin" / "python").exists()
+
+
 def ready() -> Path | None:
     """The private environment's interpreter if it is prepared (or given), else None."""
     given = os.environ.get(PYTHON_VAR)
     if given:
         return Path(given)
     folder = env_dir()
-    return folder / "bin" / "python" if (folder / READY).is_file() else None
+    return folder / "bin" / "python" if _prepared(folder) else None
 
 
 def python(say: Callable[[str], None] = _say) -> Path:
@@ -73,22 +79,23 @@ def python(say: Callable[[str], None] = _say) -> Path:
     """
     given = os.environ.get(PYTHON_VAR)
     if given:
-        if not os.access(given, os.X_OK):
+        found = shutil.which(given)
+        if found is None:
             raise ShellEnvError(f"{PYTHON_VAR}={given}: not an executable Python interpreter")
-        return Path(given)
+        return Path(found)
     folder = env_dir()
-    if (folder / READY).is_file():
+    if _prepared(folder):
         return folder / "bin" / "python"
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        lock = open(folder.parent / f"{folder.name}.lock", "w")  # noqa: SIM115 (held below)
+        lock = open(folder.parent / f"{folder.name}.lock", "w")
     except OSError as exc:
         raise ShellEnvError(f"cannot create {folder.parent} for p4runtime-shell's environment "
                             f"({exc.strerror}): set XDG_CACHE_HOME to a writable folder, or "
                             f"{PYTHON_VAR} to a Python that has p4runtime-shell") from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (folder / READY).is_file():
+        if not _prepared(folder):
             _prepare(folder, say)
     return folder / "bin" / "python"
 
