@@ -66,3 +66,14 @@ def test_the_standalone_scripts_import_nothing_of_inart():
     usage = subprocess.run([sys.executable, "-I", str(shell_env.RUN_CODE)],
                            capture_output=True, text=True, env=dict(os.environ), timeout=60)
     assert usage.returncode == 2 and "usage: run_code.py" in usage.stderr
+
+
+def test_print_command_names_the_private_interpreter(tmp_path):
+    env = child_env(XDG_CACHE_HOME=str(tmp_path), **{shell_env.PYTHON_VAR: sys.executable})
+    done = subprocess.run([sys.executable, "-m", "control_plane.cli", "shell", "--address",
+                           "127.0.0.1:1", "--device-id", "4", "--print-command"], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [sys.executable, "-I", "-m", "p4runtime_sh", "--grpc-addr",
+                                   "127.0.0.1:1", "--device-id", "4", "--election-id", "0,2"]
+    assert not (tmp_path / "inart").exists()  # a given interpreter: nothing prepared

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -182,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     cmd = shell_command(interpreter, argv)
     if args.print_command:
-        print(" ".join(cmd))
+        print(shlex.join(cmd))
         return 0
     if code is not None:
         return run_code(interpreter, *code, argv)
