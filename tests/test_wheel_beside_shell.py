@@ -16,6 +16,7 @@ side by side; the wheel is the session's one build (tests/conftest.py).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -144,3 +145,26 @@ def test_install_and_shell_on_p4runtime_shells_protobuf(venvs: dict[str, Venv]) 
         for sw in switches:
             sw.terminate()
             sw.wait(timeout=30)
+
+
+def test_the_controller_service_on_p4runtime_shells_protobuf(venvs: dict[str, Venv]) -> None:
+    """`inart serve` and `inart ctl` (the service's own stubs, and MessageToDict, whose
+    options protobuf renamed after 3.20) on protobuf 3.20."""
+    venv = venvs["shell-first"]
+    (port,) = free_ports(1)
+    server = f"127.0.0.1:{port}"
+    serve = venv.popen("serve", "--listen", server, "--insecure", "--switches", "memory")
+    try:
+        assert serve.stdout is not None
+        line = serve.stdout.readline()
+        assert "listening on" in line, line + serve.stdout.read()
+        topo = venv.run("ctl", "topology", "fig1", "--server", server,
+                        "--switch", "v1=127.0.0.1:1", "--switch", "v2=127.0.0.1:2")
+        assert topo.returncode == 0, topo.stderr[-3000:]
+        job = venv.run("ctl", "submit", "--server", server, "--model-size", "1e6", "--json")
+        assert job.returncode == 0, job.stderr[-3000:]
+        assert '"state": "JOB_STATE_RUNNING"' in job.stdout
+        assert '"draining_version": 0' in job.stdout  # a default, printed as on protobuf 6
+    finally:
+        serve.send_signal(signal.SIGINT)
+        serve.wait(timeout=30)
