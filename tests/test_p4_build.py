@@ -7,10 +7,10 @@ import re
 import shutil
 
 import pytest
-from p4.config.v1 import p4info_pb2
 
 from control_plane.drivers.p4runtime import P4Info
 from control_plane.p4build import sources, tna, tofino_resources, v1model
+from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
 from control_plane.repo import REPO
 from host_stack.ina import wire
 

@@ -1,11 +1,11 @@
-"""The committed P4Runtime stubs (the top-level `p4` package, p4/README.md) are what protoc
-makes of the committed p4runtime .proto files, they run on the project's protobuf (6.x, upb),
-and no other `p4` package (PyPI's p4runtime) shadows them."""
+"""The committed P4Runtime stubs (control_plane/p4runtime_api, its README.md) are what protoc
+makes of the committed p4runtime .proto files, under inart's own import name, and they run on
+the project's protobuf (upb in the development venv; tests/test_wheel_beside_shell.py runs
+them on p4runtime-shell's protobuf 3.20)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+import ast
 from pathlib import Path
 
 import grpc
@@ -14,33 +14,49 @@ from google.protobuf import text_format
 from google.protobuf.internal import api_implementation
 from google.rpc import code_pb2, status_pb2
 
+from control_plane.p4runtime_api import generate
 from control_plane.repo import REPO
 
-PROTOS = ("p4/v1/p4runtime.proto", "p4/v1/p4data.proto", "p4/config/v1/p4info.proto",
-          "p4/config/v1/p4types.proto")
-PLUGIN = shutil.which("grpc_python_plugin")
+STUBS = REPO / "control_plane" / "p4runtime_api"
 
 
-@pytest.mark.skipif(shutil.which("protoc") is None or PLUGIN is None,
-                    reason="protoc or grpc_python_plugin is not installed (the committed "
-                           "stubs are used as they are)")
+def _tools_missing() -> str | None:
+    try:
+        generate.tools()
+    except generate.GenerateError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.skipif(_tools_missing() is not None,
+                    reason=f"the committed stubs are used as they are: {_tools_missing()}")
 def test_committed_stubs_match_the_protos(tmp_path: Path) -> None:
-    googleapis = Path(status_pb2.__file__).parents[2]  # holds google/rpc/status.proto
-    subprocess.run(["protoc", "-I", ".", "-I", str(googleapis), f"--python_out={tmp_path}",
-                    f"--grpc_out={tmp_path}", f"--plugin=protoc-gen-grpc={PLUGIN}", *PROTOS],
-                   cwd=REPO, check=True)
-    fresh = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.py"))
-    assert fresh == sorted(p.relative_to(REPO) for p in (REPO / "p4").rglob("*_pb2*.py"))
+    fresh = sorted(p.relative_to(tmp_path) for p in generate.generate(tmp_path))
+    assert fresh == sorted(p.relative_to(STUBS) for p in (STUBS / "p4").rglob("*_pb2*.py"))
     for rel in fresh:
-        assert (tmp_path / rel).read_text() == (REPO / rel).read_text(), \
-            f"{rel} is stale: regenerate it (see p4/README.md)"
+        assert (tmp_path / rel).read_text() == (STUBS / rel).read_text(), \
+            f"{rel} is stale: regenerate it (python -m control_plane.p4runtime_api.generate)"
+
+
+def test_no_stub_imports_a_top_level_p4() -> None:
+    """PyPI's p4runtime owns the import name `p4`: a stub that imported from it would load
+    that package's (older, incompatible) code beside inart's."""
+    for path in (STUBS / "p4").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        modules += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in modules if m and m.split(".")[0] == "p4"], path
+    assert generate.rewrite("from p4.v1 import p4data_pb2 as x\n") == \
+        "from control_plane.p4runtime_api.p4.v1 import p4data_pb2 as x\n"
 
 
 def test_stubs_are_the_repositorys_and_run_on_upb() -> None:
-    from p4.config.v1 import p4info_pb2
-    from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+    from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
+    from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-    assert Path(p4runtime_pb2.__file__).resolve() == REPO / "p4/v1/p4runtime_pb2.py"
+    assert Path(p4runtime_pb2.__file__).resolve() == STUBS / "p4/v1/p4runtime_pb2.py"
+    assert p4runtime_pb2.WriteRequest.__module__ == p4runtime_pb2.__name__
+    assert p4runtime_pb2.DESCRIPTOR.name == "p4/v1/p4runtime.proto"  # the canonical file name
     assert api_implementation.Type() == "upb"
     update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
     entry = update.entity.table_entry

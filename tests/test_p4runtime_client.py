@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from p4.v1 import p4runtime_pb2
 
 from control_plane.drivers.p4runtime import (
     P4Info,
@@ -26,6 +25,7 @@ from control_plane.drivers.p4runtime import (
     table_update,
 )
 from control_plane.p4build import v1model
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 
 TABLES_P4INFO = Path(__file__).resolve().parent / "embedded" / "p4" / "build" / "tables.p4info.txt"
 

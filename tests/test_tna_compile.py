@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from p4.config.v1 import p4info_pb2
 
 from control_plane.p4build import tna
 from control_plane.p4build import tofino_compiler as tc
 from control_plane.p4build.sources import BuildError
+from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
 from control_plane.repo import REPO, child_env
 
 # a TNA source on trial, outside the checkout (the stand-in driver reads only its N)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from control_plane.localhost import free_ports
-from control_plane.repo import REPO
 from emulation.network.mininet_net import mininet_available
 
 pytestmark = pytest.mark.slow
@@ -48,13 +48,8 @@ class Installed:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Iterator[Installed]:
+def installed(tmp_path_factory, inart_wheel: Path) -> Iterator[Installed]:
     root = tmp_path_factory.mktemp("wheel")
-    build = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir",
-                            str(root / "dist"), str(REPO)], capture_output=True, text=True,
-                           timeout=600)
-    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
-    (wheel,) = (root / "dist").glob("inart-*.whl")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
@@ -62,7 +57,7 @@ def installed(tmp_path_factory) -> Iterator[Installed]:
                            "'purelib'))"], capture_output=True, text=True, check=True).stdout
     Path(site.strip(), "inart-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
     pip = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index",
-                          str(wheel)], capture_output=True, text=True, timeout=300)
+                          str(inart_wheel)], capture_output=True, text=True, timeout=300)
     assert pip.returncode == 0, pip.stderr[-3000:]
     cwd = root / "work"
     cwd.mkdir()
@@ -86,6 +81,17 @@ def test_the_wheel_carries_its_code_extension_and_data(installed: Installed) -> 
         assert (Path(p4) / name).is_file(), name
     assert (Path(ptf) / "run_ptf.py").is_file()
     assert "--target" in installed.run("ptf", "--help").stdout
+
+
+def test_the_wheel_claims_only_inarts_import_names(inart_wheel: Path) -> None:
+    """No top-level `p4`: that is PyPI's p4runtime's, which p4runtime-shell installs; a wheel
+    that also shipped it would overwrite, or be overwritten by, that package's files."""
+    with zipfile.ZipFile(inart_wheel) as whl:
+        names = whl.namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {
+        "control_plane", "emulation", "host_stack", "realhosts", "simulation"}
+    assert "control_plane/p4runtime_api/p4/v1/p4runtime_pb2.py" in names
 
 
 def test_plan_switch_and_install_from_the_wheel(installed: Installed) -> None:

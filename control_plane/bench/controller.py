@@ -19,7 +19,9 @@ All switches' entries cannot share one switch's tables instead: the same keys (e
 to one host) carry different next hops on different switches.
 
 Switches are started with `inart switch` (a child process: control_plane does not import
-the targets).
+the targets).  p4runtime-shell runs in its private environment (control_plane/shell_env), one
+process for the whole run (control_plane/shell_env/bench_writer.py): its start is in no figure,
+and it times its own sessions as before, setup to teardown.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from control_plane.localhost import free_port
 from control_plane.model.topologies import build_topology
 from control_plane.repo import child_env
 from control_plane.service import bench as replan
+from control_plane.shell_env import BENCH_WRITER, ShellEnvError, python
 from control_plane.solver.solve import solve
 
 GOAL_RATIO = 5.0  # batched install vs one Write per entry, on each target
@@ -131,32 +134,42 @@ def _wipe(address: str, pipeline: LoadedPipeline) -> None:
         client.set_pipeline(pipeline.info, pipeline.config, pipeline.cookie)
 
 
-def _shell_write(address: str, entries: SwitchEntries) -> tuple[float, float]:
-    """p4runtime-shell as its users drive it: one insert (one Write RPC) per entry.
-    Returns (seconds of the inserts, seconds of the whole session)."""
-    import p4runtime_sh.shell as sh
+class ShellWriter:
+    """p4runtime-shell in its private environment, writing switches' entries on request."""
 
-    start = time.perf_counter()
-    sh.setup(device_id=DEVICE_ID, grpc_addr=address, election_id=DEFAULT_ELECTION_ID,
-             verbose=False)
-    try:
-        writing = time.perf_counter()
-        for group in entries.groups:
-            mg = sh.MulticastGroupEntry(group.group_id)
-            for port, rid in group.replicas:
-                mg.add(port, rid)
-            mg.insert()
-        for entry in entries.entries:
-            te = sh.TableEntry(entry.table)(action=entry.action)
-            for name, value in entry.match:
-                te.match[name] = str(value)
-            for name, value in entry.params:
-                te.action[name] = str(value)
-            te.insert()
-        written = time.perf_counter() - writing
-    finally:
-        sh.teardown()
-    return written, time.perf_counter() - start
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([str(python()), "-I", str(BENCH_WRITER)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def write(self, address: str, entries: SwitchEntries) -> tuple[float, float]:
+        """One insert (one Write RPC) per entry, as p4runtime-shell's users do.
+        Returns (seconds of the inserts, seconds of the whole session)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        request = {
+            "address": address, "device_id": DEVICE_ID, "election_id": DEFAULT_ELECTION_ID,
+            "groups": [[g.group_id, [list(r) for r in g.replicas]] for g in entries.groups],
+            "entries": [{"table": e.table, "action": e.action,
+                         "match": [[n, str(v)] for n, v in e.match],
+                         "params": [[n, str(v)] for n, v in e.params]}
+                        for e in entries.entries]}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"p4runtime-shell's writer exited (status {self.proc.wait()})")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"p4runtime-shell at {address}: {answer['error']}")
+        return answer["write"], answer["total"]
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _install_timed(compiled: Compiled, where: dict[str, SwitchAddress],
@@ -177,8 +190,8 @@ def _install_timed(compiled: Compiled, where: dict[str, SwitchAddress],
     return marks["done"] - marks["planned"], total
 
 
-def bench_target(target: str, compiled: Compiled, names: list[str], log_dir: Path
-                 ) -> dict[str, Any]:
+def bench_target(target: str, compiled: Compiled, names: list[str], log_dir: Path,
+                 shell: ShellWriter) -> dict[str, Any]:
     """Install every named switch's entries twice (inart, p4runtime-shell), timed."""
     pipeline = pipeline_for(target)
     loaded = LoadedPipeline.load(pipeline)
@@ -198,7 +211,7 @@ def bench_target(target: str, compiled: Compiled, names: list[str], log_dir: Pat
             times["inart_write"] += write
             times["inart_total"] += total
             _wipe(switch.address, loaded)
-            write, total = _shell_write(switch.address, swe)
+            write, total = shell.write(switch.address, swe)
             times["shell_write"] += write
             times["shell_total"] += total
             if not verify_clean(verify(compiled, where, pipeline)):
@@ -233,7 +246,11 @@ def figure_lines(row: dict[str, Any]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {}
     if "install" in args.parts:
-        out["install"] = run_install(args)
+        try:
+            out["install"] = run_install(args)
+        except ShellEnvError as exc:
+            print(f"inart bench controller: error: {exc}", file=sys.stderr)
+            return 2
     if "replan" in args.parts:
         out["replan"] = []
         for spec in args.replan_topologies.split(","):
@@ -261,11 +278,15 @@ def run_install(args: argparse.Namespace) -> dict[str, Any]:
           f"switches, {total} entries and groups; one switch process stands in for each "
           f"switch in turn")
     rows = []
-    with tempfile.TemporaryDirectory(prefix="inart-bench-controller-") as tmp:
-        for target in args.targets:
-            row = bench_target(target, compiled, names, Path(tmp))
-            rows.append(row)
-            for line in figure_lines(row):
-                print(line, flush=True)
+    shell = ShellWriter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="inart-bench-controller-") as tmp:
+            for target in args.targets:
+                row = bench_target(target, compiled, names, Path(tmp), shell)
+                rows.append(row)
+                for line in figure_lines(row):
+                    print(line, flush=True)
+    finally:
+        shell.close()
     return {"topology": topo.name, "scheme": plan.scheme, "goal_ratio": GOAL_RATIO,
             "targets": rows}

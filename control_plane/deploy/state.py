@@ -12,9 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
-
 from control_plane.deploy.entries import SwitchEntries
 from control_plane.drivers.p4runtime import (
     P4Info,
@@ -25,6 +22,8 @@ from control_plane.drivers.p4runtime import (
     format_value,
     multicast_group_update,
 )
+from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 
 Key = tuple
 GROUP = "multicast group"

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 
 import grpc
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
 
 from control_plane.deploy.addressing import Addressing
 from control_plane.deploy.entries import Compiled
@@ -53,6 +52,7 @@ from control_plane.drivers.p4runtime import (
     P4RuntimeError,
     encode_update,
 )
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 
 BATCH = 128  # updates per Write RPC
 DEFAULT_ELECTION_ID = (0, 1)

@@ -19,8 +19,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from p4.config.v1 import p4info_pb2
-
 from control_plane.p4build.bfa_checks import PARSER_FIX, judge, parser_selects
 from control_plane.p4build.sources import (
     BUILD_DIR,
@@ -35,6 +33,7 @@ from control_plane.p4build.sources import (
 )
 from control_plane.p4build.tofino_compiler import compiler_version, open_compiler
 from control_plane.p4build.tofino_resources import ResourceReport, read_report
+from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
 from control_plane.repo import REPO
 
 SOURCE_DIRS = ("common", "tna")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from inspect import signature
 from pathlib import Path
 
 import grpc
@@ -34,10 +35,15 @@ EVENT_KINDS = {"link-down": pb.EVENT_KIND_LINK_DOWN, "link-up": pb.EVENT_KIND_LI
                "switch-down": pb.EVENT_KIND_SWITCH_DOWN, "switch-up": pb.EVENT_KIND_SWITCH_UP}
 
 
+# protobuf 5.26 renamed MessageToDict's including_default_value_fields; inart runs on both
+_DEFAULTS = ("always_print_fields_with_no_presence"
+             if "always_print_fields_with_no_presence" in signature(MessageToDict).parameters
+             else "including_default_value_fields")
+
+
 def to_dict(message: Message) -> dict:
     """A message as JSON-able data (field names as in the .proto, defaults included)."""
-    return MessageToDict(message, preserving_proto_field_name=True,
-                         always_print_fields_with_no_presence=True)
+    return MessageToDict(message, preserving_proto_field_name=True, **{_DEFAULTS: True})
 
 
 class Client:

@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import grpc
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
 
 from control_plane.deploy.entries import Entry, Group, SwitchEntries
 from control_plane.deploy.pipeline import Pipeline
@@ -40,6 +38,8 @@ from control_plane.drivers.p4runtime import (
     encode_value,
     multicast_group_update,
 )
+from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 from control_plane.service.network import SwitchInfo
 
 log = logging.getLogger(__name__)

@@ -10,6 +10,11 @@ P4Info of the program the switch runs) and with a higher election id than the in
 may also write; ``--push`` first loads the committed build onto a switch that runs none yet.
 ``--script`` / ``-c`` run Python with the interactive shell's names (TableEntry, CounterEntry,
 p4info, ...) and exit with status 1 if it raises: the shell without a terminal.
+
+p4runtime-shell runs in a private environment of its own, prepared on first use (about a
+minute, once; `./dev.sh setup` does it ahead): it pins an old protobuf that inart's
+environment need not have.  INART_P4RUNTIME_SHELL_PYTHON names an interpreter that already
+has it instead.
 """
 
 from __future__ import annotations
@@ -17,12 +22,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import subprocess
 import sys
-import traceback
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from control_plane.deploy.pipeline import Pipeline, PipelineError
 from control_plane.drivers.p4runtime import P4RuntimeClient, P4RuntimeError
+from control_plane.shell_env import RUN_CODE, ShellEnvError, python
 from emulation.runs.emulate import STATE_FILE
 
 PROBE_TIMEOUT_S = 10.0
@@ -101,13 +110,19 @@ def election_id(text: str) -> tuple[int, int]:
     return (0, values[0]) if len(values) == 1 else (values[0], values[1])
 
 
-def shell_command(end: Endpoint, election: str, pipeline: Pipeline | None = None) -> list[str]:
-    """The p4runtime-shell command line for the switch (``pipeline``: pushed first)."""
-    cmd = [sys.executable, "-m", "p4runtime_sh", "--grpc-addr", end.grpc,
-           "--device-id", str(end.device_id), "--election-id", election]
+def shell_args(end: Endpoint, election: str, pipeline: Pipeline | None = None) -> list[str]:
+    """p4runtime-shell's arguments for the switch (``pipeline``: pushed first)."""
+    args = ["--grpc-addr", end.grpc, "--device-id", str(end.device_id), "--election-id",
+            election]
     if pipeline is not None:
-        cmd += ["--config", f"{pipeline.p4info},{pipeline.config}"]
-    return cmd
+        args += ["--config", f"{pipeline.p4info},{pipeline.config}"]
+    return args
+
+
+def shell_command(interpreter: Path | str, args: list[str]) -> list[str]:
+    """The interactive p4runtime-shell command line.  ``-I``: isolated from the caller's
+    PYTHONPATH and working directory, so nothing of inart's environment leaks in."""
+    return [str(interpreter), "-I", "-m", "p4runtime_sh", *args]
 
 
 def check_program(end: Endpoint) -> None:
@@ -125,34 +140,15 @@ def check_program(end: Endpoint) -> None:
                          f"--push to load the committed build (this clears its tables)")
 
 
-def run_code(code: str, filename: str, shell_args: list[str]) -> int:
-    """Run ``code`` in p4runtime-shell's namespace, connected as ``shell_args`` say.
-
-    p4runtime-shell builds its namespace inside its ``main`` and hands it to IPython; taking
-    over that hand-off gives the code exactly the interactive shell's names, and the shell
-    still tears its session down after it.
-    """
-    import p4runtime_sh.shell as sh
-
-    status = 0
-
-    def execute(user_ns: dict, **_: object) -> None:
-        nonlocal status
-        try:
-            exec(compile(code, filename, "exec"), user_ns)  # noqa: S102 (the user's script)
-        except SystemExit as exc:
-            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        except Exception:  # the user's code failed: report it like Python would
-            traceback.print_exc()
-            status = 1
-
-    real, argv = sh.start_ipython, sys.argv
-    sh.start_ipython, sys.argv = execute, ["p4runtime_sh", *shell_args]
-    try:
-        sh.main()
-    finally:
-        sh.start_ipython, sys.argv = real, argv
-    return status
+def run_code(interpreter: Path, code: str, filename: str, args: list[str]) -> int:
+    """Run ``code`` in p4runtime-shell's namespace (control_plane/shell_env/run_code.py, in
+    the private environment), connected as ``args`` say; its exit status."""
+    with tempfile.NamedTemporaryFile("w", suffix=".py", prefix="inart-shell-") as f:
+        f.write(code)
+        f.flush()
+        done = subprocess.run([str(interpreter), "-I", str(RUN_CODE), f.name, filename, "--",
+                               *args])
+    return done.returncode
 
 
 def read_code(args: argparse.Namespace) -> tuple[str, str] | None:
@@ -177,17 +173,19 @@ def run(args: argparse.Namespace) -> int:
         pipeline = Pipeline() if args.push else None
         if pipeline is not None:
             pipeline.check()
-        cmd = shell_command(end, election, pipeline)
-        if args.print_command:
-            print(" ".join(cmd))
-            return 0
-        code = read_code(args)
-        if pipeline is None:
+        argv = shell_args(end, election, pipeline)
+        code = None if args.print_command else read_code(args)
+        if pipeline is None and not args.print_command:
             check_program(end)
-    except (ValueError, PipelineError, P4RuntimeError) as exc:
+        interpreter = python()
+    except (ValueError, PipelineError, P4RuntimeError, ShellEnvError) as exc:
         print(f"inart shell: error: {exc}", file=sys.stderr)
         return 2
+    cmd = shell_command(interpreter, argv)
+    if args.print_command:
+        print(shlex.join(cmd))
+        return 0
     if code is not None:
-        return run_code(*code, cmd[3:])
+        return run_code(interpreter, *code, argv)
     os.execv(cmd[0], cmd)
     return 0  # not reached

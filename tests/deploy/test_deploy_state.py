@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-from p4.v1 import p4runtime_pb2
 
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.pipeline import pipeline_for
@@ -21,6 +20,7 @@ from control_plane.deploy.transaction import (
 )
 from control_plane.drivers.p4runtime import P4Info, build_table_entry
 from control_plane.model.topologies import fig1
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 
 
 @pytest.fixture(scope="module")

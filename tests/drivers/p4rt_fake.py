@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import grpc
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from tests.drivers.fake_server import FakeServer
 
 

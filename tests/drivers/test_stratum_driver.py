@@ -8,8 +8,6 @@ from __future__ import annotations
 import grpc
 import pytest
 from google.rpc import code_pb2, status_pb2
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
 
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.deploy.portmap import remap_compiled
@@ -18,6 +16,8 @@ from control_plane.drivers.p4runtime.client import P4RuntimeClient
 from control_plane.drivers.p4runtime.values import P4RuntimeError, encode_value
 from control_plane.drivers.tofino.stratum import TofinoFiles, unpack
 from control_plane.p4build.sources import BUILD_DIR
+from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 from tests.drivers.p4rt_fake import FakeStratum
 
 TNA = BUILD_DIR / "tna"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4.config.v1 import p4info_pb2
+from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
 
 STD_FIELDS = [
     ["ingress_port", 9, False], ["egress_spec", 9, False], ["egress_port", 9, False],

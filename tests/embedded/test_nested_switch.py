@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 import pytest
-from p4.v1 import p4runtime_pb2
 
 from control_plane.drivers.p4runtime import P4Info
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 from emulation.targets.embedded.p4rt.read import read_entity
 from emulation.targets.embedded.tables import EntryError
 from tests.embedded import handwritten as hw

@@ -13,7 +13,6 @@ from typing import Any
 import grpc
 import pytest
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from control_plane.drivers.p4runtime import (
     P4RuntimeClient,
@@ -23,6 +22,7 @@ from control_plane.drivers.p4runtime import (
     table_update,
 )
 from control_plane.localhost import free_port
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from emulation.targets.embedded.bench import ipv4_udp
 from emulation.targets.embedded.p4runtime_server import serve
 from emulation.targets.embedded.pipeline import Switch

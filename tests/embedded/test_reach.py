@@ -16,8 +16,8 @@ import json
 from typing import Any
 
 import pytest
-from p4.v1 import p4runtime_pb2
 
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 from emulation.targets.embedded.p4runtime_server import apply_updates, local_device
 from emulation.targets.embedded.pipeline import Switch, load_program
 from emulation.targets.embedded.tables import EntryError

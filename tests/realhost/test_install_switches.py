@@ -6,13 +6,13 @@ Stratum, decoded by the TNA P4Info); no event counters are read from either."""
 from __future__ import annotations
 
 import yaml
-from p4.v1 import p4runtime_pb2
 
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.entries import compile_plan
 from control_plane.deploy.portmap import remap_ports
 from control_plane.drivers.tofino.stratum import unpack
 from control_plane.model.topologies import fig1
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 from control_plane.solver.solve import plan_for
 from realhosts.install import event_reader, install_plan
 from realhosts.inventory import load

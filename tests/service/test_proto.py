@@ -1,5 +1,6 @@
 """The committed gRPC stubs are what protoc makes of the committed .proto, and they run on the
-project's protobuf runtime (the version pyproject.toml pins, upb)."""
+project's protobuf runtime (in the range pyproject.toml declares; upb in the development venv;
+tests/test_wheel_beside_shell.py runs them on protobuf 3.20)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import google.protobuf
 import grpc
 import pytest
 from google.protobuf.internal import api_implementation
+from packaging.specifiers import SpecifierSet
 
 from control_plane.repo import REPO
 from control_plane.service.proto import inart_controller_pb2 as pb
@@ -34,9 +36,9 @@ def test_committed_stubs_match_the_proto(tmp_path: Path) -> None:
         assert fresh == committed, f"{name} is stale: regenerate it (see {PROTO})"
 
 
-def test_stubs_run_on_the_pinned_protobuf() -> None:
-    pinned = re.search(r'"protobuf==([^"]+)"', (REPO / "pyproject.toml").read_text())
-    assert pinned and google.protobuf.__version__ == pinned.group(1)
+def test_stubs_run_on_the_declared_protobuf() -> None:
+    declared = re.search(r'"protobuf([^"]+)"', (REPO / "pyproject.toml").read_text())
+    assert declared and google.protobuf.__version__ in SpecifierSet(declared.group(1))
     assert api_implementation.Type() == "upb"
     msg = pb.PlanVersion(job_id=3, ranks={"w1": 0}, addresses={"s1": "10.6.0.2"})
     assert pb.PlanVersion.FromString(msg.SerializeToString()) == msg

@@ -10,7 +10,7 @@ import pytest
 
 from control_plane.localhost import free_port
 from control_plane.repo import REPO, child_env
-from emulation.cli.shell import Endpoint, election_id, endpoint, shell_command
+from emulation.cli.shell import Endpoint, election_id, endpoint, shell_args, shell_command
 from emulation.targets import get_target
 from tests.foreground import inart_foreground
 
@@ -82,5 +82,7 @@ def test_shell_endpoint_names_the_bad_field() -> None:
     assert election_id("0,2") == (0, 2) and election_id("5") == (0, 5)
     with pytest.raises(ValueError, match="--election-id 'a,b'"):
         election_id("a,b")
-    cmd = shell_command(Endpoint("h:1", 2), "0,2")
-    assert cmd[cmd.index("--grpc-addr") + 1] == "h:1" and "--config" not in cmd
+    args = shell_args(Endpoint("h:1", 2), "0,2")
+    assert args[args.index("--grpc-addr") + 1] == "h:1" and "--config" not in args
+    cmd = shell_command("/env/bin/python", args)
+    assert cmd[:4] == ["/env/bin/python", "-I", "-m", "p4runtime_sh"] and cmd[4:] == args

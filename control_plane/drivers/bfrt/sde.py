@@ -26,7 +26,13 @@ from types import ModuleType
 
 import google.protobuf
 import grpc
-from google.protobuf.runtime_version import VersionError
+
+try:
+    from google.protobuf.runtime_version import VersionError
+except ImportError:  # protobuf < 5.26 checks no gencode version, so it raises no such error
+
+    class VersionError(Exception):  # type: ignore[no-redef]
+        """Stands in for protobuf's gencode version error, which this protobuf lacks."""
 
 # grpcio-tools 1.76.0 bundles protoc 31.1 (Python gencode 6.31.1): not older than 3.19, not
 # newer than inart's protobuf 6.33

@@ -1,8 +1,8 @@
 """The project's P4Runtime client: arbitration, pipeline push, table/default/multicast/clone
 entries, counter and register reads by name.
 
-Built directly on the ``p4runtime`` package's stubs (p4.v1.p4runtime_pb2[_grpc]) rather than
-on p4runtime-shell's global-state API, so a controller, the PTF tests and tools can hold
+Built directly on the P4Runtime API stubs (control_plane/p4runtime_api) rather than on
+p4runtime-shell's global-state API, so a controller, the PTF tests and tools can hold
 several clients at once, every RPC has a timeout, and failures raise exceptions (p4runtime-
 shell calls ``sys.exit`` on some).  It speaks plain P4Runtime, so it drives bmv2
 ``simple_switch_grpc`` and the embedded target alike.  The update builders (table_update,
@@ -23,7 +23,6 @@ from pathlib import Path
 
 import grpc
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from control_plane.drivers.p4runtime.entities import (
     CounterValue,
@@ -44,6 +43,7 @@ from control_plane.drivers.p4runtime.values import (
     encode_value,
 )
 from control_plane.drivers.streams import CHANNEL_OPTIONS, pump, queue_iter
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 CLOSE_WAIT_S = 2.0  # how long close() waits for the server to end the stream
 

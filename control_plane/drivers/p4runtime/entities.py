@@ -7,9 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
-
 from control_plane.drivers.p4runtime.p4info import P4Info
 from control_plane.drivers.p4runtime.values import (
     P4RuntimeError,
@@ -18,6 +15,8 @@ from control_plane.drivers.p4runtime.values import (
     encode_value,
     parse_text_value,
 )
+from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 
 # ---------------------------------------------------------------------------------------------
 # entries

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
-from p4.config.v1 import p4info_pb2
 
 from control_plane.drivers.p4runtime.values import P4RuntimeError
+from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
 
 # ---------------------------------------------------------------------------------------------
 # P4Info lookups

@@ -7,7 +7,8 @@ import ipaddress
 from collections.abc import Sequence
 
 import grpc
-from p4.v1 import p4runtime_pb2
+
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 
 Value = int | str | bytes
 DEFAULT_TIMEOUT_S = 10.0

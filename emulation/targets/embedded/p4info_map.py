@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from p4.config.v1 import p4info_pb2
-
+from control_plane.p4runtime_api.p4.config.v1 import p4info_pb2
 from emulation.targets.embedded.actions import Action
 from emulation.targets.embedded.externs import CounterArray, RegisterArray, ValueSet
 from emulation.targets.embedded.json_loader import PipelineError

@@ -17,8 +17,8 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from emulation.targets.embedded.p4info_map import bind
 from emulation.targets.embedded.p4rt import config, read, stream, write
 from emulation.targets.embedded.p4rt.state import ServerState

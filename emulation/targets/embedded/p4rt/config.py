@@ -6,8 +6,8 @@ import logging
 from typing import Any
 
 import grpc
-from p4.v1 import p4runtime_pb2
 
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 from emulation.targets.embedded.json_loader import PipelineError
 from emulation.targets.embedded.p4info_map import P4InfoMap, bind
 from emulation.targets.embedded.p4rt.state import ServerState

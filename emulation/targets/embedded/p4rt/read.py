@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
-from p4.v1 import p4runtime_pb2
 
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 from emulation.targets.embedded.p4info_map import P4InfoMap, TableBinding
 from emulation.targets.embedded.p4rt.state import ServerState
 from emulation.targets.embedded.p4rt.status import abort_entry

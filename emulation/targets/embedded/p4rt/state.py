@@ -9,8 +9,8 @@ from typing import Any
 
 import grpc
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
 
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 from emulation.targets.embedded.p4info_map import P4InfoMap
 from emulation.targets.embedded.pipeline import Program, Switch
 

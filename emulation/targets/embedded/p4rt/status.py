@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import grpc
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2
 
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 from emulation.targets.embedded.tables import EntryError
 
 ERROR_SPACE = "inart-embedded"

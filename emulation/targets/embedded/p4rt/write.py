@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
-from p4.v1 import p4runtime_pb2
 
+from control_plane.p4runtime_api.p4.v1 import p4runtime_pb2
 from emulation.targets.embedded.p4info_map import P4InfoMap
 from emulation.targets.embedded.p4rt.state import ServerState
 from emulation.targets.embedded.p4rt.status import abort_write, update_error
