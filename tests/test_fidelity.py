@@ -39,7 +39,7 @@ def test_on_impaired_links_a_rate_cut_is_noted_unless_the_machine_was_saturated(
     assert v.ok and v.fields()["fidelity"] == "ok"
     assert v.fields()["fidelity_note"].startswith("sent 0.72 of its plan (< 0.9) on impaired links")
     assert v.line().endswith("ok (" + v.note + ")")
-    saturated = judge("inart", 0.72, 42414, 0.99, 0.8, 4.0, impaired=True, wait_share=0.7)
+    saturated = judge("inart", 0.72, 42414, 0.99, 0.8, 4.0, impaired=True, wake_wait_ms=4.0)
     assert not saturated.ok and saturated.note == ""
     assert "sent 0.72 of its plan" in saturated.fields()["fidelity_reasons"]
     assert not judge("inart", float("nan"), 0, 0.5, 0.0, 1.0, impaired=True).ok
@@ -147,12 +147,12 @@ def test_where_the_kernel_cannot_pace_the_run_falls_back_to_user_pacing_and_says
 
 def test_a_busy_machine_does_not_mark_a_run_whose_processes_did_not_wait():
     """A niced neighbour keeps every CPU busy; the emulation's processes hardly waited."""
-    v = judge("inart", 0.99, 0, 1.0, 1.0, 2.0, wait_share=0.04)
+    v = judge("inart", 0.99, 0, 1.0, 1.0, 2.0, wake_wait_ms=0.7)
     assert v.ok and v.fields()["fidelity_basis"] == "run-queue wait of the emulation's processes"
-    assert "its processes waited 4% of their run for a CPU" in v.line()
-    starved = judge("inart", 0.99, 0, 1.0, 1.0, 2.0, wait_share=0.8)
+    assert "its processes waited 0.70 ms a wake for a CPU" in v.line()
+    starved = judge("inart", 0.99, 0, 1.0, 1.0, 2.0, wake_wait_ms=6.5)
     assert not starved.ok
-    assert "its processes waited 80% of their run for a CPU (>= 50%)" in starved.line()
+    assert "its processes waited 6.50 ms a wake for a CPU (>= 2 ms)" in starved.line()
     # without schedstat the machine's saturation judges, and the row says so
     unknown = judge("inart", 0.99, 0, 1.0, 1.0, 2.0)
     assert not unknown.ok and unknown.fields()["fidelity_basis"] == "machine CPU (no schedstat)"
@@ -178,8 +178,9 @@ def _wait_share_beside(neighbour_nice: int) -> float:
         for p in (neighbour, ours):
             p.kill()
             p.wait()
-    assert u.ran_s is not None and u.ran_s > 0.1 and u.wait_share is not None, u
-    return u.wait_share
+    assert u.ran_s is not None and u.ran_s > 0.1 and u.waited_s is not None, u
+    assert u.slices > 0 and u.wake_wait_ms == pytest.approx(u.waited_s / u.slices * 1e3)
+    return u.waited_s / u.ran_s
 
 
 @pytest.mark.skipif(not SCHEDSTAT, reason="this kernel keeps no schedstat")

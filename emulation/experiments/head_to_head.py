@@ -391,7 +391,7 @@ COLUMNS = ("scheme", "seed", "iter_s", "compute_s", "comm_s", "exchange_s", "rat
            "images_per_s", "train_s", "final_loss", "accuracy", "time_to_target_s", "worker_bytes",
            "expected_bytes", "bytes_ratio", "tcp_retx", "ina_retx", "ps_ingress_bytes",
            "link_bytes", "pacing", "sent_over_plan", "sent_over_plan_mean", "fidelity",
-           "fidelity_reasons", "fidelity_basis", "cpu_wait_share", "cpu_busy",
+           "fidelity_reasons", "fidelity_basis", "cpu_wait_ms_per_wake", "cpu_busy",
            "cpu_saturated_share", "run_queue_per_cpu", "fidelity_note", "cpu_isolation",
            "frames_dropped", "frames_held", "frames_duplicated")
 # the ones printed, so that a row fits a terminal; the CSV has the rest
@@ -421,7 +421,7 @@ def verdict_of(row: dict) -> Verdict:
     return Verdict(row["scheme"], row["sent_over_plan"],
                    row["ina_retx"] if row["scheme"] in INA else row["tcp_retx"],
                    row["cpu_busy"], row["cpu_saturated_share"], row["run_queue_per_cpu"],
-                   reasons, row.get("fidelity_note", ""), row.get("cpu_wait_share"))
+                   reasons, row.get("fidelity_note", ""), row.get("cpu_wait_ms_per_wake"))
 
 
 def ranking(rows: list[dict]) -> list[str]:

@@ -137,11 +137,12 @@ class Usage:
     slices: int = 0  # times their threads were scheduled in
 
     @property
-    def wait_share(self) -> float | None:
-        """Seconds the processes waited for a CPU per second they ran (None: unknown)."""
-        if self.ran_s is None or self.waited_s is None or self.ran_s <= 0:
+    def wake_wait_ms(self) -> float | None:
+        """The processes' mean wait for a CPU each time they were scheduled in, in ms (None:
+        unknown, or they never ran)."""
+        if self.waited_s is None or self.slices <= 0:
             return None
-        return self.waited_s / self.ran_s
+        return self.waited_s / self.slices * 1e3
 
 
 SATURATED = 0.95  # busy fraction of all CPUs over a sample at which the machine is saturated

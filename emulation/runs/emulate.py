@@ -291,7 +291,7 @@ class Emulation:
 
     def verdict(self, scheme: str, rate_ratio: float | None, retx: int, usage: Usage) -> Verdict:
         return judge(scheme, rate_ratio, retx, usage.machine_busy, usage.saturated_share,
-                     usage.run_queue, self.net.impair.active, usage.wait_share)
+                     usage.run_queue, self.net.impair.active, usage.wake_wait_ms)
 
     def run(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig, tag: str) -> Run:
         """Traffic for an installed plan; counters are deltas over this run."""
