@@ -13,6 +13,7 @@ import argparse
 import importlib
 from pathlib import Path
 
+from control_plane.cli.args import call
 from control_plane.repo import out_dir
 
 EXPERIMENTS: dict[str, tuple[str, str]] = {
@@ -73,4 +74,4 @@ def run(args: argparse.Namespace) -> int:
                                      description=help_text)
     importlib.import_module(module).configure(parser)
     exp_args = parser.parse_args(args.args)
-    return int(exp_args.func(exp_args) or 0)
+    return call(exp_args.func, exp_args)
