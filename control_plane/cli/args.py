@@ -225,10 +225,10 @@ def add_quiet(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None
 
 
 def deprecate(parser: argparse.ArgumentParser, old: str, new: str,
-              convert: Callable[[str], Any] | None = None) -> None:
+              spaces: bool = False) -> None:
     """Keep ``old`` working as ``new`` (hidden from --help) for one release: using it prints
-    ``inart: OLD is deprecated; use NEW`` and stores what ``new`` would (``convert`` turns the
-    old syntax into the new option's value)."""
+    ``inart: OLD is deprecated; use NEW`` and stores what ``new`` would.  ``spaces``: the old
+    option took space-separated values (``--models a b``), joined here into NEW's comma list."""
     real = parser._option_string_actions[new]
 
     class Alias(argparse.Action):
@@ -237,13 +237,21 @@ def deprecate(parser: argparse.ArgumentParser, old: str, new: str,
         def __call__(self, p: argparse.ArgumentParser, namespace: argparse.Namespace,
                      values: Any, option_string: str | None = None) -> None:
             warn(f"{old} is deprecated; use {new}")
+            if spaces:
+                text = ",".join(values)
+                try:
+                    values = real.type(text) if real.type else text
+                except argparse.ArgumentTypeError as exc:
+                    p.error(f"argument {old}: {exc}")
             real(p, namespace, values, new)
 
     kwargs: dict[str, Any] = {"dest": real.dest, "nargs": real.nargs, "const": real.const,
                               "metavar": real.metavar, "default": argparse.SUPPRESS,
                               "help": argparse.SUPPRESS, "action": Alias}
-    if real.nargs != 0:
-        kwargs["type"] = convert or real.type
+    if spaces:
+        kwargs["nargs"] = "+"
+    elif real.nargs != 0:
+        kwargs["type"] = real.type
     parser.add_argument(old, **kwargs)
 
 
@@ -337,8 +345,8 @@ def progress(iterable: Iterable[Any] | None = None, *, quiet: bool = False,
         """tqdm that prints whole lines (no \\r, no cursor moves) at most every interval."""
 
         def display(self, msg: str | None = None, pos: int | None = None) -> bool:
-            if msg == "" or self.disable:
-                return True
+            if msg == "" or self.disable:  # tqdm clears a line so: nothing to clear here
+                return False
             now = time.monotonic()
             done = self.total is not None and self.n >= self.total
             if msg is None and not done and now - getattr(self, "_last_line", -1e9) < interval_s:

@@ -4,7 +4,7 @@
                                                                 the running emulation's)
     inart ctl topology                                          show
     inart ctl submit [--workers w1,w2] [--pss s1] --model-size 1e6
-    inart ctl plan JOB [--version N] [--out plan.json]
+    inart ctl plan JOB [--version N] [--save plan.json]
     inart ctl event link-down v1 v2 | link-up A B | link-load A B LOAD | ps-load S LOAD
                     | switch-down V | switch-up V
     inart ctl watch [--job J] [--since SEQ] [--count N] [--timeout S]
@@ -185,9 +185,9 @@ def cmd_plan(c: Client, args: argparse.Namespace) -> tuple[object, list[str]]:
     for f in plan["flows"]:
         at = f"aggregated at {f['aggregate_at']}" if f["aggregate_at"] else "direct"
         lines.append(f"  {f['worker']:>5s} -> {f['ps']:<5s} {at:18s} {' '.join(f['path'])}")
-    if args.out:
-        Path(args.out).write_text(json.dumps(plan, indent=1) + "\n")
-        lines.append(f"plan written to {args.out}")
+    if args.save:
+        Path(args.save).write_text(json.dumps(plan, indent=1) + "\n")
+        lines.append(f"plan written to {args.save}")
     return v, lines
 
 
@@ -340,7 +340,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     pl = cmds.add_parser("plan", parents=[common], help="a job's plan version")
     pl.add_argument("job", type=int)
     pl.add_argument("--version", type=int, default=0, help="default: the active one")
-    pl.add_argument("--out", help="write the plan (inart.plan/1) to this file")
+    pl.add_argument("--save", metavar="FILE",
+                    help="write the plan (inart.plan/1, what `inart install --plan` takes) to FILE")
+    deprecate(pl, "--out", "--save")
     e = cmds.add_parser("event", parents=[common], help="report a network event")
     e.add_argument("kind", choices=sorted(EVENT_KINDS))
     e.add_argument("args", nargs="*", metavar="ARG", help="A B [LOAD] | NODE [LOAD]")

@@ -95,7 +95,7 @@ def _add_common(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("--timeout", type=float, default=15.0, help="seconds per P4Runtime call")
     add_json(p, "the result")
     add_quiet(p)
-    p.add_argument("--out", type=Path, default=out_dir(name),
+    p.add_argument("--out", type=Path, default=out_dir(name), metavar="DIR",
                    help=f"the result as JSON goes to OUT/{name}.json (verify.json with "
                         f"--verify, dry-run.json with --dry-run; default %(default)s)")
 

@@ -114,7 +114,14 @@ def run(args: argparse.Namespace) -> int:
     record_outputs(out, written)
     print(f"wrote {out / '<scheme>.json'} ({', '.join(p.scheme for p in plans)}) and "
           f"{out / 'plan.csv'}")
-    if args.json:
+    if args.json and len(plans) > 1 and (args.json.endswith("/") or Path(args.json).is_dir()):
+        warn(f"--json DIR for several plans is deprecated; use --out DIR (every plan is "
+             f"OUT/<scheme>.json), or --json {args.json.rstrip('/')}.json for one file")
+        Path(args.json).mkdir(parents=True, exist_ok=True)
+        for p in plans:
+            p.save(Path(args.json) / f"{p.scheme}.json")
+        print(f"plans written to {args.json}")
+    elif args.json:
         data = (plans[0].to_dict() if len(plans) == 1
                 else {p.scheme: p.to_dict() for p in plans})
         where = write_json(args.json, data)

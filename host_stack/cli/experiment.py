@@ -4,17 +4,16 @@ selective reduce, PS load balancing) or compare INA with the collectives.
 EXPERIMENTS maps a name to (module exposing ``configure(parser)`` that adds the experiment's
 options and sets ``func``, one-line help).  Only the chosen module is imported, so a broken
 or slow-to-import experiment cannot break the others.  Every experiment takes --out DIR,
---seeds N and --quick (a tiny grid used by the tests); ``add_common_args`` adds them.
+--seeds SEEDS (N, N-M or a comma list, as everywhere: 0-2 is three seeds) and --quick (a tiny
+grid used by the tests); ``add_common_args`` adds them.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-from pathlib import Path
 
-from control_plane.cli.args import call
-from control_plane.repo import out_dir
+from control_plane.cli.args import add_out, add_quiet, add_seeds, call
 
 EXPERIMENTS: dict[str, tuple[str, str]] = {
     "selective": ("host_stack.experiments.selective.experiment",
@@ -47,12 +46,14 @@ def positive_int(text: str) -> int:
 
 
 def add_common_args(parser: argparse.ArgumentParser, name: str, seeds: int, seeds_help: str,
-                    quick_help: str) -> None:
-    """--out (default out/NAME), --seeds (default ``seeds``) and --quick."""
-    parser.add_argument("--out", type=Path, default=out_dir(name),
-                        help="output directory (CSV, JSON, PNG)")
-    parser.add_argument("--seeds", type=positive_int, default=seeds, help=seeds_help)
+                    quick_help: str, quiet: bool = True) -> None:
+    """--out (default out/NAME), --seeds (default the first ``seeds`` seeds: 0..seeds-1),
+    --quick and (``quiet``) -q/--quiet."""
+    add_out(parser, name, "the CSV, JSON and PNG files")
+    add_seeds(parser, "0" if seeds == 1 else f"0-{seeds - 1}", seeds_help)
     parser.add_argument("--quick", action="store_true", help=quick_help)
+    if quiet:
+        add_quiet(parser)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

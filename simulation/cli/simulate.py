@@ -66,8 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--host-overhead-us", type=float, default=0.0,
                    help="collectives: the host's own time per message (default 0, ideal "
                         "hosts; `inart bench message-overhead` measures a machine's)")
-    p.add_argument("--model", default="resnet50",
-                   help="resnet50 | vgg19 | lstm | synthetic:BYTES | PROFILE.json")
+    p.add_argument("--model", default="resnet50", metavar="MODEL",
+                   help="the model whose gradients flow: resnet50 | vgg19 | lstm | "
+                        "synthetic:BYTES | PROFILE.json (default resnet50; checked first)")
     p.add_argument("--compute-ms", type=float, help="compute per iteration (overrides the model's)")
     p.add_argument("--iterations", type=positive(int), default=1, help="iterations (total time)")
     p.add_argument("--pace", type=positive(), default=1.0,

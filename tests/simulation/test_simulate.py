@@ -151,7 +151,7 @@ def test_cli_plots_several_topologies_and_takes_a_plan(tmp_path, capsys) -> None
 
 def test_bench_prints_labelled_figures(tmp_path, capsys) -> None:
     out = tmp_path / "b.json"
-    assert main(["bench", "simulate", "-k", "4", "--schemes", "atp,ring", "--json",
+    assert main(["bench", "simulate", "-k", "4", "--scheme", "atp,ring", "--json",
                  str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == [
@@ -167,7 +167,7 @@ def test_bench_says_how_a_collective_ran(tmp_path, capsys, monkeypatch) -> None:
     from simulation import run as run_module
 
     monkeypatch.setattr(run_module, "TREE_PHASES_ABOVE", 0)
-    assert main(["bench", "simulate", "-k", "4", "--schemes", "tree"]) == 0
+    assert main(["bench", "simulate", "-k", "4", "--scheme", "tree"]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert line.startswith("simulate.wall[fattree:4 tree]")
     assert line.endswith("note=rank by rank in phases")
