@@ -126,6 +126,21 @@ def _minimal_argv(parser: argparse.ArgumentParser) -> list[str]:
     return argv
 
 
+# commands whose runs show progress bars (control_plane.cli.args.progress)
+PROGRESS = {"inart plan", "inart simulate", "inart sweep", "inart emulate", "inart train",
+            "inart run", "inart install", "inart uninstall", "inart bench solver",
+            "inart bench collectives", "inart bench transport", "inart bench train",
+            "inart bench controller", "inart bench calibrate"}
+
+
+def test_every_command_with_progress_takes_quiet(parsers):
+    showing = PROGRESS | {t for t in parsers if t.startswith("inart experiment ")}
+    assert not [t for t in sorted(showing)
+                if parsers[t]._option_string_actions.get("-q") is not
+                parsers[t]._option_string_actions.get("--quiet") or
+                "--quiet" not in parsers[t]._option_string_actions]
+
+
 def test_json_means_the_same_everywhere(parsers, tmp_path):
     """--json alone (or -) prints; --json PATH writes PATH: parsed alike by every parser."""
     checked = 0
@@ -220,7 +235,7 @@ def test_a_failed_run_exits_1(capsys):
     address = f"127.0.0.1:{free_port()}"
     status, err = _exit_status(["ctl", "jobs", "--address", address, "--timeout", "2"], capsys)
     assert status == 1
-    assert f"no `inart serve` answers at {address}" in err
+    assert f"no `inart serve` answers at {address}: nothing listens there" in err
     assert "UNAVAILABLE" not in err and "failed to connect" not in err
 
 

@@ -32,7 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from control_plane.bench.figures import fattree_figures, line, random_figure, scale_figures
-from control_plane.cli.args import add_json, add_scheme, add_seeds, deprecate, write_json
+from control_plane.cli.args import add_json, add_quiet, add_scheme, add_seeds, deprecate, write_json
 from control_plane.cli.args import progress as progress_bar
 from control_plane.model.plan import Plan
 from control_plane.model.topologies import fattree, irregular, leafspine
@@ -82,6 +82,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plan-timeout", type=float, default=1800.0,
                         help="seconds before a --plan-scale run is stopped (reported as such)")
     add_json(parser, "all measurements")
+    add_quiet(parser)
     parser.set_defaults(func=run)
 
 

@@ -264,12 +264,15 @@ def deprecated(parser: argparse.ArgumentParser) -> dict[str, str]:
 # ---- outputs --------------------------------------------------------------------------------
 
 _json_stream: Any = None  # the real stdout while `call` sends a command's other output to stderr
+_all_quiet = False  # -q/--quiet of the running command: every progress bar of this process off
 
 
 def call(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     """Run a command; with ``--json -`` its other output goes to stderr, so stdout carries
-    only the JSON (``write_json``) and pipes into jq as is."""
-    global _json_stream
+    only the JSON (``write_json``) and pipes into jq as is; with -q/--quiet no progress bar of
+    this process (or of a child it forks) shows, however deep it is made."""
+    global _json_stream, _all_quiet
+    _all_quiet = bool(getattr(args, "quiet", False))
     if getattr(args, "json", None) != JSON_STDOUT:
         return int(func(args) or 0)
     import contextlib
@@ -335,7 +338,7 @@ def progress(iterable: Iterable[Any] | None = None, *, quiet: bool = False,
     from tqdm import tqdm
 
     kwargs.setdefault("file", sys.stderr)
-    if quiet:
+    if quiet or _all_quiet:
         kwargs["disable"] = True
     stream = kwargs["file"]
     if kwargs.get("disable") or (hasattr(stream, "isatty") and stream.isatty()):

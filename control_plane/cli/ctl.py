@@ -268,6 +268,18 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], tuple[object, list[st
 }
 
 
+def unavailable(args: argparse.Namespace, details: str) -> str:
+    """Why no service answered, in the user's terms rather than gRPC's."""
+    head = f"no `inart serve` answers at {args.address}"
+    if "refused" in details or "resolution" in details or "No address" in details:
+        return (f"{head}: nothing listens there (start `inart serve --listen "
+                f"{args.address}`, or give --address HOST:PORT of the one running)")
+    if args.tls_ca is None:
+        return (f"{head}: the connection failed (a service off localhost speaks TLS: give "
+                f"--tls-ca; else check --address)")
+    return f"{head}: the connection failed (check --address and --tls-ca)"
+
+
 def run(args: argparse.Namespace) -> int:
     timeout = REQUEST_TIMEOUT if args.timeout is None else args.timeout
     try:
@@ -281,9 +293,7 @@ def run(args: argparse.Namespace) -> int:
             message, lines = COMMANDS[args.ctl](client, args)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.UNAVAILABLE:
-                raise RunFailed(f"no `inart serve` answers at {args.address} (start one "
-                                f"there, or give --address HOST:PORT of the one running)"
-                                ) from exc
+                raise RunFailed(unavailable(args, exc.details() or "")) from exc
             print(f"inart ctl: error: {exc.code().name}: {exc.details()}", file=sys.stderr)
             return 1
         except (TopologyError, UsageError) as exc:

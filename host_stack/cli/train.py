@@ -25,6 +25,8 @@ from control_plane.cli.args import (
     add_json,
     add_out,
     add_quiet,
+    fresh_out,
+    record_outputs,
     write_json,
 )
 from control_plane.model.plan import Plan, PlanError
@@ -175,8 +177,10 @@ def run_selective(args: argparse.Namespace) -> int:
             "min_sync_scale", "avg_sync_s", "avg_wait_s")
     print(f"selective reduce, {world} workers, p={p}: " + ", ".join(
         f"{k}={out[k]:.4g}" for k in keys if isinstance(out.get(k), int | float)))
+    fresh_out(args.out)
     path = output_path(args, args.json, "train.json")
     path.write_text(json.dumps(out, indent=1, default=str))
+    record_outputs(args.out, [path])
     print(f"wrote {path}")
     if args.json == JSON_STDOUT:
         write_json(JSON_STDOUT, json.loads(json.dumps(out, default=str)))
@@ -207,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"single-process reference (same seed, batch {args.batch} x "
               f"{result.plan.workers}): {acc * 100:.2f}%  -> difference "
               f"{(out['summary']['accuracy'] - acc) * 100:+.2f} points")
+    fresh_out(args.out)
     written = [output_path(args, args.json, "train.json"), output_path(args, args.csv,
                                                                         "train.csv")]
     written[0].write_text(json.dumps(out, indent=1))
@@ -219,5 +224,6 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         written.append(output_path(args, args.plot, "train.png"))
         plot(result, written[-1], args.sync)
+    record_outputs(args.out, written)
     print(f"wrote {', '.join(map(str, written))}")
     return 0 if out["summary"]["workers_agree"] else 1

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from control_plane.cli.args import add_scheme, deprecate
+from control_plane.cli.args import add_quiet, add_scheme, deprecate
 from host_stack.collectives.launch import run_processes
 from host_stack.collectives.ring import DEFAULT_CHUNK_BYTES
 from host_stack.collectives.schemes import SCHEMES, SchemeConfig, bind, prepare
@@ -59,6 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rsgcm-s", type=int, default=2, choices=[1, 2], help="RSGCM S")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write DIR/collectives.json, .csv and .png (default: print only)")
+    add_quiet(parser)
     parser.set_defaults(func=run)
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from control_plane.cli.args import add_json, write_json
+from control_plane.cli.args import add_json, add_quiet, write_json
 from control_plane.cli.args import progress as progress_bar
 from control_plane.repo import child_env
 from host_stack.ina import wire
@@ -56,6 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="INA outstanding chunks")
     parser.add_argument("--paths", default="loopback,veth", help="loopback and/or veth")
     add_json(parser, "the figures")
+    add_quiet(parser)
     parser.set_defaults(func=run)
 
 

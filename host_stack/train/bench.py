@@ -37,7 +37,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from control_plane.cli.args import add_json, write_json
+from control_plane.cli.args import add_json, add_quiet, write_json
 from control_plane.cli.args import progress as progress_bar
 from control_plane.repo import child_env
 from host_stack.ina.impair import Impairment
@@ -72,6 +72,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=IMPAIR_REPEAT,
                         help="--impair: runs of every case, interleaved (ratios: median; "
                              f"default {IMPAIR_REPEAT})")
+    add_quiet(parser)
     parser.set_defaults(func=run)
 
 

@@ -126,6 +126,11 @@ def check_plans(args: argparse.Namespace, topos: list[Any], schemes: list[str]) 
                              f"plan)")
         if plan.scheme in plans:
             raise InputError(f"--plan {path}: a second plan for {plan.scheme!r}")
+        topo = topos[0]
+        if sorted(plan.topology.workers) != sorted(topo.workers) or \
+                sorted(plan.topology.pss) != sorted(topo.pss):
+            raise InputError(f"--plan {path}: its workers and PSs differ from topology "
+                             f"{topo.name}'s (expected a plan of -t {args.topology[0]})")
         plans[plan.scheme] = plan
     return plans
 

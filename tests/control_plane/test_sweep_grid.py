@@ -103,9 +103,10 @@ def test_results_log_keeps_lines_before_a_cut_one(tmp_path) -> None:
 
 
 def test_cli_errors_name_the_flag(tmp_path, capsys) -> None:
-    assert main(["sweep", "-t", "fig1", "-s", "inart", "--seeds", "3-1",
-                 "--out", str(tmp_path)]) == 2
-    assert "seeds: '3-1'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", "-t", "fig1", "-s", "inart", "--seeds", "3-1", "--out", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert "argument --seeds: '3-1'" in capsys.readouterr().err
     assert main(["sweep", "--resume", str(tmp_path / "none")]) == 2
     assert "no grid.json" in capsys.readouterr().err
     assert main(["sweep", "-t", "fig1", "-s", "inart", "--set", "k_paths",

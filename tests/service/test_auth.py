@@ -147,6 +147,8 @@ def test_off_loopback_serve_speaks_tls_unless_told_insecure(tmp_path) -> None:
         assert ok.returncode == 0 and ok.stdout.strip() == "no jobs", ok.stderr
         clear = inart("ctl", "jobs", "--address", server, "--token-file", str(token),
                       "--timeout", "5")
-        assert clear.returncode == 1 and "UNAVAILABLE" in clear.stderr
+        assert clear.returncode == 1 and "UNAVAILABLE" not in clear.stderr
+        assert f"no `inart serve` answers at {server}" in clear.stderr
+        assert "give --tls-ca" in clear.stderr
         missing = inart("ctl", "jobs", "--address", server, "--tls-ca", str(tmp_path / "no.pem"))
         assert missing.returncode == 2 and "--tls-ca" in missing.stderr
