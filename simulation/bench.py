@@ -15,15 +15,15 @@ import time
 from pathlib import Path
 
 from control_plane.cli.args import (
-    InputError,
     add_json,
     add_scheme,
     deprecate,
+    load_plan,
     plan_files,
     positive,
     write_json,
 )
-from control_plane.model.plan import Plan, PlanError
+from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology
 from simulation.profiles import BUILTIN
 from simulation.run import INA_SCHEMES, SCHEMES, simulate
@@ -113,10 +113,7 @@ def given_plans(paths: list[Path], schemes: list[str]) -> dict[str, Plan]:
         files = ([path / f"{s}.json" for s in schemes if (path / f"{s}.json").is_file()]
                  if path.is_dir() else [path])
         for f in files:
-            try:
-                plan = Plan.load(f)
-            except (PlanError, OSError, ValueError) as exc:
-                raise InputError(f"--plan {f}: {exc}") from exc
+            plan = load_plan(f)
             plans[plan.scheme] = plan
     return plans
 

@@ -142,6 +142,20 @@ def positive(kind: type = float) -> Callable[[str], Any]:
     return parse
 
 
+def load_plan(path: str | Path, flag: str = "--plan") -> Any:
+    """An inart.plan/1 file as a Plan, or InputError (exit 2) naming the flag and the file:
+    one check, before any run, for every command that takes a plan."""
+    from control_plane.model.plan import Plan, PlanError
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{flag} {path}: no such file (expected an `inart plan` file)")
+    try:
+        return Plan.load(path)
+    except (PlanError, OSError, ValueError) as exc:
+        raise InputError(f"{flag} {path}: {exc}") from exc
+
+
 def plan_files(text: str) -> list[Path]:
     """argparse ``type`` of --plan where several may be given (comma list, repeatable)."""
     return [Path(t.strip()) for t in text.split(",") if t.strip()]

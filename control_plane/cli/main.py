@@ -126,11 +126,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         argcomplete.autocomplete(parser)
     args = parser.parse_args(argv)
+    # `inart bench NAME` and `inart experiment NAME` parse NAME's options in their own run
+    prog = " ".join(["inart", args.command] + [
+        n for n in (getattr(args, "benchmark", None), getattr(args, "experiment", None))
+        if isinstance(n, str)])
     try:
         return call(args.func, args)
     except InputError as exc:
-        print(f"inart {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except RunFailed as exc:
-        print(f"inart {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1

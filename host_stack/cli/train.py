@@ -26,10 +26,10 @@ from control_plane.cli.args import (
     add_out,
     add_quiet,
     fresh_out,
+    load_plan,
     record_outputs,
     write_json,
 )
-from control_plane.model.plan import Plan, PlanError
 from host_stack.train.jobargs import add_job_args, add_round_args, reject_unused, track_given
 from host_stack.train.launcher import LaunchError, TrainResult, resolve_plan, train
 from host_stack.train.sync_registry import MODES, load_sync, mode_flags
@@ -128,14 +128,7 @@ def check_plan(args: argparse.Namespace) -> None:
     starts (InputError: exit 2)."""
     if args.plan is None or str(args.plan).startswith("star:"):
         return
-    path = Path(args.plan)
-    if not path.is_file():
-        raise InputError(f"--plan {path}: no such file (expected an inart.plan/1 file: "
-                         f"`inart plan` writes them under out/plan/)")
-    try:
-        Plan.load(path)
-    except (PlanError, OSError, ValueError) as exc:
-        raise InputError(f"--plan {path}: {exc}") from exc
+    load_plan(args.plan)
 
 
 def plot(result: TrainResult, path: Path, sync: str) -> None:

@@ -28,13 +28,14 @@ from control_plane.cli.args import (
     add_topology,
     deprecate,
     fresh_out,
+    load_plan,
     plan_files,
     positive,
     progress,
     record_outputs,
     write_json,
 )
-from control_plane.model.plan import Plan, PlanError
+from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import TopologyError
 from control_plane.report import format_table, to_csv
@@ -114,12 +115,7 @@ def check_plans(args: argparse.Namespace, topos: list[Any], schemes: list[str]) 
     if len(topos) != 1:
         raise InputError("--plan: give exactly one --topology with it")
     for path in args.plan:
-        if not path.is_file():
-            raise InputError(f"--plan {path}: no such file (expected an `inart plan` file)")
-        try:
-            plan = Plan.load(path)
-        except (PlanError, OSError, ValueError) as exc:
-            raise InputError(f"--plan {path}: {exc}") from exc
+        plan = load_plan(path)
         if plan.scheme not in schemes:
             raise InputError(f"--plan {path}: a plan for {plan.scheme!r}, which -s "
                              f"{','.join(schemes)} does not run (add it to -s or drop the "
