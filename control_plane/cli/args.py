@@ -55,7 +55,14 @@ def scheme_groups(allowed: Sequence[str]) -> dict[str, list[str]]:
     collectives = [s for s in allowed if s in COLLECTIVE_SCHEMES]
     ina = [s for s in allowed if s not in COLLECTIVE_SCHEMES]
     groups = {"all": allowed, "ina": ina, "collectives": collectives}
-    return {k: v for k, v in groups.items() if v and (k == "all" or v != allowed)}
+    return {k: v for k, v in groups.items() if v}
+
+
+class Names(list):
+    """Names parsed from a comma list; ``grouped``: a group name (all, ina ...) was among
+    them, so a command may leave out what a group cannot run at this size (the exact MILP)."""
+
+    grouped = False
 
 
 def names_of(allowed: Iterable[str], every: str | None = None,
@@ -69,10 +76,11 @@ def names_of(allowed: Iterable[str], every: str | None = None,
         groups.setdefault(every, allowed)
 
     def parse(text: str) -> list[str]:
-        names: list[str] = []
+        names = Names()
         for t in (t.strip() for t in text.split(",")):
             if t:
                 names += [n for n in groups.get(t, [t]) if n not in names]
+                names.grouped = names.grouped or t in groups
         bad = [n for n in names if n not in allowed]
         if bad or not names:
             extra = f" or {', '.join(repr(g) for g in groups)}" if groups else ""

@@ -51,8 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("plan", help="solve a topology with InArt and its baselines",
                               description=__doc__)
     add_topology_args(p)
-    add_scheme(p, SCHEMES, "all", help_text=f"milp only up to {MILP_MAX_FLOWS} "
-                                            "worker-PS flows when several are asked")
+    add_scheme(p, SCHEMES, "all", help_text=f"a group keeps milp to {MILP_MAX_FLOWS} "
+                                            "worker-PS flows")
     p.add_argument("--k-paths", type=int, default=3,
                    help="minimum-hop paths per (source, destination); InArt's schemes plan "
                         "small graphs with few simple paths (irregular clusters, not "
@@ -73,10 +73,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def fit_schemes(schemes: list[str], flows: int) -> list[str]:
-    """``schemes`` less milp where several are asked and the MILP is too big to solve."""
-    if "milp" in schemes and len(schemes) > 1 and flows > MILP_MAX_FLOWS:
+    """``schemes`` less milp where a group (all, ina) asked for it and the MILP is too big to
+    solve (named, it is solved whatever the size)."""
+    if "milp" in schemes and getattr(schemes, "grouped", False) and len(schemes) > 1 and \
+            flows > MILP_MAX_FLOWS:
         warn(f"plan: milp left out ({flows} worker-PS flows > {MILP_MAX_FLOWS}); "
-             f"-s milp alone solves it anyway")
+             f"-s milp solves it anyway")
         return [s for s in schemes if s != "milp"]
     return schemes
 

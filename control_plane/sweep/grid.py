@@ -105,6 +105,14 @@ def parse_topologies(value: Any) -> list[str]:
     return specs
 
 
+def _flows(spec: str) -> int:
+    """Worker-PS flows of a topology spec (the exact MILP's size)."""
+    from control_plane.model.topologies import build_topology
+
+    topo = build_topology(spec)
+    return len(topo.workers) * len(topo.pss)
+
+
 def parse_link_gbps(value: Any) -> list[float | None]:
     """Link speeds in Gbit/s (> 0); ``topology`` keeps the topology's own capacities."""
     out: list[float | None] = []
@@ -164,19 +172,27 @@ def build_grid(fields: dict[str, Any], kinds: dict[str, Any]) -> Grid:
                         "file's topologies and schemes)")
     schemes = parse_list("schemes", fields["schemes"])
     allowed = kinds[kind].schemes
+    grouped = False
     if allowed is not None:
-        if schemes == ["all"]:
-            schemes = list(kinds[kind].every or allowed)
+        from control_plane.cli.args import scheme_groups
+
+        groups = scheme_groups(allowed)
+        grouped = any(s in groups for s in schemes)
+        schemes = list(dict.fromkeys(n for s in schemes for n in groups.get(s, [s])))
         bad = [s for s in schemes if s not in allowed]
         if bad:
             raise GridError(f"schemes: {', '.join(bad)}: expected for kind {kind} one of "
-                            f"{', '.join(allowed)} (or all)")
+                            f"{', '.join(allowed)} (or {', '.join(groups)})")
     settings = fields.get("settings") or {}
     unknown = sorted(set(settings) - set(kinds[kind].settings))
     if unknown:
         raise GridError(f"settings: {', '.join(unknown)}: not for kind {kind} (expected "
                         f"{', '.join(kinds[kind].settings) or 'none'})")
     topologies = parse_topologies(fields["topologies"])
+    exact = kinds[kind].exact
+    if grouped and exact is not None and exact[0] in schemes and len(schemes) > 1 and \
+            max(_flows(t) for t in topologies) > exact[1]:
+        schemes = [s for s in schemes if s != exact[0]]  # a group keeps the MILP to small ones
     settings = dict(settings)
     if kinds[kind].check is not None:
         from control_plane.sweep.kinds import load_runner
