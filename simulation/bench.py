@@ -2,7 +2,7 @@
 100 Gbit/s (ResNet-50), every scheme, beside its goal; and sim/plan for the INA schemes.
 
 Plans: solved here (their solve time is printed apart, it is the solver's figure), or taken
-from ``--plans DIR`` (``DIR/<scheme>.json``, what ``inart plan --json DIR`` writes).
+from ``--plan DIR`` (``DIR/<scheme>.json``, what ``inart plan --out DIR`` writes).
 """
 
 from __future__ import annotations

@@ -337,6 +337,17 @@ def test_old_spellings_still_parse_with_one_deprecation_line(parsers, capsys):
         assert len(err) == 1 and err[0].startswith("inart: ") and "deprecated" in err[0], title
 
 
+def test_every_old_spelling_is_hidden_and_documented(parsers):
+    page = (REPO / "docs" / "cli.md").read_text()
+    aliases = {(old, new) for p in parsers.values()
+               for old, new in cli_args.deprecated(p).items()}
+    assert set(DEPRECATED.items()) <= aliases
+    for old, new in aliases:
+        assert f"`{old}" in page and new in page, old
+    assert not any(old in p.format_help() for p in parsers.values()
+                   for old in cli_args.deprecated(p))
+
+
 def test_version_from_the_package_metadata(capsys):
     from importlib.metadata import version
 

@@ -101,7 +101,7 @@ class StandaloneSwitch:
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "control_plane.cli", "switch", "--target", self.target,
-                 "--grpc", self.address, "--device-id", str(DEVICE_ID)],
+                 "--listen", self.address, "--device-id", str(DEVICE_ID)],
                 stdout=out, stderr=subprocess.STDOUT, env=child_env())
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:

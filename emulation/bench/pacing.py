@@ -23,7 +23,7 @@ saturated share during the run, the switches' and hosts' CPU (cores), and for ke
 the share of the workers' bytes tc counted in the pacing classes.
 
 fattree:6 builds 45 switches and 54 hosts (50 CNN workers under ``train``): run it under the
-heavy and network locks, short (``--topologies fattree:6 --scales 0.01 --rounds 3``).
+heavy and network locks, short (``--topology fattree:6 --scales 0.01 --rounds 3``).
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     if len(scales) == 1:
         scales *= len(topologies)
     if not topologies or len(scales) != len(topologies) or min(scales) <= 0:
-        print("bench pacing: --scales: one positive value, or one per --topologies entry",
+        print("bench pacing: --scales: one positive value, or one per --topology entry",
               file=sys.stderr)
         return 2
     if (args.rounds < 2 or args.burners < 0 or not 0 < args.pace <= 1
