@@ -180,21 +180,33 @@ class _Extend(argparse.Action):
         current = getattr(namespace, self.dest, None)
         if current is None or current is self.default:
             current = []
-        items = [v for value in (values if self.nargs == "+" else [values]) for v in value]
-        if self.nargs == "+" and len(values) > 1:
-            warn(f"{option_string} A B is deprecated; use {option_string} A,B")
-        setattr(namespace, self.dest, [*current, *[i for i in items if i not in current]])
+        setattr(namespace, self.dest, [*current, *[v for v in values if v not in current]])
+
+
+class _SpacedTopologies(argparse.Action):
+    """The deprecated ``-t A B`` (a command's old space-separated list): the words after
+    ``-t A`` land here and join -t's list, with one deprecation line."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if values:
+            warn("-t A B is deprecated; use -t A,B")
+            specs = [s for v in values for s in split_topologies(v)]
+            parser._option_string_actions["-t"](parser, namespace, specs, "-t")
 
 
 def add_topology(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
                  many: bool = False, default: str | None = "fig1",
                  help_text: str | None = None, legacy_spaces: bool = False) -> None:
     """``-t/--topology``: one spec, or (``many``) a comma list, repeatable.  ``legacy_spaces``
-    also takes the deprecated space-separated form (`inart simulate`'s old syntax)."""
+    also takes the deprecated space-separated form (`inart simulate`'s old syntax; for a
+    command without positional arguments)."""
     specs = "fig1 | fattree:K | leafspine:L,S,H | irregular:SW,H | FILE.json/.yaml"
     if many:
+        if legacy_spaces:
+            parser.add_argument("legacy_topologies", nargs="*", action=_SpacedTopologies,
+                                help=argparse.SUPPRESS)
         parser.add_argument("-t", "--topology", type=topologies, action=_Extend,
-                            nargs="+" if legacy_spaces else None,
                             default=None if default is None else [default],
                             metavar="TOPOLOGY[,TOPOLOGY...]",
                             help=help_text or f"comma-separated, repeatable: {specs} "
