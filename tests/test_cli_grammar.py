@@ -311,6 +311,28 @@ def test_progress_lines_in_a_log(capsys):
     assert "\r" not in err and "steps" in err and "3/3" in err
 
 
+def test_quiet_silences_every_bar_of_the_command(capsys):
+    """-q reaches bars made deep inside a run (launchers, benches), not only the command's."""
+    def run(args: argparse.Namespace) -> int:
+        list(cli_args.progress(range(3), desc="deep"))
+        return 0
+
+    assert cli_args.call(run, argparse.Namespace(quiet=True)) == 0
+    assert "deep" not in capsys.readouterr().err
+    assert cli_args.call(run, argparse.Namespace(quiet=False)) == 0
+    assert "deep" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, accepted", [
+    (["simulate", "--model", "cnn"], "resnet50, vgg19, lstm"),
+    (["train", "--plan", "star:2:1", "--model", "resnet50"], "'cnn', 'mlp'"),
+    (["emulate", "--model", "resnet50"], "'cnn', 'mlp'"),
+])
+def test_a_model_a_command_cannot_run_is_refused_naming_those_it_can(argv, accepted, capsys):
+    status, err = _exit_status(argv, capsys)
+    assert status == 2 and "--model" in err and accepted in err, err
+
+
 def test_json_dash_prints_only_json_on_stdout(tmp_path):
     proc = run_cli("plan", "-t", "fig1", "-s", "inart", "--out", str(tmp_path), "--json")
     assert proc.returncode == 0, proc.stderr
