@@ -84,7 +84,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple[str, ...],
                       quick_help: str) -> None:
     """The options of a training comparison on one emulated network (also the testbed's)."""
-    add_common_args(parser, name, 1, "repetitions (seeds 0..N-1: data order, "
+    add_common_args(parser, name, 1, "seeds, one repetition each (data order, "
                     "initial weights, solver)", quick_help)
     add_topology(parser)
     add_scheme(parser, KNOWN, ",".join(schemes))

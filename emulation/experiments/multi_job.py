@@ -52,7 +52,7 @@ class JobsError(ValueError):
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    add_common_args(parser, "multi-job", 1, "repetitions (gradient seeds 0..N-1)",
+    add_common_args(parser, "multi-job", 1, "gradient seeds, one repetition each",
                     "fig1 split in two jobs (halves), 2 short rounds", quiet=False)
     add_topology(parser)
     parser.add_argument("--ps", type=int, default=None, help="number of PSs (fat-tree, ...)")

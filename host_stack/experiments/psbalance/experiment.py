@@ -46,7 +46,7 @@ PREDICT_FRACTIONS = (1.0, 0.75, 0.5, 0.25, 0.1, 0.01)
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add this experiment's options; sets ``func``."""
-    add_common_args(parser, "ps-balance", 1, "rate schedules to run",
+    add_common_args(parser, "ps-balance", 1, "seeds of the rate schedules to run",
                     "4 nodes, 1/400 models, 4 s segments (for tests)")
     parser.add_argument("--nodes", type=int, default=6, help="paper: 12")
     parser.add_argument("--max-mbit", type=float, default=22.0)

@@ -24,7 +24,7 @@ PAPER = {"sync_time_speedup": (1.89, 2.55), "sync_scale_gain": (1.19, 1.25)}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add this experiment's options; sets ``func``."""
-    add_common_args(parser, "selective", 20, "trials per setting (paper: 20)",
+    add_common_args(parser, "selective", 20, "trial seeds per setting (paper: 20 trials, 0-19)",
                     "tiny grid for tests: n 10 20, 2 seeds, 20 s, cnn trace")
     parser.add_argument("--n", type=int, nargs="+", default=[40, 80, 120, 160, 200],
                         help="cluster sizes (paper: 40..200 step 40)")
