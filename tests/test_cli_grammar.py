@@ -6,6 +6,7 @@ line, progress without carriage returns in logs."""
 from __future__ import annotations
 
 import argparse
+import csv
 import importlib
 import json
 import subprocess
@@ -368,6 +369,14 @@ def test_every_old_spelling_is_hidden_and_documented(parsers):
         assert f"`{old}" in page and new in page, old
     assert not any(old in p.format_help() for p in parsers.values()
                    for old in cli_args.deprecated(p))
+
+
+def test_an_experiment_says_what_a_bare_seed_count_now_means(tmp_path, capsys):
+    assert main(["experiment", "selective", "--quick", "--seeds", "3", "--out",
+                 str(tmp_path)]) == 0
+    assert "--seeds 3 is the one seed 3" in capsys.readouterr().err
+    with open(tmp_path / "runs.csv") as f:
+        assert {row["seed"] for row in csv.DictReader(f)} == {"3"}
 
 
 def test_version_from_the_package_metadata(capsys):

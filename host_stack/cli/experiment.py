@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from control_plane.cli.args import add_out, add_quiet, add_seeds, call
+from control_plane.cli.args import add_out, add_quiet, add_seeds, call, warn
 
 EXPERIMENTS: dict[str, tuple[str, str]] = {
     "selective": ("host_stack.experiments.selective.experiment",
@@ -35,14 +35,6 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
                   "two (or more) jobs at once on one emulated network, planned together by "
                   "the controller service: exact sums, each job's rate vs its plan"),
 }
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: expected an integer >= 1")
-    return value
 
 
 def add_common_args(parser: argparse.ArgumentParser, name: str, seeds: int, seeds_help: str,
@@ -75,4 +67,14 @@ def run(args: argparse.Namespace) -> int:
                                      description=help_text)
     importlib.import_module(module).configure(parser)
     exp_args = parser.parse_args(args.args)
+    note_seed_count(args.args)
     return call(exp_args.func, exp_args)
+
+
+def note_seed_count(argv: list[str]) -> None:
+    """``--seeds N`` (N > 0) was a count of seeds here before it meant seed N, as it does in
+    every command: say so for one release."""
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag == "--seeds" and value.isdigit() and int(value) > 0:
+            warn(f"--seeds {value} is the one seed {value}, as in every command; for "
+                 f"{value} seeds give --seeds 0-{int(value) - 1}")
