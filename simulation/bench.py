@@ -2,19 +2,27 @@
 100 Gbit/s (ResNet-50), every scheme, beside its goal; and sim/plan for the INA schemes.
 
 Plans: solved here (their solve time is printed apart, it is the solver's figure), or taken
-from ``--plans DIR`` (``DIR/<scheme>.json``, what ``inart plan --json DIR`` writes).
+from ``--plan DIR`` (``DIR/<scheme>.json``, what ``inart plan --out DIR`` writes).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import sys
 import time
 from pathlib import Path
 
+from control_plane.cli.args import (
+    add_json,
+    add_scheme,
+    deprecate,
+    load_plan,
+    plan_files,
+    positive,
+    write_json,
+)
 from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology
 from simulation.profiles import BUILTIN
@@ -29,11 +37,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("-k", type=int, default=16, help="fat-tree k (16: 1,024 hosts)")
-    parser.add_argument("--schemes", default="all", help="comma-separated, or 'all'")
-    parser.add_argument("--plans", type=Path,
-                        help="directory of <scheme>.json plans (a scheme without one is solved)")
-    parser.add_argument("--link-gbps", type=float, default=100.0)
-    parser.add_argument("--json", type=Path, help="write the figures and results")
+    add_scheme(parser, SCHEMES, "all")
+    deprecate(parser, "--schemes", "--scheme")
+    parser.add_argument("--plan", type=plan_files, action="extend", default=[],
+                        metavar="PLAN[,PLAN...]",
+                        help="`inart plan` files (repeatable; a directory: its <scheme>.json); "
+                             "a scheme without one is solved")
+    deprecate(parser, "--plans", "--plan")
+    parser.add_argument("--link-gbps", type=positive(), default=100.0, metavar="GBPS")
+    add_json(parser, "the figures and results")
     parser.set_defaults(func=run)
 
 
@@ -54,15 +66,16 @@ def _peak_gb() -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    schemes = list(SCHEMES) if args.schemes == "all" else args.schemes.split(",")
+    schemes = args.scheme
+    plans = given_plans(args.plan, schemes)
     topo = build_topology(f"fattree:{args.k}")
     name = f"fattree:{args.k}"
     figures, results = [], []
     for scheme in schemes:
         plan, solve_s = None, None
         if scheme in INA_SCHEMES:
-            if args.plans and (args.plans / f"{scheme}.json").is_file():
-                plan = Plan.load(args.plans / f"{scheme}.json")
+            if scheme in plans:
+                plan = plans[scheme]
             else:
                 from control_plane.solver.solve import plan_for
 
@@ -85,19 +98,31 @@ def run(args: argparse.Namespace) -> int:
                                    PLAN_GOAL, with_results=round(
                                        res.comm_time_s / res.plan_comm_time_s, 4)))
             print(_line(figures[-1]), flush=True)
-        _write(args.json, figures, results)
+        _write(args.json if args.json != "-" else None, figures, results)
     figures.append(_figure(f"simulate.peak_rss[{name}]", _peak_gb(), "GB", "<=", RSS_GOAL_GB))
     print(_line(figures[-1]))
     _write(args.json, figures, results)
     return 0
 
 
-def _write(path: Path | None, figures: list[dict], results: list[dict]) -> None:
+def given_plans(paths: list[Path], schemes: list[str]) -> dict[str, Plan]:
+    """--plan files (a directory: its <scheme>.json of ``schemes``) by scheme; InputError
+    for a missing or unreadable one."""
+    plans: dict[str, Plan] = {}
+    for path in paths:
+        files = ([path / f"{s}.json" for s in schemes if (path / f"{s}.json").is_file()]
+                 if path.is_dir() else [path])
+        for f in files:
+            plan = load_plan(f)
+            plans[plan.scheme] = plan
+    return plans
+
+
+def _write(path: str | None, figures: list[dict], results: list[dict]) -> None:
     """The JSON so far: rewritten after every scheme, so a long run that is stopped keeps
     what it measured."""
     if path:
-        path.write_text(json.dumps({"figures": figures, "results": results,
-                                    "argv": sys.argv[1:]}, indent=1) + "\n")
+        write_json(path, {"figures": figures, "results": results, "argv": sys.argv[1:]})
 
 
 def _line(f: dict) -> str:

@@ -39,7 +39,7 @@ def test_each_run_is_a_line_with_its_ratio_to_user_pacing_without_isolation():
 
 
 @pytest.mark.parametrize("argv, option", [
-    (["--topologies", "fig1,fattree:6", "--scales", "0.25,0.01,0.5"], "--scales"),
+    (["--topology", "fig1,fattree:6", "--scales", "0.25,0.01,0.5"], "--scales"),
     (["--loads", "idle,busy"], "--loads 'busy'"),
     (["--isolations", "none,0"], "--isolations '0'"),
     (["--isolations", ","], "--isolations"),

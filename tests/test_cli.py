@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 
@@ -32,11 +33,14 @@ def run_cli(*args):
 
 
 def test_plan_fig1_table_and_json(tmp_path):
-    proc = run_cli("plan", "--topology", "fig1", "--scheme", "inart,atp",
-                   "--json", str(tmp_path / "plans"), "--csv", str(tmp_path / "t.csv"))
+    proc = run_cli("plan", "--topology", "fig1", "--scheme", "inart,atp", "--out",
+                   str(tmp_path / "out"), "--json", str(tmp_path / "plans.json"),
+                   "--csv", str(tmp_path / "t.csv"))
     assert proc.returncode == 0, proc.stderr
     assert "inart" in proc.stdout and "2.5" in proc.stdout
-    assert (tmp_path / "plans" / "inart.json").exists()
+    both = json.loads((tmp_path / "plans.json").read_text())
+    assert sorted(both) == ["atp", "inart"] and both["inart"]["scheme"] == "inart"
+    assert (tmp_path / "out" / "inart.json").exists()
     assert (tmp_path / "t.csv").read_text().startswith("scheme,rate")
 
 
@@ -72,7 +76,7 @@ def test_plan_bad_input_is_a_clear_error():
     proc = run_cli("plan", "--topology", "fattree:5")
     assert proc.returncode == 2 and "k=5" in proc.stderr
     proc = run_cli("plan", "--scheme", "best")
-    assert proc.returncode == 2 and "unknown ['best']" in proc.stderr
+    assert proc.returncode == 2 and "--scheme" in proc.stderr and "unknown: best" in proc.stderr
 
 
 def test_emulate_refuses_a_pace_outside_0_to_1_by_name():

@@ -101,7 +101,7 @@ def test_summary_and_table_put_ours_model_and_paper_side_by_side() -> None:
 
 def test_predict_runs_without_root(capsys) -> None:
     assert main(["experiment", "ps-balance", "--predict", "--nodes", "4",
-                 "--models", "mobilenet"]) == 0
+                 "--model", "mobilenet"]) == 0
     out = capsys.readouterr().out
     assert "mxnet" in out and "2.68" in out and "mobilenet" in out
 
@@ -117,7 +117,7 @@ def test_capability_distortion_ignores_a_common_factor() -> None:
 
 def test_paper_setting_takes_12_nodes(capsys) -> None:
     assert main(["experiment", "ps-balance", "--paper-setting", "--predict",
-                 "--models", "alexnet"]) == 0
+                 "--model", "alexnet"]) == 0
     assert "12 nodes" in capsys.readouterr().out
 
 

@@ -99,7 +99,7 @@ def test_plan_switch_and_install_from_the_wheel(installed: Installed) -> None:
     assert plan.returncode == 0, plan.stderr
     assert (installed.cwd / "out" / "plan" / "inart.json").is_file()
     ports = free_ports(2)
-    switches = [installed.popen("switch", "--target", "embedded", "--grpc",
+    switches = [installed.popen("switch", "--target", "embedded", "--listen",
                                 f"127.0.0.1:{port}", "--device-id", str(i))
                 for i, port in enumerate(ports, 1)]
     try:

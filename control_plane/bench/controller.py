@@ -27,7 +27,6 @@ and it times its own sessions as before, setup to teardown.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import subprocess
 import sys
@@ -36,9 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
-from control_plane.cli.args import names_of
+from control_plane.cli.args import add_json, add_quiet, add_topology, names_of, write_json
+from control_plane.cli.args import progress as progress_bar
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.entries import Compiled, SwitchEntries, compile_plan
 from control_plane.deploy.pipeline import TARGET_CONFIG, Pipeline, pipeline_for
@@ -56,7 +54,7 @@ from control_plane.model.topologies import build_topology
 from control_plane.repo import child_env
 from control_plane.service import bench as replan
 from control_plane.shell_env import BENCH_WRITER, ShellEnvError, python
-from control_plane.solver.solve import solve
+from control_plane.solver.solve import SCHEMES, solve
 
 GOAL_RATIO = 5.0  # batched install vs one Write per entry, on each target
 DEVICE_ID = 1
@@ -67,10 +65,12 @@ READY_TIMEOUT_S = 60.0
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--topology", default="fattree:6", help="whose plan is installed")
+    add_topology(parser, default="fattree:6", help_text="whose plan is installed (default "
+                                                         "fattree:6)")
     parser.add_argument("--ps", type=int, default=4, help="number of PSs")
     parser.add_argument("--seed", type=int, default=0, help="PS choice and rounding")
-    parser.add_argument("--scheme", default="inart", help="planning scheme")
+    parser.add_argument("-s", "--scheme", default="inart", choices=SCHEMES, metavar="SCHEME",
+                        help=f"planning scheme: one of {', '.join(SCHEMES)} (default inart)")
     parser.add_argument("--targets", default="embedded,bmv2", type=names_of(TARGET_CONFIG),
                         help="comma-separated; one that cannot run here is reported and skipped")
     parser.add_argument("--switches", type=int,
@@ -86,8 +86,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--max-embedded", type=int, default=64)
     r.add_argument("--events", type=int, default=5,
                    help="links per topology: each goes down, then up again")
-    r.add_argument("--quiet", action="store_true", help="no line per event")
-    parser.add_argument("--json", type=Path, help="write all measurements as JSON")
+    add_quiet(r)
+    add_json(parser, "all measurements")
     parser.set_defaults(func=run)
 
 
@@ -104,7 +104,7 @@ class StandaloneSwitch:
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "control_plane.cli", "switch", "--target", self.target,
-                 "--grpc", self.address, "--device-id", str(DEVICE_ID)],
+                 "--listen", self.address, "--device-id", str(DEVICE_ID)],
                 stdout=out, stderr=subprocess.STDOUT, env=child_env())
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -202,7 +202,7 @@ def bench_target(target: str, compiled: Compiled, names: list[str], log_dir: Pat
             return {"target": target, "skipped": problem}
         times = dict.fromkeys(("inart_write", "inart_total", "shell_write", "shell_total"), 0.0)
         count = 0
-        for name in tqdm(names, desc=target, unit="switch", file=sys.stderr):
+        for name in progress_bar(names, desc=target, unit="switch", file=sys.stderr):
             swe = compiled.switches[name]
             count += len(swe.entries) + len(swe.groups)
             where = {name: SwitchAddress(name, switch.address, DEVICE_ID)}
@@ -261,8 +261,7 @@ def run(args: argparse.Namespace) -> int:
             out["replan"].append(replan.measure(spec, kind, args.events, args.quiet))
             print(replan.line(out["replan"][-1]), flush=True)
     if args.json:
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
-        print(f"measurements written to {args.json}")
+        print(f"measurements written to {write_json(args.json, out)}")
     return 0
 
 

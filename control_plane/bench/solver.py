@@ -31,9 +31,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from tqdm import tqdm
-
 from control_plane.bench.figures import fattree_figures, line, random_figure, scale_figures
+from control_plane.cli.args import add_json, add_quiet, add_scheme, add_seeds, deprecate, write_json
+from control_plane.cli.args import progress as progress_bar
 from control_plane.model.plan import Plan
 from control_plane.model.topologies import fattree, irregular, leafspine
 from control_plane.model.topology import Topology
@@ -58,9 +58,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "'' for none")
     parser.add_argument("--preset", default="homogeneous,heterogeneous")
     parser.add_argument("--ps", type=int, default=4)
-    parser.add_argument("--seeds", default="0", help="fat-tree seeds: N, A-B or A,B,C")
-    parser.add_argument("--schemes", default=",".join(SCHEMES),
-                        help="schemes of the fat-tree table (inart and atp always run)")
+    add_seeds(parser, "0", "fat-tree seeds")
+    add_scheme(parser, SCHEMES, ",".join(SCHEMES),
+               help_text="schemes of the fat-tree table (inart and atp always run)")
+    deprecate(parser, "--schemes", "--scheme")
     parser.add_argument("--paper", action="store_true",
                         help="also inart with --rounding paper (Alg. 2), in the fat-tree table")
     parser.add_argument("--random", type=int, default=0, metavar="N",
@@ -80,7 +81,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plan-schemes", default="inart,atp,lbmm")
     parser.add_argument("--plan-timeout", type=float, default=1800.0,
                         help="seconds before a --plan-scale run is stopped (reported as such)")
-    parser.add_argument("--json", type=Path, help="write all measurements as JSON")
+    add_json(parser, "all measurements")
+    add_quiet(parser)
     parser.set_defaults(func=run)
 
 
@@ -300,13 +302,13 @@ def lp_timing(k: int, preset: str, ps: int, seed: int) -> dict:
 def run(args: argparse.Namespace) -> int:
     sizes = [int(k) for k in args.sizes.split(",") if k]
     presets = [p for p in args.preset.split(",") if p]
-    schemes = [s for s in args.schemes.split(",") if s]
+    schemes = list(args.scheme)
     result: dict = {}
     rows: list[dict] = []
     figures: list[dict] = []
     for k in sizes:
         for preset in presets:
-            for seed in parse_seeds(args.seeds):
+            for seed in args.seeds:
                 print(f"fattree:{k} {preset} seed {seed} ...", file=sys.stderr, flush=True)
                 rows.append(bench_fattree(k, preset, args.ps, seed, schemes, args.paper))
     if rows:
@@ -341,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
               "resident memory)\n" + format_table(scale))
         figures += scale_figures(scale)
     if args.lp_timing:
-        timing = [lp_timing(k, p, args.ps, parse_seeds(args.seeds)[0])
+        timing = [lp_timing(k, p, args.ps, args.seeds[0])
                   for k in sizes if k <= 6 for p in presets]
         result["lp_timing"] = timing
         print("\nLP formulations\n" + format_table(timing))
@@ -357,7 +359,7 @@ def run(args: argparse.Namespace) -> int:
         with ProcessPoolExecutor(max(args.jobs, 1)) as pool:
             futures = pool.map(bench_random, [j[0] for j in jobs],
                                [args.milp_time] * len(jobs), [j[1] for j in jobs])
-            rand = list(tqdm(futures, total=len(jobs), desc="random instances",
+            rand = list(progress_bar(futures, total=len(jobs), desc="random instances",
                              file=sys.stderr))
         summaries = {shape: random_summary([r for r in rand if r["shape"] == shape])
                      for shape in shapes}
@@ -381,5 +383,5 @@ def run(args: argparse.Namespace) -> int:
         print("\nFigures (name, value, unit, ratio to the goal, goal)")
         print("\n".join(line(f) for f in figures))
     if args.json:
-        args.json.write_text(json.dumps(result, indent=1))
+        write_json(args.json, result)
     return 0

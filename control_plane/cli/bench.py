@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from control_plane.cli.args import call
 from control_plane.cli.main import BENCHMARKS
 
 
@@ -32,4 +33,4 @@ def run(args: argparse.Namespace) -> int:
     parser = argparse.ArgumentParser(prog=f"inart bench {args.benchmark}", description=help_text)
     importlib.import_module(module).configure(parser)
     bench_args = parser.parse_args(args.args)
-    return int(bench_args.func(bench_args) or 0)
+    return call(bench_args.func, bench_args)

@@ -4,7 +4,7 @@
                                                                 the running emulation's)
     inart ctl topology                                          show
     inart ctl submit [--workers w1,w2] [--pss s1] --model-size 1e6
-    inart ctl plan JOB [--version N] [--out plan.json]
+    inart ctl plan JOB [--version N] [--save plan.json]
     inart ctl event link-down v1 v2 | link-up A B | link-load A B LOAD | ps-load S LOAD
                     | switch-down V | switch-up V
     inart ctl watch [--job J] [--since SEQ] [--count N] [--timeout S]
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import grpc
 
+from control_plane.cli.args import RunFailed, add_json, deprecate, write_json, write_json_line
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import Topology, TopologyError
 from control_plane.repo import EMULATION_STATE
@@ -134,9 +135,9 @@ def cmd_topology(c: Client, args: argparse.Namespace) -> tuple[object, list[str]
                              f"{', '.join(missing[:8])}: give --switch NAME=HOST:PORT for each")
         for sw, where in switches.items():
             address = where if isinstance(where, str) else where[0]
-            if _same_endpoint(address, args.server):
+            if _same_endpoint(address, args.address):
                 raise UsageError(f"switch {sw}: {address} is the service's own address "
-                                 f"(--server): a switch must listen elsewhere")
+                                 f"(--address): a switch must listen elsewhere")
         state = c.register_topology(topo, switches)
     return state, topology_lines(state)
 
@@ -184,9 +185,9 @@ def cmd_plan(c: Client, args: argparse.Namespace) -> tuple[object, list[str]]:
     for f in plan["flows"]:
         at = f"aggregated at {f['aggregate_at']}" if f["aggregate_at"] else "direct"
         lines.append(f"  {f['worker']:>5s} -> {f['ps']:<5s} {at:18s} {' '.join(f['path'])}")
-    if args.out:
-        Path(args.out).write_text(json.dumps(plan, indent=1) + "\n")
-        lines.append(f"plan written to {args.out}")
+    if args.save:
+        Path(args.save).write_text(json.dumps(plan, indent=1) + "\n")
+        lines.append(f"plan written to {args.save}")
     return v, lines
 
 
@@ -219,7 +220,10 @@ def cmd_watch(c: Client, args: argparse.Namespace) -> tuple[object, list[str]]:
     seen = 0
     try:
         for ev in stream:
-            print(json.dumps(to_dict(ev)) if args.json else watch_line(ev), flush=True)
+            if args.json:
+                write_json_line(args.json, to_dict(ev))
+            else:
+                print(watch_line(ev), flush=True)
             seen += 1
             if args.count and seen >= args.count:
                 break
@@ -264,11 +268,23 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], tuple[object, list[st
 }
 
 
+def unavailable(args: argparse.Namespace, details: str) -> str:
+    """Why no service answered, in the user's terms rather than gRPC's."""
+    head = f"no `inart serve` answers at {args.address}"
+    if "refused" in details or "resolution" in details or "No address" in details:
+        return (f"{head}: nothing listens there (start `inart serve --listen "
+                f"{args.address}`, or give --address HOST:PORT of the one running)")
+    if args.tls_ca is None:
+        return (f"{head}: the connection failed (a service off localhost speaks TLS: give "
+                f"--tls-ca; else check --address)")
+    return f"{head}: the connection failed (check --address and --tls-ca)"
+
+
 def run(args: argparse.Namespace) -> int:
     timeout = REQUEST_TIMEOUT if args.timeout is None else args.timeout
     try:
         token = read_token(args.token_file) if args.token_file else None
-        client = Client(args.server, token, args.tls_ca, timeout)
+        client = Client(args.address, token, args.tls_ca, timeout)
     except AuthConfigError as exc:
         print(f"inart ctl: error: {exc}", file=sys.stderr)
         return 2
@@ -276,13 +292,15 @@ def run(args: argparse.Namespace) -> int:
         try:
             message, lines = COMMANDS[args.ctl](client, args)
         except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                raise RunFailed(unavailable(args, exc.details() or "")) from exc
             print(f"inart ctl: error: {exc.code().name}: {exc.details()}", file=sys.stderr)
             return 1
         except (TopologyError, UsageError) as exc:
             print(f"inart ctl: error: {exc}", file=sys.stderr)
             return 2
     if args.json and message is not None:
-        print(json.dumps(to_dict(message), indent=1))
+        write_json(args.json, to_dict(message))
     elif not args.json and lines:
         print("\n".join(lines))
     return 0
@@ -306,13 +324,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ctl", help="talk to a running `inart serve` (gRPC API)",
                        description=__doc__.split("\n\n")[0])
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--server", default=DEFAULT_ADDRESS, help="HOST:PORT of `inart serve`")
+    common.add_argument("--address", default=DEFAULT_ADDRESS, metavar="HOST:PORT",
+                        help="where `inart serve` listens (default %(default)s)")
     common.add_argument("--token-file", help="bearer token for a service off localhost")
     common.add_argument("--tls-ca", help="PEM CA certificate: talk TLS")
     common.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                         help=f"how long to wait for the reply (default {REQUEST_TIMEOUT:g}); "
                              f"watch: stop after this long, messages or not (default: never)")
-    common.add_argument("--json", action="store_true", help="print the reply as JSON")
+    add_json(common, "the reply")
+    deprecate(common, "--server", "--address")
     cmds = p.add_subparsers(dest="ctl", metavar="COMMAND", required=True)
 
     t = cmds.add_parser("topology", parents=[common], help="register a topology, or show it")
@@ -323,13 +343,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--workers", type=_csv, default=[], help="w1,w2,... (default: all)")
     s.add_argument("--pss", type=_csv, default=[], help="s1,... (default: all)")
     s.add_argument("--model-size", type=float, required=True, help="parameters of the model")
-    s.add_argument("--scheme", default="inart")
+    s.add_argument("-s", "--scheme", default="inart", metavar="SCHEME",
+                   help="the job's planning scheme (default %(default)s)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--name", default="")
     pl = cmds.add_parser("plan", parents=[common], help="a job's plan version")
     pl.add_argument("job", type=int)
     pl.add_argument("--version", type=int, default=0, help="default: the active one")
-    pl.add_argument("--out", help="write the plan (inart.plan/1) to this file")
+    pl.add_argument("--save", metavar="FILE",
+                    help="write the plan (inart.plan/1, what `inart install --plan` takes) to FILE")
+    deprecate(pl, "--out", "--save")
     e = cmds.add_parser("event", parents=[common], help="report a network event")
     e.add_argument("kind", choices=sorted(EVENT_KINDS))
     e.add_argument("args", nargs="*", metavar="ARG", help="A B [LOAD] | NODE [LOAD]")

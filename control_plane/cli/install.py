@@ -31,9 +31,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
-from control_plane.cli.args import command
+from control_plane.cli.args import (
+    JSON_STDOUT,
+    add_json,
+    add_quiet,
+    command,
+    progress,
+    write_json,
+)
 from control_plane.cli.plan import add_topology_args
 from control_plane.deploy.addressing import Addressing, AddressingError, assign
 from control_plane.deploy.entries import Compiled, EntriesError, compile_plan
@@ -88,8 +93,9 @@ def _add_common(p: argparse.ArgumentParser, name: str) -> None:
                    help="tofino: switch NAME's ports file (plan port -> dev port, speed, FEC; "
                         "docs/tofino.md); one per switch")
     p.add_argument("--timeout", type=float, default=15.0, help="seconds per P4Runtime call")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--out", type=Path, default=out_dir(name),
+    add_json(p, "the result")
+    add_quiet(p)
+    p.add_argument("--out", type=Path, default=out_dir(name), metavar="DIR",
                    help=f"the result as JSON goes to OUT/{name}.json (verify.json with "
                         f"--verify, dry-run.json with --dry-run; default %(default)s)")
 
@@ -278,15 +284,15 @@ class _Bar:
 
     def __init__(self, desc: str, quiet: bool) -> None:
         self.desc, self.quiet, self.total = desc, quiet, 0
-        self.bar: tqdm | None = None
+        self.bar: Any = None
 
     def __call__(self, switch: str, event: str, count: int) -> None:
         if event == "planned":
             self.total += count
         elif event == "written":
             if self.bar is None:
-                self.bar = tqdm(total=self.total, desc=self.desc, unit="update",
-                                file=sys.stderr, disable=self.quiet)
+                self.bar = progress(total=self.total, desc=self.desc, unit="update",
+                                    quiet=self.quiet)
             self.bar.set_postfix(switch=switch)
             self.bar.update(count)
 
@@ -300,7 +306,7 @@ def record(args: argparse.Namespace, name: str, doc: dict) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{name}.json"
     path.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+    print(f"wrote {path}", file=sys.stderr if args.json == JSON_STDOUT else sys.stdout)
 
 
 def _fail(command: str, exc: Exception, status: int) -> int:
@@ -327,7 +333,7 @@ def run_install(args: argparse.Namespace) -> int:
         if args.verify:
             return show_verify(args, verify(compiled, switches, pipeline, args.timeout))
         started = time.perf_counter()
-        bar = _Bar("install", args.json)
+        bar = _Bar("install", args.json == JSON_STDOUT or args.quiet)
         try:
             reports = install(compiled, switches, pipeline, election_id, replace=args.replace,
                               reset=args.reset, timeout=args.timeout, progress=bar)
@@ -350,7 +356,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
         return run_bfrt(args, "uninstall", compiled, switches)
     try:
         started = time.perf_counter()
-        bar = _Bar("uninstall", args.json)
+        bar = _Bar("uninstall", args.json == JSON_STDOUT or args.quiet)
         try:
             reports = uninstall(compiled, switches, pipeline, election_id, force=args.force,
                                 timeout=args.timeout, progress=bar)
@@ -373,7 +379,7 @@ def show_reports(args: argparse.Namespace, command: str, reports: list[SwitchRep
            "switches": {r.switch.name: r.to_dict() for r in reports}}
     record(args, command, doc)
     if args.json:
-        print(json.dumps(doc, indent=1))
+        write_json(args.json, doc)
         return
     rows = []
     for r in reports:
@@ -396,7 +402,7 @@ def show_verify(args: argparse.Namespace, reports: list[SwitchReport], limit: in
            "switches": {r.switch.name: r.to_dict() for r in reports}}
     record(args, "verify", doc)
     if args.json:
-        print(json.dumps(doc, indent=1))
+        write_json(args.json, doc)
         return 0 if clean else 1
     for r in reports:
         d = r.diff
@@ -449,7 +455,7 @@ def dry_run(args: argparse.Namespace, plan: Plan, addressing: Addressing, compil
         }
     record(args, "dry-run", data)
     if args.json:
-        print(json.dumps(data, indent=1))
+        write_json(args.json, data)
         return 0
     print(f"plan {plan.scheme} on {topo.name} (job {plan.job}): {len(compiled.switches)} "
           f"switch(es), {compiled.total()} entries and groups; pool size {compiled.pool_size}, "

@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK
 """The `inart` command line: one dispatcher, subcommands owned by the part that implements them.
 
 Each part registers its subcommands in a module that exposes ``register(subparsers)``.  The
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 
@@ -66,11 +69,25 @@ def load_register(module: str) -> Callable[[argparse._SubParsersAction], None]:
     return getattr(importlib.import_module(name), function or "register")
 
 
+def version() -> str:
+    """The installed distribution's version (package metadata)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("inart")
+    except PackageNotFoundError:  # a checkout run without installing it
+        return "unknown (not installed)"
+
+
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
-    """Build the parser, importing only the module of the requested subcommand."""
+    """Build the parser, importing only the module of the requested subcommand (every other
+    command is a stub with its name and help: enough for `inart --help` and completion)."""
     parser = argparse.ArgumentParser(
-        prog="inart", description="In-network aggregation testbed with P4 switches."
+        prog="inart", description="In-network aggregation testbed with P4 switches. "
+                                  "The options' grammar: docs/cli.md."
     )
+    parser.add_argument("--version", action="version", version=f"inart {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in COMMANDS.items():
@@ -81,10 +98,43 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``inart`` console script."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+def completion_argv() -> list[str] | None:
+    """Under shell completion (argcomplete sets _ARGCOMPLETE), the words typed so far after
+    `inart`, so the subcommand being completed gets its real parser; else None."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return None
+    line = os.environ.get("COMP_LINE", "")[:int(os.environ.get("COMP_POINT", "0") or 0)]
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        words = line.split()
+    # the last word is being completed (a subcommand name is still a prefix then)
+    done = words[1:] if line.endswith(" ") else words[1:-1]
+    return done
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``inart`` console script.  Exit status: 0 done, 1 a run that
+    started and failed, 2 bad arguments or input files (one line on stderr either way)."""
+    from control_plane.cli.args import InputError, RunFailed, call
+
+    completing = completion_argv()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv if completing is None else completing)
+    if completing is not None:
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    args = parser.parse_args(argv)
+    # `inart bench NAME` and `inart experiment NAME` parse NAME's options in their own run
+    prog = " ".join(["inart", args.command] + [
+        n for n in (getattr(args, "benchmark", None), getattr(args, "experiment", None))
+        if isinstance(n, str)])
+    try:
+        return call(args.func, args)
+    except InputError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except RunFailed as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1

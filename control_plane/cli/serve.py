@@ -97,8 +97,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="run the controller service (gRPC API)",
                        description=__doc__.split("\n\n")[0],
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--listen", default=DEFAULT_LISTEN,
-                   help="HOST:PORT; a non-loopback HOST needs --token-file and TLS (port 0: "
+    p.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
+                   help="where it listens: a non-loopback HOST needs --token-file and TLS (port 0: "
                         "any free); unix:PATH for a Unix socket")
     p.add_argument("--token-file", help="file holding the bearer token requests must carry")
     p.add_argument("--tls-cert", help="PEM certificate: serve TLS (with --tls-key)")

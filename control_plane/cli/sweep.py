@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from control_plane.cli.args import command
+from control_plane.cli.args import InputError, add_quiet, add_topology, command, seed_list
 from control_plane.repo import out_dir
 from control_plane.sweep.cluster import ClusterError
 from control_plane.sweep.engine import run_sweep
@@ -56,26 +56,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--kind", choices=sorted(KINDS), default=None,
                    help="what each point runs (default plan): " +
                         "; ".join(f"{k.name}: {k.doc}" for k in KINDS.values()))
-    p.add_argument("--topology", "-t", help="comma-separated: fig1, fattree:K, leafspine:L,S,H, "
-                                            "FILE.json")
-    p.add_argument("--scheme", "-s", help="comma-separated schemes of the kind, or all")
+    add_topology(p, many=True, default=None,
+                 help_text="comma-separated, repeatable: fig1, fattree:K, leafspine:L,S,H, "
+                           "FILE.json (each built before the sweep starts)")
+    p.add_argument("-s", "--scheme", metavar="SCHEME[,SCHEME...]",
+                   help="comma-separated schemes of the kind, or all (every scheme the kind "
+                        "runs)")
     p.add_argument("--link-gbps", dest="link_gbps",
                    help="comma-separated link speeds in Gbit/s (the fastest link's; the others "
                         "keep their ratios), or 'topology': its capacities, one unit 1 Gbit/s "
                         "(plan, simulate)")
-    p.add_argument("--model", help="comma-separated: resnet50, vgg19, lstm, synthetic:BYTES, "
-                                   "PROFILE.json (plan, simulate; `inart simulate`'s models)")
-    p.add_argument("--seeds", help="seeds: N, N-M or a comma list (default 0)")
+    p.add_argument("--model", metavar="MODEL[,MODEL...]",
+                   help="comma-separated: resnet50, vgg19, lstm, synthetic:BYTES, "
+                        "PROFILE.json (plan, simulate; `inart simulate`'s models)")
+    p.add_argument("--seeds", type=seed_list, metavar="SEEDS",
+                   help="seeds: N, N-M or a comma list (0-2 is 0, 1, 2; default 0)")
     p.add_argument("--grid", type=Path, help="YAML grid file (flags replace its fields)")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                    help="a setting every point gets (repeatable)")
     p.add_argument("--ray-address", metavar="HOST:PORT",
                    help="an existing Ray cluster's head (default: a head started here)")
     p.add_argument("--cpus", type=int, help="points at once on the local head (default: cores)")
-    p.add_argument("--out", type=Path, help="sweep directory (default out/sweep/<time>)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="sweep directory (default out/sweep/<time>: a new one per sweep)")
     p.add_argument("--resume", type=Path, metavar="DIR",
                    help="run the points of DIR's grid that have not finished (same DIR)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -117,22 +123,19 @@ def run(args: argparse.Namespace) -> int:
                             "nodes give their own with `ray start --num-cpus`)")
         grid, out = grid_from_args(args)
     except GridError as exc:
-        print(f"inart sweep: error: {exc}", file=sys.stderr)
-        return 2
+        raise InputError(str(exc)) from exc
     out.mkdir(parents=True, exist_ok=True)
     saved = out / GRID
     if saved.is_file() and json.loads(saved.read_text()) != grid.to_dict():
-        print(f"inart sweep: error: {out} holds another grid's results ({saved}); give "
-              f"another --out or --resume {out}", file=sys.stderr)
-        return 2
+        raise InputError(f"{out} holds another grid's results ({saved}); give another --out "
+                         f"or --resume {out}")
     saved.write_text(json.dumps(grid.to_dict(), indent=1) + "\n")
     print(f"sweep of {len(grid.points())} {grid.kind} points into {out}", file=sys.stderr)
     try:
         outcome = run_sweep(grid, out, address=args.ray_address, cpus=args.cpus,
                             progress=not args.quiet)
     except (GridError, ClusterError) as exc:
-        print(f"inart sweep: error: {exc}", file=sys.stderr)
-        return 2
+        raise InputError(str(exc)) from exc
     except KeyboardInterrupt:
         print(f"inart sweep: interrupted; the finished points are in {out / RESULTS}: "
               f"--resume {out} runs the rest", file=sys.stderr)

@@ -63,7 +63,7 @@ def embedded_switches(topo: Topology) -> Iterator[dict[str, tuple[str, int]]]:
             address = f"127.0.0.1:{port}"
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "control_plane.cli", "switch", "--target", "embedded",
-                 "--grpc", address, "--device-id", str(i)], stdout=subprocess.PIPE,
+                 "--listen", address, "--device-id", str(i)], stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True, env=child_env()))
             where[sw] = (address, i)
         deadline = time.monotonic() + READY_S

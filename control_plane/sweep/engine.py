@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
+from control_plane.cli.args import progress as progress_bar
 from control_plane.sweep.cluster import (
     ClusterError,
     LocalHead,
@@ -123,8 +121,8 @@ def _run(todo: list[Point], grid: Grid, kind: Kind, out: Path, log: ResultLog,
         pending = {task.remote(kind.runner, p.to_dict(), grid.settings, point_dir(out, p)): p
                    for p in todo}
         counts = {OK: 0, FAILED: 0}
-        with tqdm(total=skipped + len(todo), initial=skipped, desc=f"sweep {grid.kind}",
-                  unit="point", file=sys.stderr, disable=not progress) as bar:
+        with progress_bar(total=skipped + len(todo), initial=skipped,
+                          desc=f"sweep {grid.kind}", unit="point", quiet=not progress) as bar:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:

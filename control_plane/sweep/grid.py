@@ -5,7 +5,6 @@ fails in a second rather than after an hour of other points."""
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,16 +71,46 @@ def parse_list(field_name: str, value: Any) -> list[str]:
 
 
 def parse_seeds(value: Any) -> list[int]:
-    """``0-2`` -> [0, 1, 2]; ``0,3,5`` or a YAML list of ints (and ranges) as given."""
+    """``0-2`` -> [0, 1, 2]; ``0,3,5`` or a YAML list of ints (and ranges) as given: the
+    --seeds syntax of every command (control_plane.cli.args.parse_seed_spec)."""
+    from control_plane.cli.args import parse_seed_spec
+
     seeds: list[int] = []
     for item in parse_list("seeds", value):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", item)
-        if not m or (m[2] is not None and int(m[2]) < int(m[1])):
-            raise GridError(f"seeds: {item!r}: expected N or N-M with 0 <= N <= M")
-        seeds += range(int(m[1]), int(m[2] or m[1]) + 1)
+        try:
+            seeds += parse_seed_spec(item)
+        except ValueError as exc:
+            raise GridError(f"seeds: {exc}") from exc
     if len(set(seeds)) != len(seeds):
         raise GridError(f"seeds: {value!r}: a seed is listed twice")
     return seeds
+
+
+def parse_topologies(value: Any) -> list[str]:
+    """Topology specs (a YAML list, or a -t comma list: leafspine:L,S,H keeps its commas),
+    each built once here, so a typo fails before any point runs."""
+    from control_plane.cli.args import split_topologies
+    from control_plane.model.topologies import build_topology
+    from control_plane.model.topology import TopologyError
+
+    specs = ([str(v).strip() for v in value] if isinstance(value, list)
+             else split_topologies(str(value)))
+    if not specs:
+        raise GridError(f"topologies: expected at least one value, got {value!r}")
+    for spec in specs:
+        try:
+            build_topology(spec)
+        except TopologyError as exc:
+            raise GridError(f"topologies: {exc}") from exc
+    return specs
+
+
+def _flows(spec: str) -> int:
+    """Worker-PS flows of a topology spec (the exact MILP's size)."""
+    from control_plane.model.topologies import build_topology
+
+    topo = build_topology(spec)
+    return len(topo.workers) * len(topo.pss)
 
 
 def parse_link_gbps(value: Any) -> list[float | None]:
@@ -143,19 +172,27 @@ def build_grid(fields: dict[str, Any], kinds: dict[str, Any]) -> Grid:
                         "file's topologies and schemes)")
     schemes = parse_list("schemes", fields["schemes"])
     allowed = kinds[kind].schemes
+    grouped = False
     if allowed is not None:
-        if schemes == ["all"]:
-            schemes = list(kinds[kind].every or allowed)
+        from control_plane.cli.args import scheme_groups
+
+        groups = scheme_groups(allowed)
+        grouped = any(s in groups for s in schemes)
+        schemes = list(dict.fromkeys(n for s in schemes for n in groups.get(s, [s])))
         bad = [s for s in schemes if s not in allowed]
         if bad:
             raise GridError(f"schemes: {', '.join(bad)}: expected for kind {kind} one of "
-                            f"{', '.join(allowed)} (or all)")
+                            f"{', '.join(allowed)} (or {', '.join(groups)})")
     settings = fields.get("settings") or {}
     unknown = sorted(set(settings) - set(kinds[kind].settings))
     if unknown:
         raise GridError(f"settings: {', '.join(unknown)}: not for kind {kind} (expected "
                         f"{', '.join(kinds[kind].settings) or 'none'})")
-    topologies = parse_list("topologies", fields["topologies"])
+    topologies = parse_topologies(fields["topologies"])
+    exact = kinds[kind].exact
+    if grouped and exact is not None and exact[0] in schemes and len(schemes) > 1 and \
+            max(_flows(t) for t in topologies) > exact[1]:
+        schemes = [s for s in schemes if s != exact[0]]  # a group keeps the MILP to small ones
     settings = dict(settings)
     if kinds[kind].check is not None:
         from control_plane.sweep.kinds import load_runner

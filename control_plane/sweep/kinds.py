@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from control_plane.solver.solve import PAPER_SCHEMES
+from control_plane.solver.solve import MILP_MAX_FLOWS
 from control_plane.solver.solve import SCHEMES as PLAN_SCHEMES
 
 INA_SCHEMES = ("inart", "r-inart", "atp", "lbmm")  # the plans an emulation runs
@@ -37,7 +37,9 @@ class Kind:
     name: str
     runner: str
     schemes: tuple[str, ...] | None = None
-    every: tuple[str, ...] | None = None  # what "all" means (default: every scheme)
+    # a scheme "all" leaves out where a topology has more worker-PS flows than this (the exact
+    # MILP), as `inart plan -s all` does
+    exact: tuple[str, int] | None = None
     resources: dict[str, float] = field(default_factory=dict)
     link_gbps: bool = True  # whether the link-speed axis means anything to it
     models: str | None = None  # "module:function" checking a model name (None: no model axis)
@@ -50,7 +52,7 @@ class Kind:
 
 KINDS: dict[str, Kind] = {
     "plan": Kind("plan", "simulation.sweep_kinds:plan", PLAN_SCHEMES,
-                 every=(*PAPER_SCHEMES, "joint"),  # the exact MILP only when named
+                 exact=("milp", MILP_MAX_FLOWS),
                  models=MODELS, settings=("k_paths", "trials", "rounding"),
                  doc="solve the topology with the scheme: rate, bound, solve time and the "
                      "communication time the plan promises the model"),

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from control_plane.bench.figures import line
+from control_plane.cli.args import add_json, write_json
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import Topology
 from control_plane.report import format_table
@@ -210,7 +211,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "this machine after the emulation, as `inart bench "
                              "message-overhead` does; with --from "
                              f"{HOST_OVERHEAD_US:g}, measured on the saved runs' machine)")
-    parser.add_argument("--json", type=Path, help="write the comparison with per-link bytes")
+    add_json(parser, "the comparison with per-link bytes")
     parser.set_defaults(func=run)
 
 
@@ -228,11 +229,11 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(f"--from {args.source}: not a head-to-head JSON with 'setup' and "
                              f"'runs' ({exc})") from None
     else:
-        from emulation.experiments.head_to_head import parse_schemes, train_all, write
+        from emulation.experiments.head_to_head import train_all, write
 
         if args.quick:
             args.topology, args.rounds, args.eval_every = "fig1", 6, 3
-        rows = train_all(args, parse_schemes(args.schemes), "calibrate")
+        rows = train_all(args, args.scheme, "calibrate")
         write(rows, args.out, args)
         setup = json.loads((args.out / "head_to_head.json").read_text())["setup"]
         if overhead is None:
@@ -256,6 +257,5 @@ def run(args: argparse.Namespace) -> int:
     for fig in figs:
         print(line(fig))
     if args.json:
-        args.json.write_text(json.dumps(result | {"figures": figs}, indent=1) + "\n")
-        print(f"written: {args.json}", file=sys.stderr)
+        print(f"written: {write_json(args.json, result | {'figures': figs})}", file=sys.stderr)
     return 0

@@ -19,7 +19,6 @@ memory falls below this, so a shared machine never runs out.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -28,25 +27,28 @@ import threading
 import time
 from pathlib import Path
 
+from control_plane.cli.args import add_json, add_topology, write_json
 from control_plane.model.topologies import build_topology
 from control_plane.solver.solve import plan_for
 from emulation.runs.emulate import Emulation
 from host_stack.train.hostrun import TrafficConfig
+from host_stack.train.jobargs import MODEL_NAMES
 
 GOAL_MB = 4096.0  # fattree:6 with CNN workers, fork server: peak PSS
 SCALE = 0.25  # Mbit/s per topology unit: what the embedded target carries on 2 cores
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--topology", "-t", default="fattree:6", help="fattree:K | fig1 | ...")
+    add_topology(parser, default="fattree:6")
     parser.add_argument("--plain-topology", default=None,
                         help="the plain start's topology (default: --topology)")
-    parser.add_argument("--model", default="cnn", help="model of the workers (cnn, mlp)")
+    parser.add_argument("--model", default="cnn", choices=MODEL_NAMES,
+                        help="the model whose gradients flow (default cnn)")
     parser.add_argument("--rounds", type=int, default=1, help="training rounds per run")
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds per run")
     parser.add_argument("--min-available-mb", type=float, default=3072.0,
                         help="stop a run when MemAvailable falls below this")
-    parser.add_argument("--json", default=None, help="write the figures as JSON here")
+    add_json(parser, "the figures")
     parser.set_defaults(func=run)
 
 
@@ -180,6 +182,5 @@ def run(args: argparse.Namespace) -> int:
           f"{machine['loadavg_end'][0]:.1f} at the end, lowest MemAvailable during the runs "
           f"{guard.lowest_mb:.0f} MB")
     if args.json:
-        Path(args.json).write_text(json.dumps({"figures": out, "runs": runs,
-                                               "machine": machine}, indent=1))
+        write_json(args.json, {"figures": out, "runs": runs, "machine": machine})
     return 0

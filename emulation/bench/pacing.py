@@ -23,13 +23,12 @@ saturated share during the run, the switches' and hosts' CPU (cores), and for ke
 the share of the workers' bytes tc counted in the pacing classes.
 
 fattree:6 builds 45 switches and 54 hosts (50 CNN workers under ``train``): run it under the
-heavy and network locks, short (``--topologies fattree:6 --scales 0.01 --rounds 3``).
+heavy and network locks, short (``--topology fattree:6 --scales 0.01 --rounds 3``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -39,8 +38,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from control_plane.cli.args import add_json, add_topology, deprecate, write_json
 from control_plane.model.topologies import build_topology
-from control_plane.solver.solve import plan_for
+from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.measure.fidelity import MIN_RATE_RATIO
 from emulation.network.cpu_isolation import switch_weight
 from emulation.runs.emulate import Emulation
@@ -55,10 +55,13 @@ NO_ISOLATION = "none"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--topologies", default="fig1", help="comma-separated (fig1,fattree:6)")
+    add_topology(parser, many=True)
+    deprecate(parser, "--topologies", "--topology")
     parser.add_argument("--scales", default="0.25",
                         help="Mbit/s per topology unit, one per topology or one for all")
-    parser.add_argument("--scheme", default="inart", help="the plan every run paces to")
+    parser.add_argument("-s", "--scheme", default="inart", choices=SCHEMES, metavar="SCHEME",
+                        help=f"the plan every run paces to: one of {', '.join(SCHEMES)} "
+                             f"(default inart)")
     parser.add_argument("--rounds", type=int, default=4, help="rounds per run (the first, "
                         "with start-up, is left out of the rate)")
     parser.add_argument("--loads", default="idle,train",
@@ -75,7 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--burners", type=int, default=os.cpu_count() or 1,
                         help="busy processes beside the burners runs (default: one per CPU)")
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds per run")
-    parser.add_argument("--json", action="store_true", help="the figures as JSON")
+    add_json(parser, "the figures")
     parser.set_defaults(func=run)
 
 
@@ -200,7 +203,7 @@ def _load(name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topologies = [t for t in args.topologies.split(",") if t]
+    topologies = list(args.topology)
     try:
         scales = [float(s) for s in args.scales.split(",")]
     except ValueError:
@@ -208,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     if len(scales) == 1:
         scales *= len(topologies)
     if not topologies or len(scales) != len(topologies) or min(scales) <= 0:
-        print("bench pacing: --scales: one positive value, or one per --topologies entry",
+        print("bench pacing: --scales: one positive value, or one per --topology entry",
               file=sys.stderr)
         return 2
     if (args.rounds < 2 or args.burners < 0 or not 0 < args.pace <= 1
@@ -228,8 +231,8 @@ def run(args: argparse.Namespace) -> int:
             rows += measure(topology, scale, args, Path(tmp))
     figs = figures(rows)
     if args.json:
-        print(json.dumps(figs, indent=1))
-    else:
+        write_json(args.json, figs)
+    if args.json != "-":
         print(f"{args.scheme} plan, {args.rounds} rounds, {args.model} gradients (train: real "
               f"training), pace {args.pace:g}, {args.burners} burners in the burners runs, "
               f"{os.cpu_count()} CPUs")

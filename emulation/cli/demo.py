@@ -13,9 +13,9 @@ import json
 import sys
 from pathlib import Path
 
+from control_plane.cli.args import add_out, positive
 from control_plane.cli.main import main as inart_main
 from control_plane.model.topologies import fig1
-from control_plane.repo import out_dir
 from control_plane.report import format_table, plan_row
 from control_plane.solver.solve import solve
 from emulation.network.mininet_net import mininet_available
@@ -25,8 +25,9 @@ SCHEMES = ("inart", "atp", "lbmm")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("demo", help="run the main demo", description=__doc__)
-    p.add_argument("--out", type=Path, default=out_dir("demo"), help="output directory")
-    p.add_argument("--rounds", type=int, default=3, help="emulated iterations per scheme")
+    add_out(p, "demo", "the plans, the emulation's results and demo.png")
+    p.add_argument("--rounds", type=positive(int), default=3,
+                   help="emulated iterations per scheme")
     p.set_defaults(func=run)
 
 

@@ -28,9 +28,19 @@ import sys
 import time
 from pathlib import Path
 
-from control_plane.cli.args import command, names_of
+from control_plane.cli.args import (
+    InputError,
+    add_out,
+    add_quiet,
+    add_scheme,
+    add_topology,
+    command,
+    fresh_out,
+    positive,
+    record_outputs,
+)
 from control_plane.model.topologies import build_topology
-from control_plane.repo import out_dir
+from control_plane.model.topology import TopologyError
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.cluster.spec import CLUSTER_HELP
 from emulation.cluster.spec import argument as cluster_argument
@@ -43,6 +53,7 @@ from emulation.runs.emulate import Emulation
 from emulation.runs.scale_search import ScaleResult, parse_scales, search, summary
 from host_stack.ina.transport import PACING_MODES
 from host_stack.train.hostrun import MODES, TrafficConfig
+from host_stack.train.jobargs import MODEL_NAMES
 
 # InArt (WWW '24, section 5.3.2, 50 workers, heterogeneous fat-tree): communication time
 # cut by 49% vs ATP and 81% vs LBMM, i.e. inart/atp = 0.51 and inart/lbmm = 0.19.  Only a
@@ -53,16 +64,17 @@ DEFAULT_FACTORS = "1.0,1.05,1.1,1.2,1.35,1.5,2.0,3.0"  # plans are tight: fine s
 
 
 def add_emulation_args(p: argparse.ArgumentParser, kernel_pacing: bool = True,
-                       isolation: bool = True) -> None:
+                       isolation: bool = True, model: bool = True) -> None:
     """Options shared by `inart emulate` and the emulation experiments (``kernel_pacing``:
     whether its runs set up the hosts' pacing classes, Emulation.run, and take --pacing;
-    ``isolation``: whether they build an Emulation, which takes --switch-cpu-weight)."""
+    ``isolation``: whether they build an Emulation, which takes --switch-cpu-weight;
+    ``model``: whether --model is the trained model, or the command's own)."""
     p.add_argument("--target", choices=("embedded", "bmv2"), default="embedded",
                    help="switch target (bmv2 needs /opt/p4/bin/simple_switch_grpc)")
-    p.add_argument("--scale", type=float, default=0.25,
+    p.add_argument("--scale", type=positive(), default=0.25, metavar="MBPS",
                    help="Mbit/s per topology capacity unit for links and pacing (default 0.25: "
                         "what the Python embedded target carries on 2 cores)")
-    p.add_argument("--rounds", type=int, default=3, help="iterations per scheme")
+    p.add_argument("--rounds", type=positive(int), default=3, help="iterations per scheme")
     add_pace_arg(p)
     if kernel_pacing:
         add_pacing_arg(p)
@@ -72,10 +84,14 @@ def add_emulation_args(p: argparse.ArgumentParser, kernel_pacing: bool = True,
                         "than one round trip measure the paced rate")
     p.add_argument("--mode", choices=MODES, default="synthetic",
                    help="synthetic gradients with checked sums, or real training")
-    p.add_argument("--model", default="mlp", help="model for --mode train (mlp, cnn)")
+    if model:
+        p.add_argument("--model", default="mlp", choices=MODEL_NAMES,
+                       help="the model whose gradients flow with --mode train (default mlp)")
+    else:
+        p.set_defaults(model="mlp")
     p.add_argument("--seed", type=int, default=0, help="solver and gradient seed")
     p.add_argument("--deadline", type=float, default=600.0, help="seconds per scheme run")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_quiet(p)
     p.add_argument("--cluster", metavar="SERVERS_YAML", type=cluster_argument, default=None,
                    help=CLUSTER_HELP)
     if isolation:
@@ -123,12 +139,11 @@ def add_isolation_arg(p: argparse.ArgumentParser) -> None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = command(subparsers, "emulate", "run schemes on a Mininet emulation", __doc__)
-    p.add_argument("--topology", "-t", default="fig1", help="fig1 | fattree:K | leafspine:..")
+    add_topology(p)
     p.add_argument("--ps", type=int, default=None, help="number of PSs (fat-tree, leaf-spine)")
     p.add_argument("--workers", type=int, default=None, help="number of workers")
     p.add_argument("--preset", default=None, help="homogeneous | heterogeneous")
-    p.add_argument("--scheme", "-s", default="inart", type=names_of(SCHEMES),
-                   help=f"comma-separated schemes ({', '.join(SCHEMES)})")
+    add_scheme(p, SCHEMES, "inart")
     p.add_argument("--find-max-rate", action="store_true",
                    help="raise the paced rate until rounds need retransmissions or the "
                         "measured rate falls 4%% behind the paced one")
@@ -137,7 +152,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="increasing scales (e.g. 0.01,0.02,0.05,0.1): run every scheme at each "
                         "until one sends < 0.95 of its plan; print the largest scale reached "
                         "and what limits it (replaces --scale)")
-    p.add_argument("--out", default=str(out_dir("emulate")), help="output directory")
+    add_out(p, "emulate", "emulate.json, emulate.csv, max-rate.csv and the runs' logs")
     explore = p.add_mutually_exclusive_group()
     explore.add_argument("--cli", action="store_true",
                          help="after the runs, keep the network up in Mininet's CLI (the last "
@@ -254,12 +269,12 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
 
 def run(args: argparse.Namespace) -> int:
     schemes = args.scheme
-    if args.rounds < 1 or args.scale <= 0:
-        print("inart emulate: error: --rounds must be >= 1 and --scale > 0", file=sys.stderr)
-        return 2
     try:
         topo = build_topology(args.topology, ps=args.ps, workers=args.workers,
                               preset=args.preset, seed=args.seed + 1)
+    except TopologyError as exc:
+        raise InputError(f"--topology {args.topology}: {exc}") from exc
+    try:
         plans = [plan_for(topo, s, args.seed) for s in schemes]
         if args.find_max_scale:
             parse_scales(args.find_max_scale)
@@ -267,9 +282,8 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError("--cli/--keep-up: not with --find-max-scale, which builds "
                                  "one network per scale")
     except ValueError as exc:
-        print(f"inart emulate: error: {exc}", file=sys.stderr)
-        return 2
-    out = Path(args.out)
+        raise InputError(str(exc)) from exc
+    out = fresh_out(Path(args.out))
     rows, sweep = [], []
     try:
         if args.find_max_scale:
@@ -294,6 +308,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"inart emulate: error: {exc}", file=sys.stderr)
         return 1
     jpath, cpath = write_rows(rows, out, "emulate")
+    record_outputs(out, [jpath, cpath, out / "max-rate.json", out / "max-rate.csv"])
     print(f"wrote {jpath} and {cpath}")
     if sweep:
         print(f"{'scheme':8s} {'factor':>6s} {'paced Mb/s':>10s} {'got Mb/s':>9s} "

@@ -1,9 +1,9 @@
 """`inart switch`: one standalone P4 switch (embedded target or bmv2) in the foreground.
 
-    inart switch --target embedded -i 1@veth1 -i 2@veth2 --grpc 127.0.0.1:9559
+    inart switch --target embedded -i 1@veth1 -i 2@veth2 --listen 127.0.0.1:9559
 
 It starts without a program, like ``simple_switch_grpc --no-p4``: push the pipeline and the
-entries with `inart install` (or any P4Runtime client).  Without --grpc it serves P4Runtime on
+entries with `inart install` (or any P4Runtime client).  Without --listen it serves P4Runtime on
 a loopback port that is free at start and says which when ready (no fixed default: another
 switch, `inart serve` or anything else may hold any given port).  Runs until Ctrl-C or
 SIGTERM, checks the switch's health every second and exits with an error if the switch dies.
@@ -16,6 +16,7 @@ import signal
 import threading
 from pathlib import Path
 
+from control_plane.cli.args import deprecate
 from control_plane.localhost import free_port
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.embedded.__main__ import parse_interface
@@ -25,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
     ports = dict(args.interface)
     if len(ports) != len(args.interface):
         raise SystemExit("inart switch: error: a port number is given twice with -i")
-    args.grpc = args.grpc or f"127.0.0.1:{free_port()}"
-    spec = SwitchSpec(args.device_id, ports, args.grpc, log_level=args.log_level,
+    args.listen = args.listen or f"127.0.0.1:{free_port()}"
+    spec = SwitchSpec(args.device_id, ports, args.listen, log_level=args.log_level,
                       log_file=Path(args.log_file) if args.log_file else None)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         target = get_target(args.target)
         with SwitchProcess(target, spec) as switch:
             print(f"inart switch: {target.describe()} ready: device {args.device_id}, "
-                  f"P4Runtime on {args.grpc}, ports "
+                  f"P4Runtime on {args.listen}, ports "
                   f"{', '.join(f'{p}@{i}' for p, i in sorted(ports.items())) or 'none'}",
                   flush=True)
             while not done.wait(1.0):
@@ -55,9 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", default="embedded", choices=sorted(TARGETS))
     p.add_argument("-i", "--interface", action="append", type=parse_interface, default=[],
                    metavar="PORT@IFACE", help="attach port PORT to interface IFACE (repeatable)")
-    p.add_argument("--grpc", default=None,
-                   help="P4Runtime address (default: a free loopback port, printed when "
+    p.add_argument("--listen", default=None, metavar="HOST:PORT",
+                   help="where it serves P4Runtime (default: a free loopback port, printed when "
                         "ready; give 0.0.0.0:PORT to accept remote controllers)")
+    deprecate(p, "--grpc", "--listen")
     p.add_argument("--device-id", type=int, default=0)
     p.add_argument("--log-level", default="warn",
                    choices=["trace", "debug", "info", "warn", "error", "off"])

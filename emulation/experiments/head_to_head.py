@@ -36,8 +36,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
+from control_plane.cli.args import add_scheme, add_topology, deprecate
+from control_plane.cli.args import progress as progress_bar
 from control_plane.deploy.addressing import Addressing
 from control_plane.deploy.entries import compile_plan
 from control_plane.model.plan import Plan
@@ -56,6 +56,7 @@ from emulation.runs.emulate import Emulation
 from host_stack.cli.experiment import add_common_args
 from host_stack.experiments.selective.selective_sync import STORE_ENV
 from host_stack.train.hostrun import JobResult, JobSource, TrafficConfig, plan_files, run_hosts
+from host_stack.train.jobargs import MODEL_NAMES
 
 INA = ("inart", "r-inart", "atp", "lbmm")  # r-inart: equal split + R-InArt, the paper's baseline
 COLLECTIVES = ("ring", "tree", "rsgcm")
@@ -83,12 +84,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def add_training_args(parser: argparse.ArgumentParser, name: str, schemes: tuple[str, ...],
                       quick_help: str) -> None:
     """The options of a training comparison on one emulated network (also the testbed's)."""
-    add_common_args(parser, name, 1, "repetitions (seeds 0..N-1: data order, "
+    add_common_args(parser, name, 1, "seeds, one repetition each (data order, "
                     "initial weights, solver)", quick_help)
-    parser.add_argument("--topology", "-t", default="fig1", help="fig1 | fattree:K | ...")
-    parser.add_argument("--schemes", default=",".join(schemes),
-                        help=f"comma-separated from {', '.join(KNOWN)}")
-    parser.add_argument("--model", default="mlp", choices=("mlp", "cnn"))
+    add_topology(parser)
+    add_scheme(parser, KNOWN, ",".join(schemes))
+    deprecate(parser, "--schemes", "--scheme")
+    parser.add_argument("--model", default="mlp", choices=MODEL_NAMES,
+                        help="the model whose gradients flow (default mlp)")
     parser.add_argument("--rounds", type=int, default=60, help="iterations per run")
     parser.add_argument("--batch", type=int, default=32, help="minibatch per worker")
     parser.add_argument("--eval-every", type=int, default=5, help="test accuracy every K rounds")
@@ -317,20 +319,10 @@ def one_run(emu: Emulation, scheme: str, seed: int, cfg: TrafficConfig, out: Pat
 def run(args: argparse.Namespace) -> int:
     if args.quick:
         args.topology, args.rounds, args.eval_every = "fig1", 6, 3
-    schemes = parse_schemes(args.schemes)
+    schemes = args.scheme
     rows = train_all(args, schemes, "head-to-head")
     write(rows, args.out, args)
     return 0
-
-
-def parse_schemes(text: str) -> list[str]:
-    """--schemes: a comma-separated subset of KNOWN, in the order given."""
-    schemes = [s for s in text.split(",") if s]
-    unknown = sorted(set(schemes) - set(KNOWN))
-    if unknown or not schemes:
-        raise SystemExit(f"--schemes: {', '.join(unknown) or 'empty'}: expected from "
-                         f"{', '.join(KNOWN)}")
-    return schemes
 
 
 def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[dict[str, Any]]:
@@ -345,8 +337,9 @@ def train_all(args: argparse.Namespace, schemes: list[str], desc: str) -> list[d
     with Emulation(topo, out / "emulation", "embedded", args.scale, impairment(args),
                    quiet=True, cluster=getattr(args, "cluster", None),
                    switch_cpu_weight=getattr(args, "switch_cpu_weight", None)) as emu, \
-            tqdm(total=len(schemes) * args.seeds, desc=desc, unit="run") as bar:
-        for seed in range(args.seeds):
+            progress_bar(total=len(schemes) * len(args.seeds), desc=desc, unit="run",
+                         quiet=args.quiet) as bar:
+        for seed in args.seeds:
             cfg = TrafficConfig(mode="train", model=args.model, rounds=args.rounds,
                                 unit_bps=emu.unit_bps, seed=seed, batch=args.batch,
                                 deadline_s=args.deadline, rate_factor=args.pace,
@@ -437,7 +430,7 @@ def ranking(rows: list[dict]) -> list[str]:
 def write(rows: list[dict], out: Path, args: argparse.Namespace) -> None:
     """Table on stdout; JSON (with curves), CSV and PNGs under ``out``."""
     flat = [{k: r[k] for k in COLUMNS} for r in rows]
-    print(summary(rows, args.seeds))
+    print(summary(rows, len(args.seeds)))
     setup = {"topology": args.topology, "model": args.model, "rounds": args.rounds,
              "batch": args.batch, "seeds": args.seeds, "scale_mbps_per_unit": args.scale,
              "target_accuracy": args.target_accuracy, "pace": args.pace,

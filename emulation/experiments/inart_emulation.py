@@ -15,9 +15,9 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from control_plane.cli.args import add_out, add_scheme, add_seeds, add_topology, deprecate, names_of
 from control_plane.model.topologies import build_topology
-from control_plane.repo import out_dir
-from control_plane.solver.solve import plan_for
+from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.cli.emulate import add_emulation_args, comm_ratios, traffic_config
 from emulation.measure.fidelity import ranking_lines
 from emulation.measure.metrics import table, write_rows
@@ -33,21 +33,28 @@ METRICS = [("rate_mbps", "sending rate per worker (Mbit/s)"),
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", choices=("models", "workers"), default="models")
-    parser.add_argument("--topology", default="fattree:4")
+    add_topology(parser, default="fattree:4")
     parser.add_argument("--preset", default="homogeneous")
     parser.add_argument("--ps", type=int, default=None)
-    parser.add_argument("--schemes", default="inart,atp,lbmm")
-    parser.add_argument("--models", default="lstm,vgg19,resnet50")
+    add_scheme(parser, SCHEMES, "inart,atp,lbmm")
+    deprecate(parser, "--schemes", "--scheme")
+    parser.add_argument("--model", dest="sweep_models",
+                        type=names_of(sorted(MODEL_KB), every="all"),
+                        default=["lstm", "vgg19", "resnet50"], metavar="MODEL[,MODEL...]",
+                        help="the models whose gradient sizes flow (--sweep models; --mode "
+                             "train trains mlp): "
+                             f"comma-separated from {', '.join(sorted(MODEL_KB))}, or all "
+                             "(default lstm,vgg19,resnet50)")
+    deprecate(parser, "--models", "--model")
     parser.add_argument("--size-scale", type=float, default=0.02,
                         help="fraction of the paper's per-model gradient size to send")
     parser.add_argument("--workers-list", default="4,8,12",
                         help="worker counts for --sweep workers")
-    parser.add_argument("--out", default=str(out_dir("inart-emulation")),
-                        help="output directory")
-    parser.add_argument("--seeds", type=int, default=1, help="repetitions (solver seeds)")
+    add_out(parser, "inart-emulation", "the CSV, JSON and PNG files")
+    add_seeds(parser, "0", "solver seeds (repetitions)")
     parser.add_argument("--quick", action="store_true",
                         help="fig1, one model, 2 rounds (what the tests run)")
-    add_emulation_args(parser)
+    add_emulation_args(parser, model=False)
     parser.set_defaults(func=run)
 
 
@@ -55,18 +62,15 @@ def _points(args: argparse.Namespace) -> list[tuple[str, dict]]:
     """(label, options) per sweep point."""
     if args.sweep == "models":
         return [(m, {"values": max(32, int(MODEL_KB[m] * 1024 * args.size_scale / 4))})
-                for m in args.models.split(",")]
+                for m in args.sweep_models]
     return [(f"{w} workers", {"workers": int(w)}) for w in args.workers_list.split(",")]
 
 
 def run(args: argparse.Namespace) -> int:
     if args.quick:
-        args.topology, args.preset, args.models, args.rounds = "fig1", None, "resnet50", 2
+        args.topology, args.preset, args.sweep_models, args.rounds = "fig1", None, ["resnet50"], 2
         args.workers_list = "6"
-    bad = [m for m in args.models.split(",") if m not in MODEL_KB]
-    if bad:
-        raise SystemExit(f"--models: unknown {bad}; expected {sorted(MODEL_KB)}")
-    schemes = args.schemes.split(",")
+    schemes = args.scheme
     out = Path(args.out)
     rows: list[dict] = []
     for label, opts in _points(args):
@@ -80,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             cfg = traffic_config(args, emu.unit_bps)
             if "values" in opts:
                 cfg = replace(cfg, values=opts["values"])
-            for seed in range(args.seeds):
+            for seed in args.seeds:
                 for scheme in schemes:
                     plan = plan_for(topo, scheme, seed)
                     compiled = emu.install(plan)

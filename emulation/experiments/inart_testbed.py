@@ -24,7 +24,6 @@ from typing import Any
 from control_plane.report import format_table, to_csv
 from emulation.experiments.head_to_head import (
     add_training_args,
-    parse_schemes,
     spread,
     train_all,
     write,
@@ -96,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.quick:
             args.topology, args.rounds, args.eval_every = "fig1", 6, 3
-        rows = train_all(args, parse_schemes(args.schemes), "inart-testbed")
+        rows = train_all(args, args.scheme, "inart-testbed")
         write(rows, out, args)
     lines = compare(rows)
     seeds = len({r["seed"] for r in rows})

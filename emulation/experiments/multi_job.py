@@ -22,6 +22,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from control_plane.cli.args import add_topology
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4Info
@@ -34,6 +35,7 @@ from control_plane.service.server import build_server
 from control_plane.service.store import Store
 from control_plane.service.switches import P4RuntimeInstaller
 from control_plane.solver.multi_job import check_fits
+from control_plane.solver.solve import SCHEMES as INA_SCHEMES
 from emulation.cli.emulate import add_emulation_args, traffic_config
 from emulation.measure.metrics import summarize, write_rows
 from emulation.network.link_impair import LinkImpairment
@@ -50,16 +52,18 @@ class JobsError(ValueError):
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    add_common_args(parser, "multi-job", 1, "repetitions (gradient seeds 0..N-1)",
-                    "fig1 split in two jobs (halves), 2 short rounds")
-    parser.add_argument("--topology", "-t", default="fig1", help="fig1 | fattree:K | ...")
+    add_common_args(parser, "multi-job", 1, "gradient seeds, one repetition each",
+                    "fig1 split in two jobs (halves), 2 short rounds", quiet=False)
+    add_topology(parser)
     parser.add_argument("--ps", type=int, default=None, help="number of PSs (fat-tree, ...)")
     parser.add_argument("--preset", default=None, help="homogeneous | heterogeneous")
     parser.add_argument("--jobs", default="",
                         help="WORKERS:PSS per job, jobs separated by ';', e.g. "
                              "'w1,w2,w5:s1;w3,w4,w6:s2' (default: the workers and PSs split "
                              "in two halves)")
-    parser.add_argument("--scheme", default="inart", help="every job's scheme")
+    parser.add_argument("-s", "--scheme", default="inart", choices=INA_SCHEMES, metavar="SCHEME",
+                        help=f"every job's scheme: one of {', '.join(INA_SCHEMES)} "
+                             f"(default inart)")
     # plans change under the workers; the network is a Network, not an Emulation
     add_emulation_args(parser, kernel_pacing=False, isolation=False)
     parser.set_defaults(func=run)
@@ -199,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     try:
-        for seed in range(args.seeds):
+        for seed in args.seeds:
             with ExitStack() as stack:
                 served = ServedNetwork(stack, topo, out / f"seed{seed}", args.target,
                                        args.scale, impairment(args), args.quiet,

@@ -17,8 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tqdm import tqdm
-
+from control_plane.cli.args import progress as progress_bar
 from control_plane.deploy.addressing import Addressing, assign
 from control_plane.deploy.counters import read_events
 from control_plane.deploy.entries import Compiled, compile_plan
@@ -165,8 +164,8 @@ class Emulation:
         would: a fresh pipeline (zeroed registers and counters), then all entries; a refused
         write undoes the others and raises DeployError naming the switch and the entry."""
         compiled = compile_plan(plan, self.addr)
-        with tqdm(total=compiled.total(), desc="install", unit="entry",
-                  disable=self.quiet) as bar:
+        with progress_bar(total=compiled.total(), desc="install", unit="entry",
+                  quiet=self.quiet) as bar:
             def progress(switch: str, stage: str, count: int) -> None:
                 bar.set_postfix(switch=switch)
                 if stage == "written":

@@ -4,16 +4,16 @@ selective reduce, PS load balancing) or compare INA with the collectives.
 EXPERIMENTS maps a name to (module exposing ``configure(parser)`` that adds the experiment's
 options and sets ``func``, one-line help).  Only the chosen module is imported, so a broken
 or slow-to-import experiment cannot break the others.  Every experiment takes --out DIR,
---seeds N and --quick (a tiny grid used by the tests); ``add_common_args`` adds them.
+--seeds SEEDS (N, N-M or a comma list, as everywhere: 0-2 is three seeds) and --quick (a tiny
+grid used by the tests); ``add_common_args`` adds them.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-from pathlib import Path
 
-from control_plane.repo import out_dir
+from control_plane.cli.args import add_out, add_quiet, add_seeds, call, warn
 
 EXPERIMENTS: dict[str, tuple[str, str]] = {
     "selective": ("host_stack.experiments.selective.experiment",
@@ -37,21 +37,15 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
 }
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: expected an integer >= 1")
-    return value
-
-
 def add_common_args(parser: argparse.ArgumentParser, name: str, seeds: int, seeds_help: str,
-                    quick_help: str) -> None:
-    """--out (default out/NAME), --seeds (default ``seeds``) and --quick."""
-    parser.add_argument("--out", type=Path, default=out_dir(name),
-                        help="output directory (CSV, JSON, PNG)")
-    parser.add_argument("--seeds", type=positive_int, default=seeds, help=seeds_help)
+                    quick_help: str, quiet: bool = True) -> None:
+    """--out (default out/NAME), --seeds (default the first ``seeds`` seeds: 0..seeds-1),
+    --quick and (``quiet``) -q/--quiet."""
+    add_out(parser, name, "the CSV, JSON and PNG files")
+    add_seeds(parser, "0" if seeds == 1 else f"0-{seeds - 1}", seeds_help)
     parser.add_argument("--quick", action="store_true", help=quick_help)
+    if quiet:
+        add_quiet(parser)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -73,4 +67,14 @@ def run(args: argparse.Namespace) -> int:
                                      description=help_text)
     importlib.import_module(module).configure(parser)
     exp_args = parser.parse_args(args.args)
-    return int(exp_args.func(exp_args) or 0)
+    note_seed_count(args.args)
+    return call(exp_args.func, exp_args)
+
+
+def note_seed_count(argv: list[str]) -> None:
+    """``--seeds N`` (N > 0) was a count of seeds here before it meant seed N, as it does in
+    every command: say so for one release."""
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag == "--seeds" and value.isdigit() and int(value) > 0:
+            warn(f"--seeds {value} is the one seed {value}, as in every command; for "
+                 f"{value} seeds give --seeds 0-{int(value) - 1}")

@@ -15,11 +15,21 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 import tempfile
 from pathlib import Path
 
-from control_plane.repo import out_dir
+from control_plane.cli.args import (
+    JSON_STDOUT,
+    InputError,
+    RunFailed,
+    add_json,
+    add_out,
+    add_quiet,
+    fresh_out,
+    load_plan,
+    record_outputs,
+    write_json,
+)
 from host_stack.train.jobargs import add_job_args, add_round_args, reject_unused, track_given
 from host_stack.train.launcher import LaunchError, TrainResult, resolve_plan, train
 from host_stack.train.sync_registry import MODES, load_sync, mode_flags
@@ -42,13 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--checkpoint-dir", default=None, help="PS shards on SIGUSR1")
     g.add_argument("--reference", action="store_true",
                    help="also train single-process with the same seed and effective batch")
-    g.add_argument("--out", type=Path, default=out_dir("train"),
-                   help="directory of train.json, train.csv and train.png (default "
-                        "%(default)s)")
-    g.add_argument("--json", type=Path, default=None,
-                   help="the full report as JSON here (default OUT/train.json)")
-    g.add_argument("--csv", type=Path, default=None,
-                   help="the per-round table as CSV here (default OUT/train.csv)")
+    add_out(g, "train", "train.json, train.csv and train.png")
+    add_json(g, "the full report (default OUT/train.json)")
+    g.add_argument("--csv", type=Path, default=None, metavar="PATH",
+                   help="the per-round table as CSV to PATH (default OUT/train.csv)")
     g.add_argument("--plot", type=Path, nargs="?", const=True, default=None,
                    metavar="PNG", help="plot loss, round time and rate per round (to "
                                        "OUT/train.png, or PNG)")
@@ -58,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--fork-server", action="store_true",
                    help="fork the workers from one process that imported torch once (shared "
                         "pages: host_stack/train/forkserver.py) instead of one interpreter each")
-    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(g)
 
 
 def report(result: TrainResult, every: int) -> dict:
@@ -107,12 +114,21 @@ def title(result: TrainResult, sync: str) -> str:
     return f"{result.plan.scheme or 'plan'} ({sync}): {workers}, {len(result.plan.ps_ids)} PSs"
 
 
-def output_path(args: argparse.Namespace, given: Path | bool | None, name: str) -> Path:
-    """Where one output goes: the path given, else OUT/name (OUT created)."""
-    if isinstance(given, Path):
-        return given
+def output_path(args: argparse.Namespace, given: str | Path | bool | None, name: str) -> Path:
+    """Where one output goes: the path given, else OUT/name (OUT created; ``-``, stdout, also
+    keeps the file in OUT)."""
+    if isinstance(given, str | Path) and str(given) != JSON_STDOUT:
+        return Path(given)
     args.out.mkdir(parents=True, exist_ok=True)
     return args.out / name
+
+
+def check_plan(args: argparse.Namespace) -> None:
+    """--plan: an existing, readable inart.plan/1 file (or star:W:K), before any process
+    starts (InputError: exit 2)."""
+    if args.plan is None or str(args.plan).startswith("star:"):
+        return
+    load_plan(args.plan)
 
 
 def plot(result: TrainResult, path: Path, sync: str) -> None:
@@ -154,28 +170,30 @@ def run_selective(args: argparse.Namespace) -> int:
             "min_sync_scale", "avg_sync_s", "avg_wait_s")
     print(f"selective reduce, {world} workers, p={p}: " + ", ".join(
         f"{k}={out[k]:.4g}" for k in keys if isinstance(out.get(k), int | float)))
+    fresh_out(args.out)
     path = output_path(args, args.json, "train.json")
     path.write_text(json.dumps(out, indent=1, default=str))
+    record_outputs(args.out, [path])
     print(f"wrote {path}")
+    if args.json == JSON_STDOUT:
+        write_json(JSON_STDOUT, json.loads(json.dumps(out, default=str)))
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     if args.rounds < 1:
-        print("inart train: error: --rounds: expected >= 1", file=sys.stderr)
-        return 2
+        raise InputError("--rounds: expected an integer >= 1")
     try:
         reject_unused(args, mode_flags(args.sync), args.sync)
     except ValueError as exc:
-        print(f"inart train: error: {exc}", file=sys.stderr)
-        return 2
+        raise InputError(str(exc)) from exc
+    check_plan(args)
     if args.sync == "selective":
         return run_selective(args)
     try:
         result = train(args)
     except (LaunchError, ValueError) as exc:
-        print(f"inart train: error: {exc}", file=sys.stderr)
-        return 1
+        raise RunFailed(str(exc)) from exc
     out = report(result, args.every)
     if args.reference and args.model != "synthetic":
         from host_stack.train.reference import reference_training
@@ -186,9 +204,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"single-process reference (same seed, batch {args.batch} x "
               f"{result.plan.workers}): {acc * 100:.2f}%  -> difference "
               f"{(out['summary']['accuracy'] - acc) * 100:+.2f} points")
+    fresh_out(args.out)
     written = [output_path(args, args.json, "train.json"), output_path(args, args.csv,
                                                                         "train.csv")]
     written[0].write_text(json.dumps(out, indent=1))
+    if args.json == JSON_STDOUT:
+        write_json(JSON_STDOUT, out)
     with written[1].open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(result.rounds[0]))
         writer.writeheader()
@@ -196,5 +217,6 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         written.append(output_path(args, args.plot, "train.png"))
         plot(result, written[-1], args.sync)
+    record_outputs(args.out, written)
     print(f"wrote {', '.join(map(str, written))}")
     return 0 if out["summary"]["workers_agree"] else 1

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from control_plane.cli.args import add_quiet, add_scheme, deprecate
 from host_stack.collectives.launch import run_processes
 from host_stack.collectives.ring import DEFAULT_CHUNK_BYTES
 from host_stack.collectives.schemes import SCHEMES, SchemeConfig, bind, prepare
@@ -47,7 +48,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", type=parse_size, nargs="+",
                         default=[parse_size(s) for s in DEFAULT_SIZES],
                         help="buffer sizes in bytes, e.g. 4K 16M (float32)")
-    parser.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=SCHEMES)
+    add_scheme(parser, SCHEMES, ",".join(SCHEMES))
+    deprecate(parser, "--schemes", "--scheme", spaces=True)
     parser.add_argument("--iters", type=int, default=5, help="timed iterations per size")
     parser.add_argument("--warmup", type=int, default=1, help="untimed iterations per size")
     parser.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
@@ -55,8 +57,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="ring pipeline chunk (default 4M)")
     parser.add_argument("--hosts-per-rack", type=int, default=2, help="tree: racks of this size")
     parser.add_argument("--rsgcm-s", type=int, default=2, choices=[1, 2], help="RSGCM S")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="write OUT.json, OUT.csv and OUT.png")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="write DIR/collectives.json, .csv and .png (default: print only)")
+    add_quiet(parser)
     parser.set_defaults(func=run)
 
 
@@ -66,8 +69,8 @@ def _worker(rank: int, world: int, device: torch.device, configs: list[SchemeCon
     out: dict[str, list[float]] = {name: [] for name in fns}
     bar = None
     if rank == 0:
-        from tqdm import tqdm
-        bar = tqdm(total=len(sizes) * (iters + warmup), desc=f"{world} procs", unit="it")
+        from control_plane.cli.args import progress as progress_bar
+        bar = progress_bar(total=len(sizes) * (iters + warmup), desc=f"{world} procs", unit="it")
     for size in sizes:
         x = torch.ones(size // 4, device=device)
         times: dict[str, list[float]] = {name: [] for name in fns}
@@ -179,13 +182,14 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("--worlds: expected process counts >= 2")
     rows: list[dict[str, Any]] = []
     for world in args.worlds:
-        rows += measure(world, args.sizes, args.schemes, args.iters, args.warmup, args.backend,
+        rows += measure(world, args.sizes, args.scheme, args.iters, args.warmup, args.backend,
                         args.chunk_bytes, args.hosts_per_rack, args.rsgcm_s)
     print(table(rows))
     for line in ring_goal(rows):
         print(line)
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.mkdir(parents=True, exist_ok=True)
+        args.out = args.out / "collectives"
         args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
         with args.out.with_suffix(".csv").open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))

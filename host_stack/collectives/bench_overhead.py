@@ -23,9 +23,9 @@ import subprocess
 import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
 from control_plane.bench.figures import line
+from control_plane.cli.args import add_json, write_json
 from control_plane.localhost import free_port
 from control_plane.repo import child_env
 
@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=50, help="untimed round trips first")
     parser.add_argument("--payload-bytes", type=int, default=4,
                         help="tensor bytes per message (float32, default one element)")
-    parser.add_argument("--json", type=Path, help="write the figure and every round trip")
+    add_json(parser, "the figure and every round trip")
     parser.set_defaults(func=run)
 
 
@@ -133,6 +133,5 @@ def run(args: argparse.Namespace) -> int:
           f"{load[1]:.1f} {load[2]:.1f}, {os.cpu_count()} CPUs):")
     print(line(fig))
     if args.json:
-        args.json.write_text(json.dumps({"figure": fig, "round_trips_s": times,
-                                         "loadavg": load}, indent=1) + "\n")
+        write_json(args.json, {"figure": fig, "round_trips_s": times, "loadavg": load})
     return 0

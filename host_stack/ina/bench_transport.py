@@ -31,8 +31,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
+from control_plane.cli.args import add_json, add_quiet, write_json
+from control_plane.cli.args import progress as progress_bar
 from control_plane.repo import child_env
 from host_stack.ina import wire
 from host_stack.ina.addresses import AddressMap, free_udp_ports
@@ -54,7 +55,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window", type=int, default=TransportConfig.window,
                         help="INA outstanding chunks")
     parser.add_argument("--paths", default="loopback,veth", help="loopback and/or veth")
-    parser.add_argument("--json", default=None, help="write the figures as JSON here")
+    add_json(parser, "the figures")
+    add_quiet(parser)
     parser.set_defaults(func=run)
 
 
@@ -103,7 +105,7 @@ def ina(path: Route, chunks: int, rounds: int, n: int, window: int, workdir: Pat
         tr.hello()
         payload = np.random.default_rng(0).integers(-1000, 1000, (chunks, n), dtype=np.int32)
         t0 = time.perf_counter()
-        for r in tqdm(range(rounds), desc=f"ina {path.name} gso {gso}", unit="round",
+        for r in progress_bar(range(rounds), desc=f"ina {path.name} gso {gso}", unit="round",
                       leave=False):
             result = tr.exchange(r, [payload])
         seconds = time.perf_counter() - t0
@@ -257,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
                 print(line(f))
                 out.append(f)
     if args.json:
-        Path(args.json).write_text(json.dumps({"figures": out}, indent=1))
+        write_json(args.json, {"figures": out})
     return 0
 
 

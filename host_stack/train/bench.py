@@ -31,15 +31,14 @@ cost a transport adds shows where the instrument's own hold-back does not hide i
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from tqdm import tqdm
-
+from control_plane.cli.args import add_json, add_quiet, write_json
+from control_plane.cli.args import progress as progress_bar
 from control_plane.repo import child_env
 from host_stack.ina.impair import Impairment
 from host_stack.train.launcher import train
@@ -67,12 +66,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"rounds per run (>= 2; default {ROUNDS}, with --impair "
                              f"{IMPAIR_ROUNDS})")
     parser.add_argument("--plan", default=None, help="plan file (default: fig1, inart)")
-    parser.add_argument("--json", default=None, help="write the figures as JSON here")
+    add_json(parser, "the figures")
     parser.add_argument("--impair", action="store_true",
                         help="INA under loss, reordering and duplication vs unimpaired")
     parser.add_argument("--repeat", type=int, default=IMPAIR_REPEAT,
                         help="--impair: runs of every case, interleaved (ratios: median; "
                              f"default {IMPAIR_REPEAT})")
+    add_quiet(parser)
     parser.set_defaults(func=run)
 
 
@@ -222,11 +222,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             cases = [(values, mode, "", 0) for values in sizes for mode in MODES]
         runs = [one_run(plan, mode, values, rounds, impair) | {"repeat": k}
-                for values, mode, impair, k in tqdm(cases, desc="bench train", unit="run",
+                for values, mode, impair, k in progress_bar(cases, desc="bench train", unit="run",
                                                     file=sys.stderr)]
     out = impair_figures(runs) if args.impair else figures(runs)
     for f in out:
         print(line(f))
     if args.json:
-        Path(args.json).write_text(json.dumps({"figures": out, "runs": runs}, indent=1))
+        write_json(args.json, {"figures": out, "runs": runs})
     return 0

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from tqdm import tqdm
-
+from control_plane.cli.args import progress as progress_bar
 from control_plane.deploy.addressing import Addressing
 from control_plane.deploy.entries import Compiled
 from control_plane.model.plan import Plan
@@ -258,8 +257,8 @@ def run_hosts(net: Hosts, source: JobSource, cfg: TrafficConfig, workdir: Path,
     rounds: dict[str, list[dict]] = {w: [] for w in source.workers}
     done: dict[str, dict] = {}
     seen: dict[int, int] = {}
-    with tqdm(total=cfg.rounds, desc=f"{source.label} rounds", unit="round",
-              disable=quiet, leave=False) as bar:
+    with progress_bar(total=cfg.rounds, desc=f"{source.label} rounds", unit="round",
+              quiet=quiet, leave=False) as bar:
         while len(done) < len(source.workers):
             name, rec = next_event()
             if rec["event"] == "round":

@@ -24,8 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tqdm import tqdm
-
+from control_plane.cli.args import progress as progress_bar
 from control_plane.repo import child_env
 from host_stack.collectives.launch import free_port
 from host_stack.ina.addresses import loopback
@@ -214,8 +213,8 @@ class Launcher:
         per_round: dict[int, list[dict]] = {}
         done: dict[str, dict] = {}
         started: set[str] = set()
-        with tqdm(total=args.rounds, desc=f"train {args.model} ({args.sync})", unit="round",
-                  disable=args.quiet) as bar:
+        with progress_bar(total=args.rounds, desc=f"train {args.model} ({args.sync})", unit="round",
+                  quiet=args.quiet) as bar:
             while len(done) < plan.workers:
                 name, rec = self.next_event(deadline)
                 if rec["event"] == "ready":

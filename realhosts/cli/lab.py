@@ -19,10 +19,9 @@ from pathlib import Path
 
 import yaml
 
-from control_plane.cli.args import command
+from control_plane.cli.args import add_out, add_topology, command
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import TopologyError
-from control_plane.repo import out_dir
 from emulation.targets import TargetError
 from host_stack.netns import NetnsError
 from realhosts.inventory import InventoryError, load
@@ -36,8 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                 __doc__)
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     u = sub.add_parser("up", help="make the lab and write its inventory file")
-    u.add_argument("--topology", "-t", default="fig1",
-                   help="fig1 | fattree:K | leafspine:L,S,H | a topology file")
+    add_topology(u)
     u.add_argument("--ps", type=int, default=None, help="number of PSs (fat-tree, leaf-spine)")
     u.add_argument("--workers", type=int, default=None, help="number of workers")
     u.add_argument("--preset", default=None, help="homogeneous | heterogeneous")
@@ -45,8 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     u.add_argument("--name", default=NAME,
                    help=f"the lab's name, prefix of its namespaces and interfaces (default "
                         f"{NAME})")
-    u.add_argument("--out", default=str(out_dir("lab")),
-                   help="directory for inventory.yaml and the switches' logs")
+    add_out(u, "lab", "inventory.yaml and the switches' logs")
     u.set_defaults(func=run_up)
     d = sub.add_parser("down", help="remove everything `lab up` made")
     d.add_argument("--name", default=NAME, help=f"the lab's name (default {NAME})")

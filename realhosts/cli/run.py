@@ -17,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
-from control_plane.cli.args import command
+from control_plane.cli.args import add_out, add_quiet, command, positive
 from control_plane.cli.install import check_topology
 from control_plane.deploy.addressing import AddressingError, assign
 from control_plane.deploy.entries import EntriesError
@@ -28,12 +28,12 @@ from control_plane.drivers.tofino.ports import PortsError
 from control_plane.model.plan import Plan, PlanError
 from control_plane.model.topology import TopologyError
 from control_plane.p4build.sources import BuildError, load_build_info
-from control_plane.repo import out_dir
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.measure.metrics import table, write_rows
 from host_stack.ina import wire
 from host_stack.remote.launchers import Fleet, LaunchError
 from host_stack.train.hostrun import MODES, TrafficConfig, TrafficError
+from host_stack.train.jobargs import MODEL_NAMES
 from realhosts.checks import HostCheckError, check_hosts
 from realhosts.inventory import Inventory, InventoryError, load
 from realhosts.run import run_inventory
@@ -45,17 +45,19 @@ INPUT_ERRORS = (InventoryError, PlanError, TopologyError, AddressingError, Entri
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = command(subparsers, "run", "run a job on real hosts (inventory file)", __doc__)
     p.add_argument("--inventory", required=True, help="inart.inventory/1 YAML file")
-    p.add_argument("--scheme", "-s", default="inart", choices=SCHEMES,
-                   help="plan the inventory's topology with this scheme")
+    p.add_argument("-s", "--scheme", default="inart", choices=SCHEMES, metavar="SCHEME",
+                   help=f"plan the inventory's topology with this scheme: one of "
+                        f"{', '.join(SCHEMES)} (default inart)")
     p.add_argument("--plan", help="run this inart.plan/1 file instead (its topology must be "
                                   "the inventory's)")
     p.add_argument("--mode", choices=MODES, default="synthetic",
                    help="synthetic gradients with every sum checked, or real training")
-    p.add_argument("--model", default="mlp", help="model for --mode train (mlp, cnn)")
-    p.add_argument("--rounds", type=int, default=3, help="iterations")
+    p.add_argument("--model", default="mlp", choices=MODEL_NAMES,
+                   help="the model whose gradients flow with --mode train (default mlp)")
+    p.add_argument("--rounds", type=positive(int), default=3, help="iterations")
     p.add_argument("--values", type=int, default=32 * 1500,
                    help="gradient length (int32 values) in synthetic mode")
-    p.add_argument("--scale", type=float, default=0.25,
+    p.add_argument("--scale", type=positive(), default=0.25, metavar="MBPS",
                    help="Mbit/s per topology capacity unit the hosts pace at (default 0.25, "
                         "as `inart emulate`)")
     p.add_argument("--n", type=int, default=None,
@@ -65,8 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--deadline", type=float, default=600.0, help="seconds for the whole job")
     p.add_argument("--check", action="store_true",
                    help="validate the inventory and check the hosts; install and run nothing")
-    p.add_argument("--out", default=str(out_dir("run")), help="output directory")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_out(p, "run", "the job's results and the hosts' logs")
+    add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -84,8 +86,6 @@ def _interrupt(signum, _frame) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         inventory = load(args.inventory)
-        if args.rounds < 1 or args.scale <= 0:
-            raise ValueError("--rounds: expected >= 1; --scale: expected > 0")
         if args.plan:
             plan = Plan.load(args.plan)
             try:

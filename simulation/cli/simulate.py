@@ -5,20 +5,37 @@ Per scheme: communication time per iteration, iteration time (compute + communic
 sending rate per worker, bytes into the PSs and over the links.  INA schemes are paced to
 their plan's rate (solved here, or --plan), so their simulated time checks the plan's own
 (sim/plan).  The model and what it leaves out: docs/simulation.md.
+
+Writes OUT/simulate.json (every result, with bytes per link) and OUT/simulate.csv (the
+table), OUT being --out (default out/simulate; a run first removes the files the previous run
+wrote there), and with --plot OUT/simulate.png; --json/--csv/--plot PATH write elsewhere.
+Every input (topologies, plans, model, ranges) is checked before the first simulation.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
-from control_plane.cli.args import names_of
-from control_plane.model.plan import Plan, PlanError
+from control_plane.cli.args import (
+    InputError,
+    RunFailed,
+    add_json,
+    add_out,
+    add_quiet,
+    add_scheme,
+    add_topology,
+    deprecate,
+    fresh_out,
+    load_plan,
+    plan_files,
+    positive,
+    progress,
+    record_outputs,
+    write_json,
+)
+from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology
 from control_plane.model.topology import TopologyError
 from control_plane.report import format_table, to_csv
@@ -34,25 +51,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("simulate", help="simulate schemes on SimGrid at real link speeds",
                               description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--topology", "-t", action="extend", nargs="+", metavar="TOPOLOGY",
-                   help="fig1 | fattree:K | leafspine:L,S,H | FILE (several: a sweep)")
-    p.add_argument("--schemes", "-s", default="all", type=names_of(SCHEMES, every="all"),
-                   help=f"comma-separated from {', '.join(SCHEMES)}, or 'all'")
-    p.add_argument("--plan", type=Path, help="an `inart plan` file for its scheme (one topology)")
-    p.add_argument("--link-gbps", type=float,
-                   help="the fastest link's Gbit/s; every capacity scales alike "
+    add_topology(p, many=True, legacy_spaces=True)
+    add_scheme(p, SCHEMES, "all")
+    deprecate(p, "--schemes", "--scheme")
+    p.add_argument("--plan", type=plan_files, action="extend", default=[],
+                   metavar="PLAN[,PLAN...]",
+                   help="`inart plan` files (repeatable): each replaces the plan solved for "
+                        "its scheme (one topology; each plan's scheme must be in -s)")
+    p.add_argument("--link-gbps", type=positive(), metavar="GBPS",
+                   help="the fastest link's Gbit/s (> 0); every capacity scales alike "
                         "(default: 1 Gbit/s per topology unit)")
-    p.add_argument("--scale", type=float, metavar="MBPS",
+    p.add_argument("--scale", type=positive(), metavar="MBPS",
                    help="Mbit/s per topology unit, as the emulation's --scale")
-    p.add_argument("--latency-us", type=float, help="latency per link hop (default 1 us)")
+    p.add_argument("--latency-us", type=positive(), help="latency per link hop (default 1 us)")
     p.add_argument("--host-overhead-us", type=float, default=0.0,
                    help="collectives: the host's own time per message (default 0, ideal "
                         "hosts; `inart bench message-overhead` measures a machine's)")
-    p.add_argument("--model", default="resnet50",
-                   help="resnet50 | vgg19 | lstm | synthetic:BYTES | PROFILE.json")
+    p.add_argument("--model", default="resnet50", metavar="MODEL",
+                   help="the model whose gradients flow: resnet50 | vgg19 | lstm | "
+                        "synthetic:BYTES | PROFILE.json (default resnet50; checked first)")
     p.add_argument("--compute-ms", type=float, help="compute per iteration (overrides the model's)")
-    p.add_argument("--iterations", type=int, default=1, help="iterations (total time)")
-    p.add_argument("--pace", type=float, default=1.0,
+    p.add_argument("--iterations", type=positive(int), default=1, help="iterations (total time)")
+    p.add_argument("--pace", type=positive(), default=1.0,
                    help="INA senders' rate as a multiple of the plan's")
     p.add_argument("--gradients-only", action="store_true",
                    help="INA: leave the PSs' result multicast out (what a plan's rate covers)")
@@ -61,10 +81,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "destination)")
     p.add_argument("--ps", type=int, help="number of PSs (fattree/leafspine)")
     p.add_argument("--seed", type=int, default=0, help="solver seed (INA plans), RSGCM search")
-    p.add_argument("--json", type=Path, help="write every result (with bytes per link)")
-    p.add_argument("--csv", type=Path, help="write the table")
-    p.add_argument("--plot", type=Path, help="PNG: communication time per scheme "
-                   "(several topologies: against the number of workers)")
+    add_json(p, "every result (with bytes per link; default OUT/simulate.json)")
+    p.add_argument("--csv", type=Path, metavar="PATH",
+                   help="write the table as CSV to PATH (default OUT/simulate.csv)")
+    p.add_argument("--plot", type=Path, nargs="?", const=True, default=None, metavar="PNG",
+                   help="plot communication time per scheme (several topologies: against "
+                        "the number of workers) to OUT/simulate.png, or PNG")
+    add_out(p, "simulate", "simulate.json, simulate.csv and simulate.png")
+    add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -82,34 +106,62 @@ def row(r: dict[str, Any]) -> dict[str, Any]:
             "wall_s": round(r["wall_s"], 2)}
 
 
+def check_plans(args: argparse.Namespace, topos: list[Any], schemes: list[str]) -> dict:
+    """--plan files: readable plans, one per scheme, each scheme among -s, one topology
+    (InputError naming the file and what was expected)."""
+    plans: dict[str, Plan] = {}
+    if not args.plan:
+        return plans
+    if len(topos) != 1:
+        raise InputError("--plan: give exactly one --topology with it")
+    for path in args.plan:
+        plan = load_plan(path)
+        if plan.scheme not in schemes:
+            raise InputError(f"--plan {path}: a plan for {plan.scheme!r}, which -s "
+                             f"{','.join(schemes)} does not run (add it to -s or drop the "
+                             f"plan)")
+        if plan.scheme in plans:
+            raise InputError(f"--plan {path}: a second plan for {plan.scheme!r}")
+        topo = topos[0]
+        if sorted(plan.topology.workers) != sorted(topo.workers) or \
+                sorted(plan.topology.pss) != sorted(topo.pss):
+            raise InputError(f"--plan {path}: its workers and PSs differ from topology "
+                             f"{topo.name}'s (expected a plan of -t {args.topology[0]})")
+        plans[plan.scheme] = plan
+    return plans
+
+
 def run(args: argparse.Namespace) -> int:
     specs = args.topology or ["fig1"]
-    schemes = args.schemes
+    schemes = args.scheme
     try:
         prof = load_profile(args.model, None if args.compute_ms is None
                             else args.compute_ms / 1e3)
-        topos = [build_topology(t, ps=args.ps) for t in specs]
-        plan = Plan.load(args.plan) if args.plan else None
-    except (ProfileError, TopologyError, PlanError, OSError) as exc:
-        raise SystemExit(str(exc)) from exc
-    if plan is not None and len(topos) != 1:
-        raise SystemExit("--plan: give exactly one --topology with it")
+    except ProfileError as exc:
+        raise InputError(str(exc)) from exc
+    topos = []
+    for spec in specs:
+        try:
+            topos.append(build_topology(spec, ps=args.ps))
+        except TopologyError as exc:
+            raise InputError(f"--topology {spec}: {exc}") from exc
+    plans = check_plans(args, topos, schemes)
     results = []
-    with tqdm(total=len(topos) * len(schemes), desc="simulate", unit="run",
-              file=sys.stderr) as bar:
+    with progress(total=len(topos) * len(schemes), desc="simulate", unit="run",
+                  quiet=args.quiet) as bar:
         for topo in topos:
             for scheme in schemes:
                 bar.set_postfix(topology=topo.name, scheme=scheme)
-                given = plan if plan is not None and plan.scheme == scheme else None
                 try:
-                    res = simulate(topo, scheme, plan=given, model_bytes=prof.model_bytes,
+                    res = simulate(topo, scheme, plan=plans.get(scheme),
+                                   model_bytes=prof.model_bytes,
                                    compute_s=prof.compute_s, link_gbps=args.link_gbps,
                                    scale_mbps=args.scale, latency_us=args.latency_us,
                                    iterations=args.iterations, seed=args.seed, pace=args.pace,
                                    results=not args.gradients_only, routing=args.routing,
                                    host_overhead_us=args.host_overhead_us)
                 except SimulationError as exc:
-                    raise SystemExit(str(exc)) from exc
+                    raise RunFailed(f"{scheme} on {topo.name}: {exc}") from exc
                 results.append(res.to_dict())
                 bar.update(1)
     print(f"model {prof.name}: {prof.model_bytes / 2**20:.1f} MiB, compute "
@@ -119,18 +171,26 @@ def run(args: argparse.Namespace) -> int:
     for r in results:
         if r["note"]:
             print(f"{r['scheme']} on {r['topology']}: {r['note']}")
+    setup = {"topologies": specs, "schemes": schemes, "model": prof.name,
+             "model_bytes": prof.model_bytes, "compute_s": prof.compute_s,
+             "link_gbps": args.link_gbps, "scale_mbps": args.scale,
+             "latency_us": args.latency_us, "seed": args.seed, "pace": args.pace,
+             "routing": args.routing, "gradients_only": args.gradients_only,
+             "host_overhead_us": args.host_overhead_us,
+             "plans": [str(p) for p in args.plan]}
+    out = fresh_out(args.out)
+    written = [out / "simulate.json", out / "simulate.csv"]
+    write_json(written[0], {"setup": setup, "results": results})
+    written[1].write_text(to_csv([row(r) for r in results]))
+    if args.plot:
+        written.append(out / "simulate.png" if args.plot is True else args.plot)
+        plot(results, written[-1])
+    record_outputs(out, written)
+    print(f"wrote {', '.join(str(w) for w in written)}")
     if args.json:
-        setup = {"topologies": specs, "schemes": schemes, "model": prof.name,
-                 "model_bytes": prof.model_bytes, "compute_s": prof.compute_s,
-                 "link_gbps": args.link_gbps, "scale_mbps": args.scale,
-                 "latency_us": args.latency_us, "seed": args.seed, "pace": args.pace,
-                 "routing": args.routing, "gradients_only": args.gradients_only,
-                 "host_overhead_us": args.host_overhead_us}
-        args.json.write_text(json.dumps({"setup": setup, "results": results}, indent=1) + "\n")
+        write_json(args.json, {"setup": setup, "results": results})
     if args.csv:
         args.csv.write_text(to_csv([row(r) for r in results]))
-    if args.plot:
-        plot(results, args.plot)
     return 0
 
 

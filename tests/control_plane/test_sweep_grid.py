@@ -53,10 +53,17 @@ def test_grid_points_and_keys() -> None:
     assert len(points) == 2 * 2 * 2 * 1 * 3
     assert len({p.key for p in points}) == len(points)
     assert points[0].key == "plan/fig1/inart/10G/resnet50/seed0"
+    # "all" as `inart plan -s all` reads it: every scheme, the exact MILP only while small
     assert build_grid({"kind": "plan", "topologies": "fig1", "schemes": "all"},
-                      KINDS).schemes == ["inart", "r-inart", "atp", "lbmm", "joint"]
+                      KINDS).schemes == ["inart", "r-inart", "joint", "atp", "lbmm", "milp"]
+    assert build_grid({"kind": "plan", "topologies": "fig1,fattree:8", "schemes": "all"},
+                      KINDS).schemes == ["inart", "r-inart", "joint", "atp", "lbmm"]
+    assert build_grid({"kind": "plan", "topologies": "fattree:8", "schemes": "inart,milp"},
+                      KINDS).schemes == ["inart", "milp"]  # named: kept
     assert build_grid({"kind": "simulate", "topologies": "fig1", "schemes": "all"},
                       KINDS).schemes == list(KINDS["simulate"].schemes)
+    assert build_grid({"kind": "simulate", "topologies": "fig1", "schemes": "collectives"},
+                      KINDS).schemes == ["ring", "tree", "rsgcm"]
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -103,9 +110,10 @@ def test_results_log_keeps_lines_before_a_cut_one(tmp_path) -> None:
 
 
 def test_cli_errors_name_the_flag(tmp_path, capsys) -> None:
-    assert main(["sweep", "-t", "fig1", "-s", "inart", "--seeds", "3-1",
-                 "--out", str(tmp_path)]) == 2
-    assert "seeds: '3-1'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", "-t", "fig1", "-s", "inart", "--seeds", "3-1", "--out", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert "argument --seeds: '3-1'" in capsys.readouterr().err
     assert main(["sweep", "--resume", str(tmp_path / "none")]) == 2
     assert "no grid.json" in capsys.readouterr().err
     assert main(["sweep", "-t", "fig1", "-s", "inart", "--set", "k_paths",

@@ -37,7 +37,7 @@ def calibration(tmp_path_factory) -> dict:
     out: Path = tmp_path_factory.mktemp("calibrate")
     proc = subprocess.run(
         [sys.executable, "-m", "control_plane.cli", "bench", "calibrate", "-t", "fig1",
-         "--rounds", "8", "--eval-every", "8", "--schemes", ",".join(SCHEMES),
+         "--rounds", "8", "--eval-every", "8", "--scheme", ",".join(SCHEMES),
          "--scale", "0.5", "--out", str(out), "--json", str(out / "calibrate.json")],
         capture_output=True, text=True, timeout=900, env=child_env())
     assert proc.returncode == 0, proc.stderr[-3000:]

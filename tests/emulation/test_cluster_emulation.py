@@ -132,11 +132,11 @@ def test_head_to_head_over_two_servers(needs_rig, tmp_path):
         return {r["scheme"]: r | {"stdout": proc.stdout} for r in runs}
 
     before = machine_state()
-    alone = head_to_head("alone", "--schemes", "inart")
+    alone = head_to_head("alone", "--scheme", "inart")
     with ExitStack() as stack:
         doc = start_servers(2, tmp_path, stack)
         (tmp_path / "servers.json").write_text(json.dumps(doc))
-        spread = head_to_head("cluster", "--schemes", "inart,ring", "--cluster",
+        spread = head_to_head("cluster", "--scheme", "inart,ring", "--cluster",
                               "servers.json")
         left = [x for s in doc["servers"] for x in server_leftovers(s)]
     assert left == []

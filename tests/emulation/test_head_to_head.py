@@ -28,7 +28,7 @@ def inart(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_every_scheme_same_loss_exact_ina_and_expected_bytes(tmp_path) -> None:
     every = (*INA, *COLLECTIVES, SELECTIVE)
-    inart("experiment", "head-to-head", "--quick", "--schemes", ",".join(every),
+    inart("experiment", "head-to-head", "--quick", "--scheme", ",".join(every),
           "--out", ".", cwd=tmp_path)  # relative: the switches and hosts run elsewhere
     runs = json.loads((tmp_path / "head_to_head.json").read_text())["runs"]
     by = {r["scheme"]: r for r in runs}

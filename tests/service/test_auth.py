@@ -142,11 +142,13 @@ def test_off_loopback_serve_speaks_tls_unless_told_insecure(tmp_path) -> None:
     with inart_foreground(*serve, "--tls-cert", cert, "--tls-key", key) as line:
         assert "TLS: yes" in line, line
         server = f"127.0.0.1:{line.split('listening on ')[1].split(' ')[0].rpartition(':')[2]}"
-        ok = inart("ctl", "jobs", "--server", server, "--token-file", str(token),
+        ok = inart("ctl", "jobs", "--address", server, "--token-file", str(token),
                    "--tls-ca", cert)
         assert ok.returncode == 0 and ok.stdout.strip() == "no jobs", ok.stderr
-        clear = inart("ctl", "jobs", "--server", server, "--token-file", str(token),
+        clear = inart("ctl", "jobs", "--address", server, "--token-file", str(token),
                       "--timeout", "5")
-        assert clear.returncode == 1 and "UNAVAILABLE" in clear.stderr
-        missing = inart("ctl", "jobs", "--server", server, "--tls-ca", str(tmp_path / "no.pem"))
+        assert clear.returncode == 1 and "UNAVAILABLE" not in clear.stderr
+        assert f"no `inart serve` answers at {server}" in clear.stderr
+        assert "give --tls-ca" in clear.stderr
+        missing = inart("ctl", "jobs", "--address", server, "--tls-ca", str(tmp_path / "no.pem"))
         assert missing.returncode == 2 and "--tls-ca" in missing.stderr

@@ -32,7 +32,7 @@ def server(tmp_path) -> Iterator[str]:
 
 
 def ctl(server: str, *args: str) -> dict:
-    proc = inart("ctl", *args, "--server", server, "--json")
+    proc = inart("ctl", *args, "--address", server, "--json")
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -50,15 +50,15 @@ def test_a_ctl_session(server: str) -> None:
     assert ctl(server, "plan", str(job["id"]))["bank"] == "B"
     (listed,) = ctl(server, "jobs")["jobs"]
     assert listed["state"] == "JOB_STATE_DEGRADED"
-    watched = inart("ctl", "watch", "--server", server, "--count", "3", "--json")
+    watched = inart("ctl", "watch", "--address", server, "--count", "3", "--json")
     lines = [json.loads(x) for x in watched.stdout.splitlines()]
     assert len(lines) == 3 and all("seq" in x for x in lines)
-    text = inart("ctl", "jobs", "--server", server).stdout
+    text = inart("ctl", "jobs", "--address", server).stdout
     assert "job 1 degraded" in text and "cut off: w1" in text
     assert ctl(server, "cancel", "1")["state"] == "JOB_STATE_CANCELLED"
-    bad = inart("ctl", "event", "link-down", "w1", "w2", "--server", server)
+    bad = inart("ctl", "event", "link-down", "w1", "w2", "--address", server)
     assert bad.returncode == 1 and "NOT_FOUND: link: no link w1 <-> w2" in bad.stderr
-    bad = inart("ctl", "event", "link-load", "v1", "v2", "--server", server)
+    bad = inart("ctl", "event", "link-load", "v1", "v2", "--address", server)
     assert bad.returncode != 0 and "expected A B LOAD" in bad.stderr
 
 
@@ -77,19 +77,19 @@ def test_replan_bench_prints_one_line_per_figure(tmp_path) -> None:
 
 def test_watch_timeout_ends_a_quiet_stream(server: str) -> None:
     t0 = time.monotonic()
-    proc = inart("ctl", "watch", "--server", server, "--timeout", "1", timeout=60)
+    proc = inart("ctl", "watch", "--address", server, "--timeout", "1", timeout=60)
     assert proc.returncode == 0 and proc.stdout == "", proc.stderr
     assert time.monotonic() - t0 < 30  # no message came: the timeout still ended it
-    bad = inart("ctl", "watch", "--server", server, "--timeout", "-1")
+    bad = inart("ctl", "watch", "--address", server, "--timeout", "-1")
     assert bad.returncode == 2 and "expected a number of seconds > 0" in bad.stderr
     assert "--timeout-s" not in inart("ctl", "jobs", "--help").stdout
 
 
 def test_topology_without_switch_addresses_guesses_none(server: str) -> None:
-    proc = inart("ctl", "topology", "fig1", "--server", server, "--switch", "v1=127.0.0.1:50901")
+    proc = inart("ctl", "topology", "fig1", "--address", server, "--switch", "v1=127.0.0.1:50901")
     assert proc.returncode == 2 and "no P4Runtime address for switch(es) v2" in proc.stderr
     port = server.rpartition(":")[2]
-    own = inart("ctl", "topology", "fig1", "--server", server, "--switch",
+    own = inart("ctl", "topology", "fig1", "--address", server, "--switch",
                 f"v1=localhost:{port}", "--switch", "v2=127.0.0.1:50902")
     assert own.returncode == 2 and "is the service's own address" in own.stderr
     assert ctl(server, "topology")["topology_json"] == ""  # nothing was registered

@@ -122,7 +122,7 @@ def test_cli_prints_every_scheme(tmp_path, capsys) -> None:
     out = tmp_path / "r.json"
     assert main(["simulate", "-t", "fig1", "-s", "all", "--link-gbps", "100",
                  "--compute-ms", "5", "--json", str(out), "--csv", str(tmp_path / "r.csv"),
-                 "--plot", str(tmp_path / "r.png")]) == 0
+                 "--plot", str(tmp_path / "r.png"), "--out", str(tmp_path / "out")]) == 0
     text = capsys.readouterr().out
     rows = [line.split() for line in text.splitlines() if line.startswith("fig1 ")]
     assert [r[2] for r in rows] == list(SCHEMES)
@@ -137,11 +137,15 @@ def test_cli_prints_every_scheme(tmp_path, capsys) -> None:
 def test_cli_plots_several_topologies_and_takes_a_plan(tmp_path, capsys) -> None:
     plan = plan_for(fig1(), "atp", 0)
     plan.save(tmp_path / "atp.json")
+    out = ["--out", str(tmp_path / "out")]
     assert main(["simulate", "-t", "fig1", "-s", "atp", "--plan", str(tmp_path / "atp.json"),
-                 "--link-gbps", "10"]) == 0
-    assert main(["simulate", "-t", "fig1", "fattree:4", "-s", "inart,ring", "--model",
-                 "synthetic:1000000", "--plot", str(tmp_path / "w.png")]) == 0
+                 "--link-gbps", "10", *out]) == 0
+    assert json.loads((tmp_path / "out" / "simulate.json").read_text())["setup"]["plans"] == \
+        [str(tmp_path / "atp.json")]
+    assert main(["simulate", "-t", "fig1,fattree:4", "-s", "inart,ring", "--model",
+                 "synthetic:1000000", "--plot", str(tmp_path / "w.png"), *out]) == 0
     assert (tmp_path / "w.png").stat().st_size > 0
+    assert not (tmp_path / "out" / "simulate.png").exists()
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
         main(["simulate", "-t", "fig1", "-s", "ring,torus"])
@@ -151,7 +155,7 @@ def test_cli_plots_several_topologies_and_takes_a_plan(tmp_path, capsys) -> None
 
 def test_bench_prints_labelled_figures(tmp_path, capsys) -> None:
     out = tmp_path / "b.json"
-    assert main(["bench", "simulate", "-k", "4", "--schemes", "atp,ring", "--json",
+    assert main(["bench", "simulate", "-k", "4", "--scheme", "atp,ring", "--json",
                  str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == [
@@ -167,19 +171,22 @@ def test_bench_says_how_a_collective_ran(tmp_path, capsys, monkeypatch) -> None:
     from simulation import run as run_module
 
     monkeypatch.setattr(run_module, "TREE_PHASES_ABOVE", 0)
-    assert main(["bench", "simulate", "-k", "4", "--schemes", "tree"]) == 0
+    assert main(["bench", "simulate", "-k", "4", "--scheme", "tree"]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert line.startswith("simulate.wall[fattree:4 tree]")
     assert line.endswith("note=rank by rank in phases")
 
 
-def test_a_plan_for_another_cluster_is_refused(tmp_path) -> None:
+def test_a_plan_for_another_cluster_is_refused(tmp_path, capsys) -> None:
     plan = plan_for(build_topology("fattree:4"), "atp", 0)
     plan.save(tmp_path / "atp.json")
-    with pytest.raises(SystemExit, match="plan: its workers and PSs differ"):
-        main(["simulate", "-t", "fig1", "-s", "atp", "--plan", str(tmp_path / "atp.json")])
-    with pytest.raises(SystemExit, match="--model"):
-        main(["simulate", "-t", "fig1", "--model", "resnet5"])
+    assert main(["simulate", "-t", "fig1", "-s", "atp", "--plan",
+                 str(tmp_path / "atp.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--plan" in err and "its workers and PSs differ" in err
+    assert "0/1" not in err  # refused before the first simulation
+    assert main(["simulate", "-t", "fig1", "--model", "resnet5"]) == 2
+    assert "--model" in capsys.readouterr().err
 
 
 def test_host_overhead_adds_once_per_message_on_each_collectives_chain() -> None:

@@ -43,7 +43,7 @@ def test_shell_attaches_to_a_standalone_switch_by_address(tmp_path) -> None:
     if reason:
         pytest.skip(reason)
     grpc = f"127.0.0.1:{free_port()}"
-    with inart_foreground("switch", "--grpc", grpc, "--device-id", "3") as line:
+    with inart_foreground("switch", "--listen", grpc, "--device-id", "3") as line:
         assert "ready" in line, line
         bare = shell("--address", grpc, "--device-id", "3", "-c", "print(1)")
         assert bare.returncode == 2

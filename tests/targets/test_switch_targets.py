@@ -91,7 +91,7 @@ def test_standalone_switch_from_the_cli_takes_a_pipeline(name: str) -> None:
     if reason:
         pytest.skip(reason)
     grpc = f"127.0.0.1:{free_port()}"
-    with inart_foreground("switch", "--target", name, "--grpc", grpc, stop_timeout=20) as line:
+    with inart_foreground("switch", "--target", name, "--listen", grpc, stop_timeout=20) as line:
         assert "ready" in line and grpc in line, line
         pipeline = pipeline_for(name)
         # connect() then the context manager: one session (bmv2 hangs on a second one)

@@ -21,7 +21,6 @@ runs.  bmv2 is the one ``emulation.targets`` finds ($INART_BMV2, PATH, /opt/p4/b
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import statistics
@@ -33,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from control_plane.cli.args import add_json
+from control_plane.cli.args import write_json as write_json_to
 from control_plane.drivers.p4runtime import (
     P4Info,
     P4RuntimeClient,
@@ -480,7 +481,7 @@ def run(args: argparse.Namespace) -> int:
 
 def write_json(path: str | None, doc: dict[str, Any]) -> None:
     if path:
-        Path(path).write_text(json.dumps(doc, indent=2))
+        write_json_to(path, doc)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -500,7 +501,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--in-process", action="store_true",
                         help="also time the embedded pipeline alone, without sockets")
     parser.add_argument("--no-bmv2", action="store_true", help="skip bmv2 even if installed")
-    parser.add_argument("--json", help="write the results to this JSON file")
+    add_json(parser, "the results")
     parser.add_argument("--ina-build", help="directory of the testbed program's build "
                                             "(inart.json, inart.p4info.txtpb); default p4src/build")
     parser.set_defaults(func=run)

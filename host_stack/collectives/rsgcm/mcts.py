@@ -77,8 +77,8 @@ def mcts(env: Environment, actions: list[Action], episodes: int | None = None,
     ep_ex = max(1, int(episodes * explore_fraction))
     it = range(episodes)
     if progress:
-        from tqdm import tqdm
-        it = tqdm(it, desc="mcts", unit="ep")
+        from control_plane.cli.args import progress as progress_bar
+        it = progress_bar(it, desc="mcts", unit="ep")
     for ep in it:
         if root.cut.all():
             history.append(best_time)

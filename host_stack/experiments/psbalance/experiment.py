@@ -23,8 +23,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
+from control_plane.cli.args import deprecate, names_of
+from control_plane.cli.args import progress as progress_bar
 from host_stack.cli.experiment import add_common_args
 from host_stack.experiments.psbalance.cluster import CAPABILITIES, RunConfig, started
 from host_stack.experiments.psbalance.predict import predicted_speedups
@@ -46,7 +46,7 @@ PREDICT_FRACTIONS = (1.0, 0.75, 0.5, 0.25, 0.1, 0.01)
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add this experiment's options; sets ``func``."""
-    add_common_args(parser, "ps-balance", 1, "rate schedules to run",
+    add_common_args(parser, "ps-balance", 1, "seeds of the rate schedules to run",
                     "4 nodes, 1/400 models, 4 s segments (for tests)")
     parser.add_argument("--nodes", type=int, default=6, help="paper: 12")
     parser.add_argument("--max-mbit", type=float, default=22.0)
@@ -69,8 +69,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slice-kb", type=int, default=None,
                         help=f"slice granularity in KiB (default {SLICE_KB}, with "
                              f"--paper-setting {PAPER_SLICE_KB}; paper: from its Eq. 4)")
-    parser.add_argument("--models", nargs="+", choices=sorted(MODELS_MB),
-                        default=list(MODELS_MB))
+    parser.add_argument("--model", type=names_of(sorted(MODELS_MB), every="all"),
+                        default=list(MODELS_MB), metavar="MODEL[,MODEL...]",
+                        help=f"the models whose gradients flow: comma-separated from "
+                             f"{', '.join(sorted(MODELS_MB))}, or all (default all)")
+    deprecate(parser, "--models", "--model", spaces=True)
     parser.set_defaults(func=run)
 
 
@@ -83,37 +86,38 @@ def apply_presets(args: argparse.Namespace) -> None:
         args.slice_kb = PAPER_SLICE_KB if args.paper_setting else SLICE_KB
     if args.quick:
         args.nodes, args.scale, args.duration, args.period = 4, 1 / 400, 4.0, 2.0
-        args.models, args.seeds = ["mobilenet", "alexnet"], 1
+        args.model, args.seeds = ["mobilenet", "alexnet"], [0]
 
 
 def run(args: argparse.Namespace) -> int:
     apply_presets(args)
     if args.predict:
-        print(format_predictions(args.nodes, args.models))
+        print(format_predictions(args.nodes, args.model))
         return 0
     # SIGTERM unwinds like Ctrl-C, so the namespaces and node processes are always removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     baseline = BASELINES[args.baseline]
     records: list[dict] = []
-    total = args.seeds * len(args.models) * len(SCHEMES) * args.duration
-    with tqdm(total=total, desc="ps-balance (s)", unit="s") as bar:
-        for seed in range(args.seeds):
+    total = len(args.seeds) * len(args.model) * len(SCHEMES) * args.duration
+    with progress_bar(total=total, desc="ps-balance (s)", unit="s", quiet=args.quiet) as bar:
+        for seed in args.seeds:
             cfg = RunConfig(nodes=args.nodes, max_mbit=args.max_mbit,
                             min_fraction=args.min_fraction, period=args.period,
                             duration=args.duration, slice_bytes=args.slice_kb * 1024,
                             capabilities=args.capabilities, seed=seed)
             with started(cfg) as cluster:
-                for model in args.models:
+                for model in args.model:
                     size = int(MODELS_MB[model] * 1e6 * args.scale) // 4 * 4
                     for scheme in SCHEMES:
-                        with tqdm(total=args.duration, leave=False, desc=f"{model} {scheme}",
-                                  unit="s") as seg:
+                        with progress_bar(total=args.duration, leave=False, unit="s",
+                                          quiet=args.quiet,
+                                          desc=f"{model} {scheme}") as seg:
                             recs = cluster.segment(baseline if scheme == "average" else scheme,
                                                    size, seg, model_name=model)
                         bar.update(args.duration)
                         records += [{**r, "scheme": scheme, "model": model, "seed": seed}
                                     for r in recs]
-    summary = summarise(records, args.models)
+    summary = summarise(records, args.model)
     args.out.mkdir(parents=True, exist_ok=True)
     with (args.out / "iterations.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(records[0]))

@@ -14,8 +14,7 @@ import json
 import statistics
 from pathlib import Path
 
-from tqdm import tqdm
-
+from control_plane.cli.args import progress as progress_bar
 from host_stack.cli.experiment import add_common_args
 from host_stack.experiments.selective.controller import SCHEMES
 from host_stack.experiments.selective.simulator import TRACES, SimConfig, simulate
@@ -25,7 +24,7 @@ PAPER = {"sync_time_speedup": (1.89, 2.55), "sync_scale_gain": (1.19, 1.25)}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add this experiment's options; sets ``func``."""
-    add_common_args(parser, "selective", 20, "trials per setting (paper: 20)",
+    add_common_args(parser, "selective", 20, "trial seeds per setting (paper: 20 trials, 0-19)",
                     "tiny grid for tests: n 10 20, 2 seeds, 20 s, cnn trace")
     parser.add_argument("--n", type=int, nargs="+", default=[40, 80, 120, 160, 200],
                         help="cluster sizes (paper: 40..200 step 40)")
@@ -41,11 +40,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the grid, print the table, write the files."""
     if args.quick:
-        args.n, args.seeds, args.horizon, args.trace = [10, 20], min(args.seeds, 2), 20.0, ["cnn"]
+        args.n, args.seeds, args.horizon, args.trace = [10, 20], args.seeds[:2], 20.0, ["cnn"]
     configs = [SimConfig(scheme=s, n=n, trace=t, seed=seed, horizon=args.horizon,
                          ready_mode=args.ready_mode, warm=not args.cold)
-               for t in args.trace for n in args.n for s in SCHEMES for seed in range(args.seeds)]
-    rows = [simulate(c).summary() for c in tqdm(configs, desc="selective sims", unit="run")]
+               for t in args.trace for n in args.n for s in SCHEMES for seed in args.seeds]
+    rows = [simulate(c).summary() for c in progress_bar(configs, desc="selective sims", unit="run",
+                                                     quiet=args.quiet)]
     summary = summarise(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / "runs.csv", rows)
