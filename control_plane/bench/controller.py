@@ -27,6 +27,7 @@ and it times its own sessions as before, setup to teardown.
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import subprocess
 import sys
