@@ -88,7 +88,8 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
                                   "The options' grammar: docs/cli.md."
     )
     parser.add_argument("--version", action="version", version=f"inart {version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # not "command": a subcommand may have an option of that name (`inart shell -c`)
+    sub = parser.add_subparsers(dest="inart_command", metavar="COMMAND", required=True)
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in COMMANDS.items():
         if name == wanted:
@@ -127,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argcomplete.autocomplete(parser)
     args = parser.parse_args(argv)
     # `inart bench NAME` and `inart experiment NAME` parse NAME's options in their own run
-    prog = " ".join(["inart", args.command] + [
+    prog = " ".join(["inart", args.inart_command] + [
         n for n in (getattr(args, "benchmark", None), getattr(args, "experiment", None))
         if isinstance(n, str)])
     try:
