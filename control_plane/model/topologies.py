@@ -1,7 +1,8 @@
 """Topology builders (fig1, fat-tree, leaf-spine) and the paper's capacity presets.
 
-`build_topology("fattree:6", ps=4, preset="homogeneous", seed=1)` is what the CLI and the
-experiments call; a spec that is a file path loads a hand-written YAML/JSON topology.
+`build_topology("fattree:6", ps=4, preset="homogeneous", seed=0)` is what the CLI and the
+experiments call (``seed``: the commands' ``--seed``); a spec that is a file path loads a
+hand-written YAML/JSON topology.
 """
 
 from __future__ import annotations
@@ -47,6 +48,14 @@ def _duplex(pairs: list[tuple[str, str]], capacity) -> list[Link]:
     return links
 
 
+def _drawn(seed: int) -> int:
+    """The random stream a builder draws roles and capacities from: ``seed`` is the commands'
+    ``--seed`` (default 0), drawn as seed + 1 so that the default keeps the clusters the
+    measured tables in docs/ were run on, from before ``inart plan`` and the other commands
+    shared one meaning of the seed."""
+    return seed + 1
+
+
 def _hosts_to_roles(hosts: list[str], ps: int, workers: int | None,
                     rng: random.Random, where: str) -> dict[str, tuple[str, str]]:
     """Seeded choice of which hosts are PSs and workers: host -> (kind, new id)."""
@@ -70,7 +79,7 @@ def _assemble(name: str, switches: list[str], host_links: list[tuple[str, str]],
               fabric: list[tuple[str, str]], hosts: list[str], ps: int, workers: int | None,
               preset: Preset, seed: int) -> Topology:
     """Turn a switch fabric plus hosts into a Topology with roles and preset capacities."""
-    rng = random.Random(seed)
+    rng = random.Random(_drawn(seed))
     roles = _hosts_to_roles(hosts, ps, workers, rng, name)
     if isinstance(preset.link, tuple):
         low, high = preset.link
@@ -90,7 +99,7 @@ def _assemble(name: str, switches: list[str], host_links: list[tuple[str, str]],
 
 
 def fattree(k: int, ps: int = 4, workers: int | None = None, preset: str = "homogeneous",
-            seed: int = 1) -> Topology:
+            seed: int = 0) -> Topology:
     """Classic k-ary fat-tree: (k/2)^2 cores, k pods of k/2 aggregation and k/2 edge switches,
     k/2 hosts per edge switch (k=6: 9 core, 18 agg, 18 edge, 54 hosts)."""
     if k < 2 or k % 2:
@@ -116,7 +125,7 @@ def fattree(k: int, ps: int = 4, workers: int | None = None, preset: str = "homo
 
 
 def leafspine(leaves: int, spines: int, hosts_per_leaf: int, ps: int = 2,
-              workers: int | None = None, preset: str = "homogeneous", seed: int = 1) -> Topology:
+              workers: int | None = None, preset: str = "homogeneous", seed: int = 0) -> Topology:
     """Two-tier Clos: every leaf linked to every spine, hosts under leaves."""
     if leaves < 1 or spines < 1 or hosts_per_leaf < 1:
         raise TopologyError("leafspine: leaves, spines and hosts per leaf must be >= 1")
@@ -134,7 +143,7 @@ def leafspine(leaves: int, spines: int, hosts_per_leaf: int, ps: int = 2,
 
 
 def irregular(switches: int, hosts: int, ps: int = 2, workers: int | None = None,
-              preset: str = "homogeneous", seed: int = 1) -> Topology:
+              preset: str = "homogeneous", seed: int = 0) -> Topology:
     """A seeded random switch graph with cycles, the shape of a hand-written cluster: a
     random spanning tree over the switches plus extra switch links (at least one, so at
     least one cycle), and every host on a random switch.  Which hosts are PSs is seeded as
@@ -142,7 +151,7 @@ def irregular(switches: int, hosts: int, ps: int = 2, workers: int | None = None
     if switches < 3 or hosts < 2:
         raise TopologyError(f"irregular: switches={switches} must be >= 3 (a cycle needs "
                             f"three) and hosts={hosts} >= 2")
-    rng = random.Random(f"irregular:{switches},{hosts}:{seed}")
+    rng = random.Random(f"irregular:{switches},{hosts}:{_drawn(seed)}")
     ids = [f"v{i + 1}" for i in range(switches)]
     fabric = [(ids[i], ids[rng.randrange(i)]) for i in range(1, switches)]
     linked = {frozenset(pair) for pair in fabric}
@@ -162,31 +171,48 @@ def _preset(name: str) -> Preset:
 
 
 def build_topology(spec: str, ps: int | None = None, workers: int | None = None,
-                   preset: str | None = None, seed: int = 1) -> Topology:
+                   preset: str | None = None, seed: int = 0) -> Topology:
     """Build from a spec: fig1 | fattree:K | leafspine:L,S,H | irregular:SW,H |
-    path/to/file.{json,yaml}."""
+    path/to/file.{json,yaml}.  The one builder every command uses, so one spec, options and
+    ``seed`` give one cluster everywhere: ``seed`` is the commands' ``--seed`` (default 0),
+    the same as the builders' own.  ``None`` options take the builder's default; a given one
+    that a spec cannot honour is an error, never ignored."""
     name, _, arg = spec.partition(":")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TopologyError(f"seed={seed!r}: expected an integer >= 0")
+    for field, value in (("ps", ps), ("workers", workers)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise TopologyError(f"{spec}: {field}={value!r}: expected an integer >= 1")
     try:
         if name == "fig1" and not arg:
-            if ps or workers or preset:
-                raise TopologyError("fig1: ps, workers and preset are fixed by the paper")
+            given = [f for f, v in (("ps", ps), ("workers", workers), ("preset", preset))
+                     if v is not None]
+            if given:
+                raise TopologyError(f"fig1: {', '.join(given)} given, but fig1's PSs, workers "
+                                    f"and capacities are fixed by the paper")
             return fig1()
         if name == "fattree":
-            return fattree(int(arg), ps=ps or 4, workers=workers, preset=preset or "homogeneous",
-                           seed=seed)
+            return fattree(int(arg), ps=4 if ps is None else ps, workers=workers,
+                           preset=preset or "homogeneous", seed=seed)
         if name == "leafspine":
             leaves, spines, hosts = (int(v) for v in arg.split(","))
-            return leafspine(leaves, spines, hosts, ps=ps or 2, workers=workers,
+            return leafspine(leaves, spines, hosts, ps=2 if ps is None else ps, workers=workers,
                              preset=preset or "homogeneous", seed=seed)
         if name == "irregular":
             switches, hosts = (int(v) for v in arg.split(","))
-            return irregular(switches, hosts, ps=ps or 2, workers=workers,
+            return irregular(switches, hosts, ps=2 if ps is None else ps, workers=workers,
                              preset=preset or "homogeneous", seed=seed)
     except ValueError as exc:
         if isinstance(exc, TopologyError):
             raise
         raise TopologyError(f"topology spec '{spec}': bad numbers ({exc})") from exc
     if Path(spec).is_file():
+        given = [f for f, v in (("ps", ps), ("workers", workers), ("preset", preset))
+                 if v is not None]
+        if given:
+            raise TopologyError(f"{spec}: {', '.join(given)} given, but a topology file sets "
+                                f"its own PSs, workers and capacities (edit the file instead)")
         return Topology.load(spec)
     raise TopologyError(
         f"topology spec '{spec}': expected fig1, fattree:K, leafspine:L,S,H, irregular:SW,H "

@@ -259,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         topo = build_topology(args.topology, ps=args.ps, workers=args.workers,
-                              preset=args.preset, seed=args.seed + 1)
+                              preset=args.preset, seed=args.seed)
         plans = [plan_for(topo, s, args.seed) for s in schemes]
         if args.find_max_scale:
             parse_scales(args.find_max_scale)

@@ -190,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         topo = build_topology(args.topology, ps=args.ps, preset=args.preset,
-                              seed=args.seed + 1)
+                              seed=args.seed)
         jobs = parse_jobs(args.jobs, topo)
     except ValueError as exc:
         print(f"inart experiment multi-job: error: {exc}", file=sys.stderr)

@@ -19,12 +19,13 @@ from tqdm import tqdm
 
 from control_plane.cli.args import names_of
 from control_plane.model.plan import Plan, PlanError
-from control_plane.model.topologies import build_topology
 from control_plane.model.topology import TopologyError
 from control_plane.report import format_table, to_csv
+from simulation.host_cost import DEFAULT_HOST_OVERHEAD_US, SOURCE
 from simulation.profiles import ProfileError, load_profile
 from simulation.routes import ROUTINGS
 from simulation.run import SCHEMES, SimulationError, simulate
+from simulation.size import SizeError, build_checked
 
 COLUMNS = ("topology", "workers", "scheme", "comm_ms", "iter_ms", "rate_gbps", "plan_ms",
            "sim/plan", "ps_in_mb", "links_mb", "wall_s")
@@ -45,9 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", type=float, metavar="MBPS",
                    help="Mbit/s per topology unit, as the emulation's --scale")
     p.add_argument("--latency-us", type=float, help="latency per link hop (default 1 us)")
-    p.add_argument("--host-overhead-us", type=float, default=0.0,
-                   help="collectives: the host's own time per message (default 0, ideal "
-                        "hosts; `inart bench message-overhead` measures a machine's)")
+    p.add_argument("--host-overhead-us", type=float, default=DEFAULT_HOST_OVERHEAD_US,
+                   help="collectives: the host's own time per message (default %(default)g, "
+                        "gloo's as measured by `inart bench message-overhead`; 0: ideal hosts)")
     p.add_argument("--model", default="resnet50",
                    help="resnet50 | vgg19 | lstm | synthetic:BYTES | PROFILE.json")
     p.add_argument("--compute-ms", type=float, help="compute per iteration (overrides the model's)")
@@ -60,7 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="collectives' routes: ECMP, or dst (the emulation's, one BFS tree per "
                         "destination)")
     p.add_argument("--ps", type=int, help="number of PSs (fattree/leafspine)")
-    p.add_argument("--seed", type=int, default=0, help="solver seed (INA plans), RSGCM search")
+    p.add_argument("--seed", type=int, default=0,
+                   help="PS choice (as `inart plan`), solver seed (INA plans), RSGCM search")
+    p.add_argument("--force", action="store_true",
+                   help="run a topology whose estimated memory exceeds what is available")
     p.add_argument("--json", type=Path, help="write every result (with bytes per link)")
     p.add_argument("--csv", type=Path, help="write the table")
     p.add_argument("--plot", type=Path, help="PNG: communication time per scheme "
@@ -88,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         prof = load_profile(args.model, None if args.compute_ms is None
                             else args.compute_ms / 1e3)
-        topos = [build_topology(t, ps=args.ps) for t in specs]
+        topos = build_checked(specs, schemes, ps=args.ps, seed=args.seed, force=args.force)
         plan = Plan.load(args.plan) if args.plan else None
-    except (ProfileError, TopologyError, PlanError, OSError) as exc:
+    except (ProfileError, TopologyError, PlanError, OSError, SizeError) as exc:
         raise SystemExit(str(exc)) from exc
     if plan is not None and len(topos) != 1:
         raise SystemExit("--plan: give exactly one --topology with it")
@@ -114,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
                 bar.update(1)
     print(f"model {prof.name}: {prof.model_bytes / 2**20:.1f} MiB, compute "
           f"{prof.compute_s * 1e3:g} ms per iteration; links {results[0]['link_gbps']:g} Gbit/s; "
-          f"host overhead {args.host_overhead_us:g} us per collective message")
+          f"host overhead {args.host_overhead_us:g} us per collective message"
+          f"{f' ({SOURCE})' if args.host_overhead_us == DEFAULT_HOST_OVERHEAD_US else ''}")
     print(format_table([row(r) for r in results], list(COLUMNS)))
     for r in results:
         if r["note"]:
