@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from control_plane.model.topologies import build_topology
+from control_plane.model.topologies import build_topology, command_seed
 from control_plane.model.topology import Topology, TopologyError
 from control_plane.repo import REPO
 from control_plane.yamlfile import Fields, read_yaml
@@ -101,8 +101,9 @@ def _topology(path: Path, doc: object) -> tuple[Topology, str]:
     if local.is_file():
         spec = str(local)
     try:
+        seed = command_seed(opts.get("seed") or 0)
         return build_topology(spec, ps=opts.get("ps"), workers=opts.get("workers"),
-                              preset=opts.get("preset"), seed=opts.get("seed") or 0), spec
+                              preset=opts.get("preset"), seed=seed), spec
     except (TopologyError, ValueError, OSError) as exc:
         raise InventoryError(f"inventory {path}: topology: {exc}") from None
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from control_plane.model.topologies import build_topology
+from control_plane.model.topologies import build_topology, command_seed
 from control_plane.model.topology import Topology
 
 # Peak RSS of one `inart bench simulate -k K --schemes S` process (ResNet-50, 100 Gbit/s) on
@@ -117,7 +117,7 @@ def build_checked(specs: list[str], schemes: list[str], *, ps: int | None = None
                   seed: int = 0, force: bool = False, limit_bytes: float | None = None
                   ) -> list[Topology]:
     """Check every spec's size first (nothing is built if one is refused), then build them,
-    with a progress bar where a build is large."""
+    with a progress bar where a build is large; ``seed`` is the command's ``--seed``."""
     estimates = {e.spec: e for e in check_specs(specs, schemes, limit_bytes, force)}
     big = [e for e in estimates.values() if e.peak_bytes > WARN_BYTES]
     for e in big:
@@ -126,5 +126,5 @@ def build_checked(specs: list[str], schemes: list[str], *, ps: int | None = None
     with tqdm(specs, desc="build", unit="topology", file=sys.stderr, disable=not big) as bar:
         for spec in bar:
             bar.set_postfix(topology=spec)
-            topos.append(build_topology(spec, ps=ps, seed=seed))
+            topos.append(build_topology(spec, ps=ps, seed=command_seed(seed)))
     return topos

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from control_plane.model.topologies import PRESETS, build_topology
+from control_plane.model.topologies import PRESETS, build_topology, command_seed
 from control_plane.model.topology import TopologyError
 from control_plane.repo import out_dir
 from control_plane.report import format_table, plan_row, to_csv
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("highspy").setLevel(logging.WARNING)
     try:
         topo = build_topology(args.topology, ps=args.ps, workers=args.workers,
-                              preset=args.preset, seed=args.seed)
+                              preset=args.preset, seed=command_seed(args.seed))
         schemes = parse_schemes(args.scheme, len(topo.workers) * len(topo.pss))
     except (TopologyError, ValueError) as exc:
         print(f"inart plan: {exc}", file=sys.stderr)

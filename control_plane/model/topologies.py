@@ -1,7 +1,7 @@
 """Topology builders (fig1, fat-tree, leaf-spine) and the paper's capacity presets.
 
-`build_topology("fattree:6", ps=4, preset="homogeneous", seed=0)` is what the CLI and the
-experiments call (``seed``: the commands' ``--seed``); a spec that is a file path loads a
+`build_topology("fattree:6", ps=4, preset="homogeneous", seed=command_seed(args.seed))` is
+what the CLI and the experiments call; a spec that is a file path loads a
 hand-written YAML/JSON topology.
 """
 
@@ -48,11 +48,13 @@ def _duplex(pairs: list[tuple[str, str]], capacity) -> list[Link]:
     return links
 
 
-def _drawn(seed: int) -> int:
-    """The random stream a builder draws roles and capacities from: ``seed`` is the commands'
-    ``--seed`` (default 0), drawn as seed + 1 so that the default keeps the clusters the
-    measured tables in docs/ were run on, from before ``inart plan`` and the other commands
-    shared one meaning of the seed."""
+def command_seed(seed: int) -> int:
+    """The builders' seed for a command's ``--seed``: every command (plan, simulate, emulate,
+    install, lab, the inventory's ``seed``) maps it here, so one ``--seed`` is one cluster
+    everywhere.  seed + 1: the default 0 keeps the cluster that every command but ``plan``
+    drew before, which the measured tables in docs/ were run on."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TopologyError(f"seed={seed!r}: expected an integer >= 0")
     return seed + 1
 
 
@@ -79,7 +81,7 @@ def _assemble(name: str, switches: list[str], host_links: list[tuple[str, str]],
               fabric: list[tuple[str, str]], hosts: list[str], ps: int, workers: int | None,
               preset: Preset, seed: int) -> Topology:
     """Turn a switch fabric plus hosts into a Topology with roles and preset capacities."""
-    rng = random.Random(_drawn(seed))
+    rng = random.Random(seed)
     roles = _hosts_to_roles(hosts, ps, workers, rng, name)
     if isinstance(preset.link, tuple):
         low, high = preset.link
@@ -99,7 +101,7 @@ def _assemble(name: str, switches: list[str], host_links: list[tuple[str, str]],
 
 
 def fattree(k: int, ps: int = 4, workers: int | None = None, preset: str = "homogeneous",
-            seed: int = 0) -> Topology:
+            seed: int = 1) -> Topology:
     """Classic k-ary fat-tree: (k/2)^2 cores, k pods of k/2 aggregation and k/2 edge switches,
     k/2 hosts per edge switch (k=6: 9 core, 18 agg, 18 edge, 54 hosts)."""
     if k < 2 or k % 2:
@@ -125,7 +127,7 @@ def fattree(k: int, ps: int = 4, workers: int | None = None, preset: str = "homo
 
 
 def leafspine(leaves: int, spines: int, hosts_per_leaf: int, ps: int = 2,
-              workers: int | None = None, preset: str = "homogeneous", seed: int = 0) -> Topology:
+              workers: int | None = None, preset: str = "homogeneous", seed: int = 1) -> Topology:
     """Two-tier Clos: every leaf linked to every spine, hosts under leaves."""
     if leaves < 1 or spines < 1 or hosts_per_leaf < 1:
         raise TopologyError("leafspine: leaves, spines and hosts per leaf must be >= 1")
@@ -143,7 +145,7 @@ def leafspine(leaves: int, spines: int, hosts_per_leaf: int, ps: int = 2,
 
 
 def irregular(switches: int, hosts: int, ps: int = 2, workers: int | None = None,
-              preset: str = "homogeneous", seed: int = 0) -> Topology:
+              preset: str = "homogeneous", seed: int = 1) -> Topology:
     """A seeded random switch graph with cycles, the shape of a hand-written cluster: a
     random spanning tree over the switches plus extra switch links (at least one, so at
     least one cycle), and every host on a random switch.  Which hosts are PSs is seeded as
@@ -151,7 +153,7 @@ def irregular(switches: int, hosts: int, ps: int = 2, workers: int | None = None
     if switches < 3 or hosts < 2:
         raise TopologyError(f"irregular: switches={switches} must be >= 3 (a cycle needs "
                             f"three) and hosts={hosts} >= 2")
-    rng = random.Random(f"irregular:{switches},{hosts}:{_drawn(seed)}")
+    rng = random.Random(f"irregular:{switches},{hosts}:{seed}")
     ids = [f"v{i + 1}" for i in range(switches)]
     fabric = [(ids[i], ids[rng.randrange(i)]) for i in range(1, switches)]
     linked = {frozenset(pair) for pair in fabric}
@@ -171,11 +173,12 @@ def _preset(name: str) -> Preset:
 
 
 def build_topology(spec: str, ps: int | None = None, workers: int | None = None,
-                   preset: str | None = None, seed: int = 0) -> Topology:
+                   preset: str | None = None, seed: int = 1) -> Topology:
     """Build from a spec: fig1 | fattree:K | leafspine:L,S,H | irregular:SW,H |
     path/to/file.{json,yaml}.  The one builder every command uses, so one spec, options and
-    ``seed`` give one cluster everywhere: ``seed`` is the commands' ``--seed`` (default 0),
-    the same as the builders' own.  ``None`` options take the builder's default; a given one
+    ``seed`` give one cluster everywhere: ``seed`` is the builders' own (the default 1 is
+    what every command's default ``--seed`` 0 draws; a command passes
+    ``command_seed(args.seed)``).  ``None`` options take the builder's default; a given one
     that a spec cannot honour is an error, never ignored."""
     name, _, arg = spec.partition(":")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from control_plane.cli.args import command, names_of
-from control_plane.model.topologies import build_topology
+from control_plane.model.topologies import build_topology, command_seed
 from control_plane.repo import out_dir
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.cluster.spec import CLUSTER_HELP
@@ -259,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         topo = build_topology(args.topology, ps=args.ps, workers=args.workers,
-                              preset=args.preset, seed=args.seed)
+                              preset=args.preset, seed=command_seed(args.seed))
         plans = [plan_for(topo, s, args.seed) for s in schemes]
         if args.find_max_scale:
             parse_scales(args.find_max_scale)

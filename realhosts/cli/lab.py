@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from control_plane.cli.args import command
-from control_plane.model.topologies import build_topology
+from control_plane.model.topologies import build_topology, command_seed
 from control_plane.model.topology import TopologyError
 from control_plane.repo import out_dir
 from emulation.targets import TargetError
@@ -68,7 +68,7 @@ def run_up(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     try:
         topo = build_topology(args.topology, ps=args.ps, workers=args.workers,
-                              preset=args.preset, seed=args.seed or 0)
+                              preset=args.preset, seed=command_seed(args.seed or 0))
         field = topology_field(args)
         lab = up(topo, field, out / "logs", args.name)
     except ERRORS as exc:

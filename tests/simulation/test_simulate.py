@@ -7,7 +7,7 @@ import json
 import pytest
 
 from control_plane.cli.main import main
-from control_plane.model.topologies import build_topology, fattree, fig1
+from control_plane.model.topologies import build_topology, command_seed, fattree, fig1
 from control_plane.solver.solve import plan_for
 from simulation import ina
 from simulation.host_cost import DEFAULT_HOST_OVERHEAD_US
@@ -246,7 +246,7 @@ def test_plan_and_simulate_build_one_cluster(tmp_path, capsys, seed) -> None:
                  "--json", str(given)]) == 0
     assert main([*common, "-s", "inart", "--json", str(solved)]) == 0
     planned = json.loads(plan_file.read_text())["topology"]
-    built = build_topology("fattree:4", seed=seed).to_dict()
+    built = build_topology("fattree:4", seed=command_seed(seed)).to_dict()
     assert (planned["nodes"], planned["links"]) == (built["nodes"], built["links"])
     times = [json.loads(f.read_text())["results"][0]["comm_time_s"] for f in (given, solved)]
     assert times[0] == pytest.approx(times[1], rel=1e-9)
@@ -255,16 +255,19 @@ def test_plan_and_simulate_build_one_cluster(tmp_path, capsys, seed) -> None:
 
 def test_the_seed_places_the_pss_for_every_command() -> None:
     """One seed meaning: the builders and the spec builder draw the same cluster for a seed,
-    and another seed moves the PSs."""
+    a command's --seed maps to it in one place, and another seed moves the PSs."""
     def ps_places(t):
         return sorted(lk.dst for lk in t.links.values() if lk.src in t.pss)
 
     for seed in range(3):
         assert fattree(4, seed=seed).to_dict() == \
             build_topology("fattree:4", seed=seed).to_dict()
-    assert ps_places(build_topology("fattree:4")) == ps_places(fattree(4))
-    assert ps_places(build_topology("fattree:4", seed=0)) != \
-        ps_places(build_topology("fattree:4", seed=3))
+    assert ps_places(build_topology("fattree:4", seed=command_seed(0))) == \
+        ps_places(build_topology("fattree:4")) == ps_places(fattree(4))
+    assert ps_places(build_topology("fattree:4", seed=command_seed(0))) != \
+        ps_places(build_topology("fattree:4", seed=command_seed(3)))
+    with pytest.raises(ValueError, match="seed=-1"):
+        command_seed(-1)
 
 
 def test_ina_latency_is_the_dependency_chain() -> None:
