@@ -7,7 +7,7 @@ examples/inventory.yaml)::
 
     schema: inart.inventory/1
     topology: fig1                 # a name inart knows, a topology file (relative to this
-                                   # file), or {spec: fattree:4, ps: 2, seed: 1}
+                                   # file), or {spec: fattree:4, ps: 2, seed: 0}
     ssh: {user: root, key: ~/.ssh/id_ed25519, port: 22, options: [...]}   # defaults
     python: /opt/inart/.venv/bin/python   # interpreter on the hosts (default: python3 over
                                           # SSH, this one in a namespace)
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from control_plane.model.topologies import build_topology
+from control_plane.model.topologies import build_topology, command_seed
 from control_plane.model.topology import Topology, TopologyError
 from control_plane.repo import REPO
 from control_plane.yamlfile import Fields, read_yaml
@@ -94,14 +94,16 @@ def _topology(path: Path, doc: object) -> tuple[Topology, str]:
     else:
         f = _Fields(path, "topology", doc, TOPOLOGY_KEYS)
         spec = f.required("spec")
-        opts = {k: f.integer(k, None, 1, 10**6) for k in ("ps", "workers", "seed")}
+        opts = {k: f.integer(k, None, 0 if k == "seed" else 1, 10**6)
+                for k in ("ps", "workers", "seed")}
         opts["preset"] = f.text("preset")
     local = (path.parent / spec)
     if local.is_file():
         spec = str(local)
     try:
+        seed = command_seed(opts.get("seed") or 0)
         return build_topology(spec, ps=opts.get("ps"), workers=opts.get("workers"),
-                              preset=opts.get("preset"), seed=opts.get("seed") or 1), spec
+                              preset=opts.get("preset"), seed=seed), spec
     except (TopologyError, ValueError, OSError) as exc:
         raise InventoryError(f"inventory {path}: topology: {exc}") from None
 

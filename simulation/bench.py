@@ -88,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
         figures.append(_figure(f"simulate.wall[{name} {scheme}]", res.wall_s, "s", "<=",
                                WALL_GOAL_S.get(args.k), comm_ms=round(res.comm_time_s * 1e3, 3),
                                solve_s=None if solve_s is None else round(solve_s, 1),
-                               load=round(os.getloadavg()[0], 1), note=res.note or None))
+                               load=round(os.getloadavg()[0], 1),
+                               host_us=None if scheme in INA_SCHEMES
+                               else res.host_overhead_us, note=res.note or None))
         print(_line(figures[-1]), flush=True)
         if res.plan_comm_time_s:  # the plan's check: its gradients alone, as the plan models
             grads = simulate(topo, scheme, plan=plan, link_gbps=args.link_gbps,

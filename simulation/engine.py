@@ -63,12 +63,16 @@ class Stage:
     ``chain_hops``: how many store-and-forward hops the stage's data passes one after the
     other (a ring's 2(f-1) steps), so its latency is chain_hops x the longest route's.
     ``messages``: how many host messages its dependency chain passes one after the other,
-    each paying the host's own time per message once (``simulate(host_overhead_us=...)``)."""
+    each paying the host's own time per message once (``simulate(host_overhead_us=...)``).
+    ``route_hops``: the chain's own hop count where the stage knows it (INA: a worker's flow,
+    its switch's stream to the PS, the result's way back), instead of chain_hops x the
+    longest single route, which misses the segments that follow one another."""
 
     name: str
     transfers: list[Transfer] = field(default_factory=list)
     chain_hops: int = 1
     messages: int = 0
+    route_hops: int | None = None
 
 
 @dataclass

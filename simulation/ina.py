@@ -77,7 +77,39 @@ def ina_stage(plan: Plan, model_bytes: int, unit_bps: float, pace: float = 1.0,
         rate = pace * plan.rate * share * unit_bps / 8
         for u, v in result_tree(plan, ps):
             stage.transfers.append(Transfer((u, v), shard_frames(model_bytes, share), rate))
+    stage.route_hops = chain_hops(plan, results)
     return stage
+
+
+def chain_hops(plan: Plan, results: bool = True) -> int:
+    """Link hops of the longest dependency chain: a worker's last packet to its switch, the
+    switch's aggregate on to the PS (or the worker's own path to it), and, with ``results``,
+    the PS's result back down its tree to that worker.  The segments follow one another, so
+    the chain, not its longest segment, is what the hop latency multiplies."""
+    streams = {(st.switch, st.ps): len(st.path) - 1 for st in plan.streams}
+    depth: dict[str, dict[str, int]] = {}
+    if results:
+        for ps, share in plan.partition.items():
+            if share <= 0:
+                continue
+            parent = {v: u for u, v in result_tree(plan, ps)}
+            depth[ps] = {}
+            for w in plan.topology.workers:
+                node, hops = w, 0
+                while node != ps:
+                    node, hops = parent[node], hops + 1
+                depth[ps][w] = hops
+    longest = 0
+    for flow in plan.flows:
+        if plan.partition.get(flow.ps, 0) <= 0:
+            continue
+        hops = len(flow.path) - 1
+        if flow.aggregate_at:
+            hops += streams[(flow.aggregate_at, flow.ps)]
+        if results:
+            hops += depth[flow.ps][flow.worker]
+        longest = max(longest, hops)
+    return longest
 
 
 def plan_comm_time(plan: Plan, model_bytes: int, unit_bps: float) -> float:

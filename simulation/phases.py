@@ -83,7 +83,7 @@ def run_phases(net: Network, stages: list[Stage], window: float = WINDOW) -> lis
         left: Carried = {}
         for group in groups(part):
             mine = [Stage(st.name, [t for t in st.transfers if t.path[0] in group],
-                          st.chain_hops, st.messages) for st in part]
+                          st.chain_hops, st.messages, st.route_hops) for st in part]
             stage_ends, group_done, group_left = in_child(
                 simulate_ranks, net, mine, window_s, {r: done[r] for r in group if r in done},
                 {r: carried[r] for r in group if r in carried})

@@ -4,12 +4,12 @@ Units: the topology's capacities are in its own units; ``link_gbps`` makes its f
 that many Gbit/s (every capacity scaled alike: links, C(v), B(s)), ``scale_mbps`` gives Mbit/s
 per unit as the emulation's ``--scale`` does, and with neither one unit is 1 Gbit/s.  Every
 link adds ``latency_us`` per hop (default 1 us) on each dependency chain, and every host
-message of a collective on it ``host_overhead_us`` (default 0: the ideal hosts of a network
-model; ``inart bench message-overhead`` measures a machine's, ``inart bench calibrate`` uses
-it).  The RAT tree runs rank by rank (simulation/ranks.py; above ``TREE_PHASES_ABOVE``
-transfers in phases, simulation/phases.py), the rest stage by stage (simulation/engine.py).
-An iteration is compute then communication (no overlap); a deterministic fluid model makes
-every iteration alike, so one is simulated and ``iterations`` multiplies.
+message of a collective on it ``host_overhead_us`` (default ``DEFAULT_HOST_OVERHEAD_US``,
+gloo's measured time per message, simulation/host_cost.py; 0 gives ideal hosts).  The RAT
+tree runs rank by rank (simulation/ranks.py; above ``TREE_PHASES_ABOVE`` transfers in
+phases, simulation/phases.py), the rest stage by stage (simulation/engine.py).  An iteration
+is compute then communication (no overlap); a deterministic fluid model makes every
+iteration alike, so one is simulated and ``iterations`` multiplies.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from control_plane.model.topology import Topology
 from simulation import collectives, ina
 from simulation.engine import Network, Stage, run_stages
 from simulation.gloo_rings import run_gloo_rings
+from simulation.host_cost import DEFAULT_HOST_OVERHEAD_US
 from simulation.phases import run_phases
 from simulation.ranks import run_ranks
 from simulation.routes import ROUTINGS
@@ -109,12 +110,35 @@ def _plan(topology: Topology, scheme: str, plan: dict | Plan | None, seed: int) 
 
         return plan_for(topology, scheme, seed)
     p = plan if isinstance(plan, Plan) else Plan.from_dict(plan)
-    if sorted(p.topology.workers) != sorted(topology.workers) or \
-            sorted(p.topology.pss) != sorted(topology.pss):
-        raise SimulationError(f"plan: its workers and PSs differ from topology {topology.name}'s")
+    differs = cluster_difference(p.topology, topology)
+    if differs:
+        raise SimulationError(f"plan: its cluster differs from topology {topology.name}'s "
+                              f"({differs}): give the --ps/--workers/--preset/--seed the plan "
+                              f"was made with")
     if not p.rate > 0:
         raise SimulationError(f"plan 'rate'={p.rate!r}: expected > 0 (nothing to run)")
     return p
+
+
+def cluster_difference(planned: Topology, built: Topology) -> str:
+    """The first way two clusters differ ('' if none): a plan for one must not run on the
+    other, where the collectives beside it would see other PSs and workers."""
+    for node_id in sorted(set(planned.nodes) | set(built.nodes)):
+        a, b = planned.nodes.get(node_id), built.nodes.get(node_id)
+        if a is None or b is None:
+            return f"node {node_id} only in the {'topology' if a is None else 'plan'}"
+        if a.kind != b.kind:
+            return f"node {node_id} is a {a.kind} in the plan, a {b.kind} in the topology"
+    for key in sorted(set(planned.links) | set(built.links)):
+        a, b = planned.links.get(key), built.links.get(key)
+        if a is None or b is None:
+            link = a or b
+            return (f"link {link.src}->{link.dst} only in the "
+                    f"{'topology' if a is None else 'plan'}")
+        if a.capacity != b.capacity:
+            return f"link {a.src}->{a.dst}: capacity {a.capacity:g} in the plan, " \
+                   f"{b.capacity:g} in the topology"
+    return ""
 
 
 def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None,
@@ -122,13 +146,13 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
              latency_us: float | None = None, iterations: int = 1, seed: int = 0,
              scale_mbps: float | None = None, pace: float = 1.0,
              results: bool = True, routing: str = "ecmp",
-             host_overhead_us: float = 0.0) -> SchemeResult:
+             host_overhead_us: float | None = None) -> SchemeResult:
     """Simulate ``scheme`` (INA: its plan, given or solved with ``seed``) on ``topology``.
     ``results=False`` leaves the PSs' result multicast out of INA schemes: the gradients
     alone, which is what a plan's rate is about (its check).  ``routing``: the collectives'
     routes, ``ecmp`` or ``dst`` (the emulation's; simulation/routes.py).
-    ``host_overhead_us``: each collective's host time per message (INA schemes: none, their
-    hosts send paced datagrams)."""
+    ``host_overhead_us``: each collective's host time per message (None: the measured
+    ``DEFAULT_HOST_OVERHEAD_US``; INA schemes pay none, their hosts send paced datagrams)."""
     t0 = time.perf_counter()
     if scheme not in SCHEMES:
         raise SimulationError(f"scheme {scheme!r}: expected one of {', '.join(SCHEMES)}")
@@ -145,6 +169,8 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
     latency_s = (DEFAULT_LATENCY_US if latency_us is None else latency_us) * 1e-6
     if latency_s < 0:
         raise SimulationError(f"latency_us={latency_us!r}: expected >= 0")
+    if host_overhead_us is None:
+        host_overhead_us = DEFAULT_HOST_OVERHEAD_US
     if isinstance(host_overhead_us, bool) or not isinstance(host_overhead_us, (int, float)) \
             or not host_overhead_us >= 0:
         raise SimulationError(f"host_overhead_us={host_overhead_us!r}: expected a number >= 0")
@@ -207,6 +233,8 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
 
 def _delays(stage: Stage, overhead_s: float, latency_s: float) -> tuple[float, float]:
     """(hop latency, host time) the stage's dependency chain adds to its data's time."""
+    if stage.route_hops is not None:
+        return stage.route_hops * latency_s, stage.messages * overhead_s
     hops = max((len(t.path) - 1 for t in stage.transfers), default=0)
     return stage.chain_hops * latency_s * hops, stage.messages * overhead_s
 

@@ -49,14 +49,16 @@ def plan(point: dict[str, Any], settings: dict[str, Any], out: str) -> dict[str,
 
 def simulate(point: dict[str, Any], settings: dict[str, Any], out: str) -> dict[str, Any]:
     """Simulate the point (INA schemes: the plan solved with the seed, RSGCM's schedule drawn
-    with it); settings: iterations, latency_us, compute_s (else the model profile's), pace."""
+    with it); settings: iterations, latency_us, compute_s (else the model profile's), pace,
+    host_overhead_us (else the measured default)."""
     topo = build_topology(point["topology"])
     profile = load_profile(point["model"] or DEFAULT_MODEL, settings.get("compute_s"))
     result = simulate_scheme(
         topo, point["scheme"], model_bytes=profile.model_bytes,
         compute_s=profile.compute_s, link_gbps=point["link_gbps"],
         latency_us=settings.get("latency_us"), iterations=int(settings.get("iterations", 1)),
-        seed=point["seed"], pace=float(settings.get("pace", 1.0))).to_dict()
+        seed=point["seed"], pace=float(settings.get("pace", 1.0)),
+        host_overhead_us=settings.get("host_overhead_us")).to_dict()
     for name in ("scheme", "topology", "stages"):  # the point's own, and per-stage detail
         result.pop(name)
     result["fastest_link_gbps"] = result.pop("link_gbps")

@@ -51,7 +51,7 @@ from control_plane.deploy.transaction import (
 )
 from control_plane.drivers.p4runtime import P4RuntimeClient
 from control_plane.localhost import free_port
-from control_plane.model.topologies import build_topology
+from control_plane.model.topologies import build_topology, command_seed
 from control_plane.repo import child_env
 from control_plane.service import bench as replan
 from control_plane.shell_env import BENCH_WRITER, ShellEnvError, python
@@ -268,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_install(args: argparse.Namespace) -> dict[str, Any]:
     """Install throughput on every target; its figures as a dict (printed as it goes)."""
-    topo = build_topology(args.topology, ps=args.ps, seed=args.seed)
+    topo = build_topology(args.topology, ps=args.ps, seed=command_seed(args.seed))
     plan = solve(topo, args.scheme, seed=args.seed)
     compiled = compile_plan(plan, assign(topo))
     names = list(compiled.switches)[:args.switches]

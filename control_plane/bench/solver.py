@@ -178,7 +178,9 @@ def random_instance(seed: int, shape: str = "leafspine") -> tuple[str, Topology]
         workers = rng.randint(4, 6)
         spec = f"-t fattree:4 --ps 2 --workers {workers}"
         topo = fattree(4, ps=2, workers=workers, preset="heterogeneous", seed=seed)
-    return f"{spec} --preset heterogeneous --seed {seed}", topo
+    # `inart plan --seed S` draws with the builders' seed S + 1 (command_seed)
+    again = f"--seed {seed - 1}" if seed >= 1 else "(builders' seed 0: no --seed draws it)"
+    return f"{spec} --preset heterogeneous {again}", topo
 
 
 def milp_paths(topo: Topology) -> PathSets:

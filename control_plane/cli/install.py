@@ -67,7 +67,7 @@ from control_plane.drivers.bfrt.client import DEFAULT_PUSH_TIMEOUT_S
 from control_plane.drivers.p4runtime import P4RuntimeError
 from control_plane.drivers.tofino.ports import PortsError, PortsFile, load_ports
 from control_plane.model.plan import Plan, PlanError
-from control_plane.model.topologies import build_topology
+from control_plane.model.topologies import build_topology, command_seed
 from control_plane.model.topology import Topology, TopologyError, natural_key
 from control_plane.repo import out_dir
 from control_plane.report import format_table
@@ -175,7 +175,7 @@ def _load(args: argparse.Namespace) -> tuple[Plan, Addressing, Compiled, Pipelin
         raise PlanError(f"--plan {args.plan}: cannot read it ({exc.strerror})") from None
     if args.topology:
         real = build_topology(args.topology, ps=args.ps, workers=args.workers,
-                              preset=args.preset, seed=args.seed)
+                              preset=args.preset, seed=command_seed(args.seed))
         check_topology(plan.topology, real, args.topology)
     addressing = assign(plan.topology)
     compiled = compile_plan(plan, addressing)

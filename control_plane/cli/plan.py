@@ -26,7 +26,7 @@ from control_plane.cli.args import (
     warn,
     write_json,
 )
-from control_plane.model.topologies import PRESETS, build_topology
+from control_plane.model.topologies import PRESETS, build_topology, command_seed
 from control_plane.model.topology import TopologyError
 from control_plane.report import format_table, plan_row, to_csv
 from control_plane.solver.solve import (
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("highspy").setLevel(logging.WARNING)
     try:
         topo = build_topology(args.topology, ps=args.ps, workers=args.workers,
-                              preset=args.preset, seed=args.seed)
+                              preset=args.preset, seed=command_seed(args.seed))
     except TopologyError as exc:
         raise InputError(f"--topology {args.topology}: {exc}") from exc
     schemes = fit_schemes(args.scheme, len(topo.workers) * len(topo.pss))

@@ -1,7 +1,8 @@
 """Topology builders (fig1, fat-tree, leaf-spine) and the paper's capacity presets.
 
-`build_topology("fattree:6", ps=4, preset="homogeneous", seed=1)` is what the CLI and the
-experiments call; a spec that is a file path loads a hand-written YAML/JSON topology.
+`build_topology("fattree:6", ps=4, preset="homogeneous", seed=command_seed(args.seed))` is
+what the CLI and the experiments call; a spec that is a file path loads a
+hand-written YAML/JSON topology.
 """
 
 from __future__ import annotations
@@ -45,6 +46,16 @@ def _duplex(pairs: list[tuple[str, str]], capacity) -> list[Link]:
         cap = capacity()
         links += [Link(a, b, cap), Link(b, a, cap)]
     return links
+
+
+def command_seed(seed: int) -> int:
+    """The builders' seed for a command's ``--seed``: every command (plan, simulate, emulate,
+    install, lab, the inventory's ``seed``) maps it here, so one ``--seed`` is one cluster
+    everywhere.  seed + 1: the default 0 keeps the cluster that every command but ``plan``
+    drew before, which the measured tables in docs/ were run on."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TopologyError(f"seed={seed!r}: expected an integer >= 0")
+    return seed + 1
 
 
 def _hosts_to_roles(hosts: list[str], ps: int, workers: int | None,
@@ -164,29 +175,47 @@ def _preset(name: str) -> Preset:
 def build_topology(spec: str, ps: int | None = None, workers: int | None = None,
                    preset: str | None = None, seed: int = 1) -> Topology:
     """Build from a spec: fig1 | fattree:K | leafspine:L,S,H | irregular:SW,H |
-    path/to/file.{json,yaml}."""
+    path/to/file.{json,yaml}.  The one builder every command uses, so one spec, options and
+    ``seed`` give one cluster everywhere: ``seed`` is the builders' own (the default 1 is
+    what every command's default ``--seed`` 0 draws; a command passes
+    ``command_seed(args.seed)``).  ``None`` options take the builder's default; a given one
+    that a spec cannot honour is an error, never ignored."""
     name, _, arg = spec.partition(":")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TopologyError(f"seed={seed!r}: expected an integer >= 0")
+    for field, value in (("ps", ps), ("workers", workers)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise TopologyError(f"{spec}: {field}={value!r}: expected an integer >= 1")
     try:
         if name == "fig1" and not arg:
-            if ps or workers or preset:
-                raise TopologyError("fig1: ps, workers and preset are fixed by the paper")
+            given = [f for f, v in (("ps", ps), ("workers", workers), ("preset", preset))
+                     if v is not None]
+            if given:
+                raise TopologyError(f"fig1: {', '.join(given)} given, but fig1's PSs, workers "
+                                    f"and capacities are fixed by the paper")
             return fig1()
         if name == "fattree":
-            return fattree(int(arg), ps=ps or 4, workers=workers, preset=preset or "homogeneous",
-                           seed=seed)
+            return fattree(int(arg), ps=4 if ps is None else ps, workers=workers,
+                           preset=preset or "homogeneous", seed=seed)
         if name == "leafspine":
             leaves, spines, hosts = (int(v) for v in arg.split(","))
-            return leafspine(leaves, spines, hosts, ps=ps or 2, workers=workers,
+            return leafspine(leaves, spines, hosts, ps=2 if ps is None else ps, workers=workers,
                              preset=preset or "homogeneous", seed=seed)
         if name == "irregular":
             switches, hosts = (int(v) for v in arg.split(","))
-            return irregular(switches, hosts, ps=ps or 2, workers=workers,
+            return irregular(switches, hosts, ps=2 if ps is None else ps, workers=workers,
                              preset=preset or "homogeneous", seed=seed)
     except ValueError as exc:
         if isinstance(exc, TopologyError):
             raise
         raise TopologyError(f"topology spec '{spec}': bad numbers ({exc})") from exc
     if Path(spec).is_file():
+        given = [f for f, v in (("ps", ps), ("workers", workers), ("preset", preset))
+                 if v is not None]
+        if given:
+            raise TopologyError(f"{spec}: {', '.join(given)} given, but a topology file sets "
+                                f"its own PSs, workers and capacities (edit the file instead)")
         return Topology.load(spec)
     raise TopologyError(
         f"topology spec '{spec}': expected fig1, fattree:K, leafspine:L,S,H, irregular:SW,H "

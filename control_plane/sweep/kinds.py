@@ -57,7 +57,8 @@ KINDS: dict[str, Kind] = {
                  doc="solve the topology with the scheme: rate, bound, solve time and the "
                      "communication time the plan promises the model"),
     "simulate": Kind("simulate", "simulation.sweep_kinds:simulate", SIM_SCHEMES,
-                     models=MODELS, settings=("iterations", "latency_us", "compute_s", "pace"),
+                     models=MODELS, settings=("iterations", "latency_us", "compute_s", "pace",
+                                                 "host_overhead_us"),
                      doc="one iteration simulated on SimGrid (`inart simulate`)"),
     "emulate": Kind("emulate", "emulation.runs.sweep_kind:run", INA_SCHEMES,
                     resources={EMULATION_RESOURCE: 1.0}, link_gbps=False,

@@ -31,14 +31,14 @@ from control_plane.model.topologies import build_topology
 from control_plane.model.topology import Topology
 from control_plane.report import format_table
 from control_plane.solver.solve import plan_for
+from simulation.host_cost import DEFAULT_HOST_OVERHEAD_US
 
 LINK_FLOOR = 0.01  # links below 1% of the busiest link's bytes: idle (stray frames only)
 DEFAULT_TOLERANCE = 0.10
 # gloo's host time per message on the machine the saved runs were emulated on (2 shared
-# cores): `inart bench message-overhead --round-trips 1000`, three runs at load 7 gave
-# 53.0, 46.7 and 47.3 us (half the median round trip).  Used with --from; a run that
+# cores; simulation/host_cost.py says how it was measured).  Used with --from; a run that
 # emulates measures its own machine's right after the emulation (MEASURE_ROUND_TRIPS).
-HOST_OVERHEAD_US = 47.0
+HOST_OVERHEAD_US = DEFAULT_HOST_OVERHEAD_US
 MEASURE_ROUND_TRIPS = 300
 
 

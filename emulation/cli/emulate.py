@@ -39,7 +39,7 @@ from control_plane.cli.args import (
     positive,
     record_outputs,
 )
-from control_plane.model.topologies import build_topology
+from control_plane.model.topologies import build_topology, command_seed
 from control_plane.model.topology import TopologyError
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.cluster.spec import CLUSTER_HELP
@@ -271,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
     schemes = args.scheme
     try:
         topo = build_topology(args.topology, ps=args.ps, workers=args.workers,
-                              preset=args.preset, seed=args.seed + 1)
+                              preset=args.preset, seed=command_seed(args.seed))
     except TopologyError as exc:
         raise InputError(f"--topology {args.topology}: {exc}") from exc
     try:

@@ -27,7 +27,7 @@ from control_plane.deploy.addressing import assign
 from control_plane.deploy.pipeline import pipeline_for
 from control_plane.drivers.p4runtime import P4Info
 from control_plane.model.plan import Plan
-from control_plane.model.topologies import build_topology
+from control_plane.model.topologies import build_topology, command_seed
 from control_plane.model.topology import Topology
 from control_plane.service.client import Client
 from control_plane.service.controller import Controller
@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         topo = build_topology(args.topology, ps=args.ps, preset=args.preset,
-                              seed=args.seed + 1)
+                              seed=command_seed(args.seed))
         jobs = parse_jobs(args.jobs, topo)
     except ValueError as exc:
         print(f"inart experiment multi-job: error: {exc}", file=sys.stderr)

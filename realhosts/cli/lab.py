@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from control_plane.cli.args import add_out, add_topology, command
-from control_plane.model.topologies import build_topology
+from control_plane.model.topologies import build_topology, command_seed
 from control_plane.model.topology import TopologyError
 from emulation.targets import TargetError
 from host_stack.netns import NetnsError
@@ -39,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     u.add_argument("--ps", type=int, default=None, help="number of PSs (fat-tree, leaf-spine)")
     u.add_argument("--workers", type=int, default=None, help="number of workers")
     u.add_argument("--preset", default=None, help="homogeneous | heterogeneous")
-    u.add_argument("--seed", type=int, default=None, help="topology seed (default 1)")
+    u.add_argument("--seed", type=int, default=None,
+                   help="topology seed, as `inart plan --seed` (default 0)")
     u.add_argument("--name", default=NAME,
                    help=f"the lab's name, prefix of its namespaces and interfaces (default "
                         f"{NAME})")
@@ -64,7 +65,7 @@ def run_up(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     try:
         topo = build_topology(args.topology, ps=args.ps, workers=args.workers,
-                              preset=args.preset, seed=1 if args.seed is None else args.seed)
+                              preset=args.preset, seed=command_seed(args.seed or 0))
         field = topology_field(args)
         lab = up(topo, field, out / "logs", args.name)
     except ERRORS as exc:

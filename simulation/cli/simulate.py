@@ -36,12 +36,13 @@ from control_plane.cli.args import (
     write_json,
 )
 from control_plane.model.plan import Plan
-from control_plane.model.topologies import build_topology
 from control_plane.model.topology import TopologyError
 from control_plane.report import format_table, to_csv
+from simulation.host_cost import DEFAULT_HOST_OVERHEAD_US, SOURCE
 from simulation.profiles import ProfileError, load_profile
 from simulation.routes import ROUTINGS
 from simulation.run import SCHEMES, SimulationError, simulate
+from simulation.size import SizeError, build_checked
 
 COLUMNS = ("topology", "workers", "scheme", "comm_ms", "iter_ms", "rate_gbps", "plan_ms",
            "sim/plan", "ps_in_mb", "links_mb", "wall_s")
@@ -64,9 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", type=positive(), metavar="MBPS",
                    help="Mbit/s per topology unit, as the emulation's --scale")
     p.add_argument("--latency-us", type=positive(), help="latency per link hop (default 1 us)")
-    p.add_argument("--host-overhead-us", type=float, default=0.0,
-                   help="collectives: the host's own time per message (default 0, ideal "
-                        "hosts; `inart bench message-overhead` measures a machine's)")
+    p.add_argument("--host-overhead-us", type=float, default=DEFAULT_HOST_OVERHEAD_US,
+                   help="collectives: the host's own time per message (default %(default)g, "
+                        "gloo's as measured by `inart bench message-overhead`; 0: ideal hosts)")
     p.add_argument("--model", default="resnet50", metavar="MODEL",
                    help="the model whose gradients flow: resnet50 | vgg19 | lstm | "
                         "synthetic:BYTES | PROFILE.json (default resnet50; checked first)")
@@ -80,7 +81,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="collectives' routes: ECMP, or dst (the emulation's, one BFS tree per "
                         "destination)")
     p.add_argument("--ps", type=int, help="number of PSs (fattree/leafspine)")
-    p.add_argument("--seed", type=int, default=0, help="solver seed (INA plans), RSGCM search")
+    p.add_argument("--seed", type=int, default=0,
+                   help="PS choice (as `inart plan`), solver seed (INA plans), RSGCM search")
+    p.add_argument("--force", action="store_true",
+                   help="run a topology whose estimated memory exceeds what is available")
     add_json(p, "every result (with bytes per link; default OUT/simulate.json)")
     p.add_argument("--csv", type=Path, metavar="PATH",
                    help="write the table as CSV to PATH (default OUT/simulate.csv)")
@@ -139,12 +143,11 @@ def run(args: argparse.Namespace) -> int:
                             else args.compute_ms / 1e3)
     except ProfileError as exc:
         raise InputError(str(exc)) from exc
-    topos = []
-    for spec in specs:
-        try:
-            topos.append(build_topology(spec, ps=args.ps))
-        except TopologyError as exc:
-            raise InputError(f"--topology {spec}: {exc}") from exc
+    try:
+        topos = build_checked(specs, schemes, ps=args.ps, seed=args.seed, force=args.force,
+                              quiet=args.quiet)
+    except (TopologyError, SizeError) as exc:
+        raise InputError(f"--topology {','.join(specs)}: {exc}") from exc
     plans = check_plans(args, topos, schemes)
     results = []
     with progress(total=len(topos) * len(schemes), desc="simulate", unit="run",
@@ -166,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
                 bar.update(1)
     print(f"model {prof.name}: {prof.model_bytes / 2**20:.1f} MiB, compute "
           f"{prof.compute_s * 1e3:g} ms per iteration; links {results[0]['link_gbps']:g} Gbit/s; "
-          f"host overhead {args.host_overhead_us:g} us per collective message")
+          f"host overhead {args.host_overhead_us:g} us per collective message"
+          f"{f' ({SOURCE})' if args.host_overhead_us == DEFAULT_HOST_OVERHEAD_US else ''}")
     print(format_table([row(r) for r in results], list(COLUMNS)))
     for r in results:
         if r["note"]:

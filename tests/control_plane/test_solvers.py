@@ -189,7 +189,19 @@ def test_random_bench_instances_are_seeded_and_summarised():
     from control_plane.bench.solver import random_instance, random_summary
 
     spec, topo = random_instance(3)
-    assert spec == random_instance(3)[0] and "--seed 3" in spec
+    assert spec == random_instance(3)[0] and "--seed 2" in spec
+    # the printed options rebuild the instance through `inart plan`'s builder call
+    import argparse
+
+    from control_plane.cli.plan import add_topology_args
+    from control_plane.model.topologies import build_topology, command_seed
+
+    parser = argparse.ArgumentParser()
+    add_topology_args(parser)
+    args = parser.parse_args(spec.split())
+    again = build_topology(args.topology, ps=args.ps, workers=args.workers, preset=args.preset,
+                           seed=command_seed(args.seed))
+    assert again.to_dict()["links"] == topo.to_dict()["links"]
     assert len(topo.workers) * len(topo.pss) <= 64
     rows = [{"seed": 1, "inart/milp": 1.0, "proven": True, "paper": 8.0, "milp": 10.0},
             {"seed": 2, "inart/milp": 0.9, "proven": False, "paper": 9.0, "milp": 10.0}]

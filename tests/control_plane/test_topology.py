@@ -150,3 +150,33 @@ def test_topology_file_errors_name_file_field_and_expectation(tmp_path, old, new
 def test_a_missing_topology_file_is_named(tmp_path):
     with pytest.raises(TopologyError, match=r"nope\.yaml: cannot read"):
         Topology.load(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize("spec, options, field", [
+    ("fattree:4", {"ps": 0}, "ps=0"), ("fattree:4", {"workers": 0}, "workers=0"),
+    ("leafspine:2,2,3", {"ps": 0}, "ps=0"), ("fig1", {"ps": 2}, "fig1: ps given"),
+    ("fig1", {"ps": 0}, "ps=0"), ("fig1", {"preset": "homogeneous"}, "preset given"),
+    ("fattree:4", {"seed": -1}, "seed=-1")])
+def test_options_a_spec_cannot_honour_are_errors(spec, options, field) -> None:
+    """0 is not 'the default', and a given option is never ignored."""
+    with pytest.raises(TopologyError, match=field):
+        build_topology(spec, **options)
+
+
+def test_a_topology_file_refuses_generator_options(tmp_path) -> None:
+    path = tmp_path / "t.json"
+    fig1().save(path)
+    loaded = build_topology(str(path)).to_dict()
+    assert (loaded["nodes"], loaded["links"]) == (fig1().to_dict()["nodes"],
+                                                  fig1().to_dict()["links"])
+    for options in ({"ps": 2}, {"workers": 3}, {"preset": "heterogeneous"}):
+        with pytest.raises(TopologyError, match=f"{next(iter(options))} given, but a "
+                                                f"topology file sets its own"):
+            build_topology(str(path), **options)
+
+
+def test_plan_cli_refuses_ps_0(capsys) -> None:
+    from control_plane.cli.main import main
+
+    assert main(["plan", "-t", "fattree:4", "--ps", "0"]) == 2
+    assert "ps=0: expected an integer >= 1" in capsys.readouterr().err

@@ -129,7 +129,8 @@ def test_the_host_overhead_is_the_measured_one_unless_given(tmp_path) -> None:
     from simulation.run import simulate
 
     topo, size = build_topology("fig1"), model_bytes("mlp")
-    ideal = simulate(topo, "ring", model_bytes=size, scale_mbps=0.5, routing="dst")
+    ideal = simulate(topo, "ring", model_bytes=size, scale_mbps=0.5, routing="dst",
+                     host_overhead_us=0)
     saved = tmp_path / "head_to_head.json"
     saved.write_text(json.dumps({"setup": {"topology": "fig1", "model": "mlp",
                                            "scale_mbps_per_unit": 0.5, "pace": 1.0},

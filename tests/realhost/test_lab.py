@@ -33,11 +33,13 @@ def inart(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 def lab_leftovers(name: str) -> list[str]:
-    """Every namespace, interface and process named for the lab."""
+    """Every namespace, interface and process named for the lab, each kind sorted by name:
+    the kernel lists interfaces in ifindex order, which depends on the machine's history."""
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     found = [f"netns {line.split()[0]}" for line in ns.splitlines()
              if line.startswith(name)]
-    found += [f"interface {p.name}" for p in Path("/sys/class/net").glob(f"{name}*")]
+    found += [f"interface {n}" for n in sorted(p.name for p in
+                                                Path("/sys/class/net").glob(f"{name}*"))]
     ps = subprocess.run(["ps", "-eww", "-o", "pid,args"], capture_output=True, text=True).stdout
     found += [f"process {line}" for line in ps.splitlines() if f"@{name}" in line]
     return found

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from control_plane.cli.main import main
-from control_plane.model.topologies import build_topology, fig1
+from control_plane.model.topologies import build_topology, command_seed, fattree, fig1
 from control_plane.solver.solve import plan_for
 from simulation import ina
+from simulation.host_cost import DEFAULT_HOST_OVERHEAD_US
 from simulation.profiles import BUILTIN, ProfileError, load_profile
 from simulation.run import INA_SCHEMES, SCHEMES, SimulationError, simulate
 
@@ -68,7 +69,7 @@ def test_ring_sends_its_byte_model_at_line_rate() -> None:
     """Ring: 2(n-1)/n of the gradient per worker in TCP frames (1.046x: 66 header bytes per
     1448) plus an ACK per two segments it receives (1.023x), and on fig1 (every link 10
     Gbit/s here, one ring hop per direction of v1-v2) at line rate."""
-    r = simulate(fig1(), "ring", model_bytes=MB, link_gbps=10, latency_us=0)
+    r = simulate(fig1(), "ring", model_bytes=MB, link_gbps=10, latency_us=0, host_overhead_us=0)
     payload = 2 * 5 / 6 * MB
     assert r.worker_bytes / payload == pytest.approx(1 + 66 / 1448 + 33 / 1448, rel=1e-3)
     data = max(r.link_bytes.values())
@@ -202,7 +203,8 @@ def test_host_overhead_adds_once_per_message_on_each_collectives_chain() -> None
     topo, o = build_topology("fattree:4"), 250.0
     base = {"model_bytes": MB, "link_gbps": 10, "latency_us": 0, "routing": "dst"}
     diff = {s: simulate(topo, s, host_overhead_us=o, **base).comm_time_s
-            - simulate(topo, s, **base).comm_time_s for s in ("ring", "tree", "rsgcm", "atp")}
+            - simulate(topo, s, host_overhead_us=0, **base).comm_time_s
+            for s in ("ring", "tree", "rsgcm", "atp")}
     assert diff["ring"] == pytest.approx(2 * (12 - 1) * o * 1e-6, rel=1e-6)
     assert diff["tree"] == pytest.approx(
         len(simulate(topo, "tree", **base).stages) * o * 1e-6, rel=1e-6)
@@ -217,3 +219,115 @@ def test_host_overhead_adds_once_per_message_on_each_collectives_chain() -> None
 def test_host_overhead_must_be_a_number_at_least_0() -> None:
     with pytest.raises(SimulationError, match="host_overhead_us"):
         simulate(fig1(), "ring", model_bytes=MB, host_overhead_us=-1)
+
+
+def test_the_default_host_cost_is_gloos_measured_one(capsys) -> None:
+    """Collectives pay gloo's measured time per message unless told otherwise (the ring's
+    2(n-1) steps on its chain), and the printed result says which cost it assumed."""
+    topo = build_topology("fattree:4")
+    base = {"model_bytes": 1_000_000, "link_gbps": 10, "latency_us": 0}
+    default = simulate(topo, "ring", **base)
+    ideal = simulate(topo, "ring", host_overhead_us=0, **base)
+    assert DEFAULT_HOST_OVERHEAD_US > 0 and default.host_overhead_us == DEFAULT_HOST_OVERHEAD_US
+    assert default.comm_time_s - ideal.comm_time_s == pytest.approx(
+        2 * (12 - 1) * DEFAULT_HOST_OVERHEAD_US * 1e-6, rel=1e-6)
+    assert main(["simulate", "-t", "fig1", "-s", "ring", "--model", "synthetic:100000"]) == 0
+    out = capsys.readouterr().out
+    assert f"host overhead {DEFAULT_HOST_OVERHEAD_US:g} us per collective message (gloo" in out
+    assert main(["simulate", "-t", "fig1", "-s", "ring", "--model", "synthetic:100000",
+                 "--host-overhead-us", "0"]) == 0
+    assert "host overhead 0 us per collective message\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_plan_and_simulate_build_one_cluster(tmp_path, capsys, seed) -> None:
+    """`inart plan --json` then `inart simulate --plan` (the documented workflow) and
+    `inart simulate` solving its own plan run on one cluster for one --seed: the same PSs
+    in the same places, the same InArt time."""
+    plan_file = tmp_path / "inart.json"
+    assert main(["plan", "-t", "fattree:4", "--scheme", "inart", "--seed", str(seed),
+                 "--json", str(plan_file), "--out", str(tmp_path / "out")]) == 0
+    given, solved = tmp_path / "given.json", tmp_path / "solved.json"
+    common = ["simulate", "-t", "fattree:4", "--seed", str(seed), "--model", "synthetic:1000000"]
+    assert main([*common, "-s", "inart,ring", "--plan", str(plan_file),
+                 "--json", str(given)]) == 0
+    assert main([*common, "-s", "inart", "--json", str(solved)]) == 0
+    planned = json.loads(plan_file.read_text())["topology"]
+    built = build_topology("fattree:4", seed=command_seed(seed)).to_dict()
+    assert (planned["nodes"], planned["links"]) == (built["nodes"], built["links"])
+    times = [json.loads(f.read_text())["results"][0]["comm_time_s"] for f in (given, solved)]
+    assert times[0] == pytest.approx(times[1], rel=1e-9)
+    capsys.readouterr()
+
+
+def test_the_seed_places_the_pss_for_every_command() -> None:
+    """One seed meaning: the builders and the spec builder draw the same cluster for a seed,
+    a command's --seed maps to it in one place, and another seed moves the PSs."""
+    def ps_places(t):
+        return sorted(lk.dst for lk in t.links.values() if lk.src in t.pss)
+
+    for seed in range(3):
+        assert fattree(4, seed=seed).to_dict() == \
+            build_topology("fattree:4", seed=seed).to_dict()
+    assert ps_places(build_topology("fattree:4", seed=command_seed(0))) == \
+        ps_places(build_topology("fattree:4")) == ps_places(fattree(4))
+    assert ps_places(build_topology("fattree:4", seed=command_seed(0))) != \
+        ps_places(build_topology("fattree:4", seed=command_seed(3)))
+    with pytest.raises(ValueError, match="seed=-1"):
+        command_seed(-1)
+
+
+def test_ina_latency_is_the_dependency_chain() -> None:
+    """An INA chain is a worker's flow to its switch, the switch's stream on to the PS and
+    the result back down the PS's tree: its hops, not the longest segment's, times the hop
+    latency (fattree:4 InArt: 6 hops of gradients where the longest segment has 5)."""
+    topo = build_topology("fattree:4")
+    plan = plan_for(topo, "inart", 0)
+    streams = {(st.switch, st.ps): len(st.path) - 1 for st in plan.streams}
+    up = {(f.worker, f.ps): len(f.path) - 1
+          + (streams[(f.aggregate_at, f.ps)] if f.aggregate_at else 0) for f in plan.flows}
+    longest_segment = max(len(t) - 1 for t in [f.path for f in plan.flows]
+                          + [st.path for st in plan.streams])
+    assert max(up.values()) == 6 and longest_segment == 5
+
+    def dist(src: str, dst: str) -> int:  # hops of the shortest way through switches
+        seen, frontier, hops = {src}, [src], 0
+        while dst not in seen:
+            hops += 1
+            frontier = [nb for n in frontier if n == src or topo.nodes[n].kind == "switch"
+                        for nb in topo.graph[n] if nb not in seen]
+            seen.update(frontier)
+        return hops
+
+    down = max(hops + dist(ps, w) for (w, ps), hops in up.items())
+    for results, hops in ((False, max(up.values())), (True, down)):
+        args = {"plan": plan, "model_bytes": 1_000_000, "link_gbps": 20, "results": results}
+        slow = simulate(topo, "inart", latency_us=100, **args)
+        fast = simulate(topo, "inart", latency_us=0, **args)
+        assert slow.comm_time_s - fast.comm_time_s == pytest.approx(hops * 100e-6, rel=1e-9)
+    assert down > 6
+
+
+def test_a_fattree_too_big_for_the_machine_is_refused_before_it_is_built(
+        monkeypatch, capsys) -> None:
+    """fattree:200 (2,000,000 hosts) is refused at once, naming the estimate and the flag
+    that overrides it; a run that fits goes on, and --force runs one that does not."""
+    import time
+
+    from simulation import size
+
+    monkeypatch.setattr(size, "available_bytes", lambda: 8e9)
+    t0 = time.perf_counter()
+    with pytest.raises(SystemExit, match=r"fattree:200: 2,000,000 hosts, 50,000 switches.*"
+                                         r"estimated [\d.]+ GB at the peak.*--force"):
+        main(["simulate", "-t", "fig1", "fattree:200", "-s", "ring"])
+    assert time.perf_counter() - t0 < 5
+    est = size.check_specs(["fattree:16"], ["ring", "tree"], limit_bytes=64e9)[0]
+    assert (est.hosts, est.switches, est.links) == (1024, 320, 3072) and est.scheme == "tree"
+    assert len(build_topology("fattree:16").links) == 2 * est.links
+    monkeypatch.setattr(size, "available_bytes", lambda: 1.0)
+    with pytest.raises(SystemExit, match="fattree:4: 16 hosts"):
+        main(["simulate", "-t", "fattree:4", "-s", "ring", "--model", "synthetic:100000"])
+    assert main(["simulate", "-t", "fattree:4", "-s", "ring", "--model", "synthetic:100000",
+                 "--force"]) == 0
+    capsys.readouterr()
