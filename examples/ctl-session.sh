@@ -33,7 +33,7 @@ for _ in $(seq 1 120); do  # the service prints the address it took once it list
 done
 [ -n "$SERVER" ] || { echo "inart serve did not start: $WORK/serve.log" >&2; exit 1; }
 echo "listening on $SERVER (inart serve, pid $SERVE_PID)"
-ctl() { $INART ctl "$@" --server "$SERVER"; }
+ctl() { $INART ctl "$@" --address "$SERVER"; }
 
 echo "== register fig1 (in-memory switches: the addresses are names, nothing is dialled)"
 ctl topology fig1 --switch v1=127.0.0.1:9559,device=1 --switch v2=127.0.0.1:9560,device=2
@@ -48,7 +48,7 @@ ctl jobs
 ctl plan 1
 
 echo "== what the service did, as a watcher sees it"
-ctl watch --since 0 --count 8 --timeout 10
+ctl watch --since 0 --count 11 --timeout 15  # to version 1 removed from both switches
 
 echo "== the link comes back: every worker again"
 ctl event link-up w1 v1
