@@ -12,14 +12,18 @@ includes a marked scheme is not printed as a result (``ranking_lines``).
 On impaired links (``--loss``, ``--dup``, ``--reorder``: emulation/network/link_impair.py) a
 scheme's transport sends less than its plan while it recovers what the links lost: that is the
 scheme's own answer to the impairment, and the comparison is the one asked for, so there a
-low rate ratio is noted, not marked; a saturated machine still marks.
+low rate ratio is noted, not marked; a run the machine bounded (below) still marks.
 
 Bounded by the machine is judged by what the emulation's own processes suffered: how long
 they waited on a run queue for a CPU each time they were scheduled in (schedstat, sampled by
 emulation/measure/resources.py), marked at ``WAKE_WAIT_LIMIT_MS`` or more on average.  A busy
-machine alone does not mark: on fig1, two CPU burners at nice 19 kept both CPUs 100% busy
-and the processes' mean wait per wake rose from 0.3-0.4 ms to 0.6-0.8 ms, the schemes' rates
-and communication times within 1% of the run beside them without the burners.  The
+machine alone does not mark: the emulation's processes sleep between frames and get a CPU
+soon after they wake, whatever keeps it busy otherwise.  On fig1 (inart and atp, 3 rounds,
+0.25 Mbit/s per unit, this 2-core VM) they waited 0.14-0.15 ms a wake on an idle machine,
+0.41-0.49 ms beside two CPU burners at nice 19 in a session of their own and 0.17-0.34 ms
+beside two at nice 0, every CPU 100% busy in both, with communication times within 0.6% of
+the idle run's and every plan sent; fattree:4 at 0.5 Mbit/s per unit, which the Python
+switches cannot carry (0.16 of its plan sent), waited 4.25 ms a wake.  The
 machine's busy fraction and saturated share stay in the line and the rows.  Where the kernel
 keeps no schedstat, a run on a saturated machine (at least ``SATURATED_SHARE`` of its CPU
 samples had every CPU >= ``resources.SATURATED`` busy) is marked instead, and the row's
