@@ -16,10 +16,10 @@ from pathlib import Path
 
 from control_plane.cli.args import (
     add_json,
+    add_plans,
     add_scheme,
     deprecate,
     load_plan,
-    plan_files,
     positive,
     write_json,
 )
@@ -39,11 +39,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", type=int, default=16, help="fat-tree k (16: 1,024 hosts)")
     add_scheme(parser, SCHEMES, "all")
     deprecate(parser, "--schemes", "--scheme")
-    parser.add_argument("--plan", type=plan_files, action="extend", default=[],
-                        metavar="PLAN[,PLAN...]",
-                        help="`inart plan` files (repeatable; a directory: its <scheme>.json); "
-                             "a scheme without one is solved")
-    deprecate(parser, "--plans", "--plan")
+    add_plans(parser, "`inart plan` files (repeatable; a directory: its <scheme>.json); "
+                      "a scheme without one is solved")
     parser.add_argument("--link-gbps", type=positive(), default=100.0, metavar="GBPS")
     add_json(parser, "the figures and results")
     parser.set_defaults(func=run)

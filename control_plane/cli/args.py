@@ -237,6 +237,14 @@ def add_seeds(parser: argparse.ArgumentParser | argparse._ArgumentGroup, default
                         f"N, N-M or a comma list (0-2 is 0, 1, 2; default {default})")
 
 
+def add_plans(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--plan PLAN[,PLAN...]`` where a command takes several (repeatable), and the
+    deprecated ``--plans``."""
+    parser.add_argument("--plan", type=plan_files, action="extend", default=[],
+                        metavar="PLAN[,PLAN...]", help=help_text)
+    deprecate(parser, "--plans", "--plan")
+
+
 def add_json(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
              what: str = "the results") -> None:
     """``--json [PATH]``: write ``what`` as JSON to PATH; no value or ``-``: print it."""

@@ -23,13 +23,13 @@ from control_plane.cli.args import (
     RunFailed,
     add_json,
     add_out,
+    add_plans,
     add_quiet,
     add_scheme,
     add_topology,
     deprecate,
     fresh_out,
     load_plan,
-    plan_files,
     positive,
     progress,
     record_outputs,
@@ -55,10 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_topology(p, many=True, legacy_spaces=True)
     add_scheme(p, SCHEMES, "all")
     deprecate(p, "--schemes", "--scheme")
-    p.add_argument("--plan", type=plan_files, action="extend", default=[],
-                   metavar="PLAN[,PLAN...]",
-                   help="`inart plan` files (repeatable): each replaces the plan solved for "
-                        "its scheme (one topology; each plan's scheme must be in -s)")
+    add_plans(p, "`inart plan` files (repeatable): each replaces the plan solved for its "
+                 "scheme (one topology; each plan's scheme must be in -s)")
     p.add_argument("--link-gbps", type=positive(), metavar="GBPS",
                    help="the fastest link's Gbit/s (> 0); every capacity scales alike "
                         "(default: 1 Gbit/s per topology unit)")
