@@ -15,7 +15,9 @@ from control_plane.repo import REPO, child_env
 @contextmanager
 def inart_foreground(*args: str, stop_timeout: float = 30.0) -> Iterator[str]:
     """Start `inart ARGS`, yield its first output line; on leaving, Ctrl-C (SIGINT) must end
-    it with status 0 within ``stop_timeout`` s (it is killed either way)."""
+    it with status 0 within ``stop_timeout`` s.  When the body fails it gets Ctrl-C too, so
+    it stops what it started (a switch in a session of its own), and is killed only past
+    ``stop_timeout``."""
     proc = subprocess.Popen([sys.executable, "-m", "control_plane.cli", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=REPO, env=child_env())
@@ -25,5 +27,9 @@ def inart_foreground(*args: str, stop_timeout: float = 30.0) -> Iterator[str]:
         assert proc.wait(timeout=stop_timeout) == 0
     finally:
         if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=stop_timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
