@@ -189,12 +189,12 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        args.out = args.out / "collectives"
-        args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
-        with args.out.with_suffix(".csv").open("w", newline="") as fh:
+        stem = args.out / "collectives"
+        stem.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+        with stem.with_suffix(".csv").open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-        plot(rows, args.out.with_suffix(".png"))
-        print(f"wrote {args.out.with_suffix('.json')}, .csv, .png")
+        plot(rows, stem.with_suffix(".png"))
+        print(f"wrote {stem.with_suffix('.json')}, .csv, .png")
     return 0

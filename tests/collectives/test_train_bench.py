@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 
@@ -52,7 +53,9 @@ def test_bench_runs_and_reports_ratios(tmp_path, capsys) -> None:
     for scheme in ("ring", "tree", "rsgcm", "torch"):
         assert scheme in text
     assert "ring / torch at >= 16M" in text
-    assert (tmp_path / "b.png").stat().st_size > 0 and (tmp_path / "b.csv").exists()
+    out = tmp_path / "b"  # --out is a directory, as everywhere
+    assert (out / "collectives.png").stat().st_size > 0 and (out / "collectives.csv").exists()
+    assert json.loads((out / "collectives.json").read_text())
 
 
 def test_parse_size() -> None:
