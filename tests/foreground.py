@@ -33,3 +33,11 @@ def inart_foreground(*args: str, stop_timeout: float = 30.0) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def first_line(proc: subprocess.Popen) -> str:
+    """A long-running command's first line; where the command already ended, all it printed
+    (reading the rest of a live one would wait for it to end, and hang a failing test)."""
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    return line + proc.stdout.read() if proc.poll() is not None else line

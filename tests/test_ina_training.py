@@ -54,13 +54,14 @@ def test_cnn_4_workers_2_ps_matches_single_process_training(tmp_path):
 
 
 def test_cli_train_errors_are_clear(tmp_path, capsys):
-    assert main(["train", "--plan", str(tmp_path / "nope.json"), "--quiet"]) == 1
-    assert "plan file" in capsys.readouterr().err
+    # bad input files are exit status 2, named by their flag (docs/cli.md)
+    assert main(["train", "--plan", str(tmp_path / "nope.json"), "--quiet"]) == 2
+    assert "--plan " in (err := capsys.readouterr().err) and "no such file" in err
     bad = tmp_path / "bad.json"
     doc = star_plan(2, [0.5, 0.5]).to_dict()
     doc["partition"]["s1"] = 0.9
     bad.write_text(json.dumps(doc))
-    assert main(["train", "--plan", str(bad), "--quiet"]) == 1
+    assert main(["train", "--plan", str(bad), "--quiet"]) == 2
     assert "partition" in capsys.readouterr().err
 
 

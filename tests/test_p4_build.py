@@ -218,7 +218,7 @@ _DOC_NAME = re.compile(r"`([A-Za-z_][\w.]*?)(?:_(\d+) \.\. \w+?_(\d+))?`")
 
 
 def _doc_stage_rows(text: str) -> dict[int, list[str]]:
-    """The table of docs/tofino.md headed "ingress stage (from `pipe/context.json`)": stage
+    """The table of docs/tofino-program.md headed "ingress stage (from `pipe/context.json`)": stage
     -> the P4 names it lists (a range `slot_sum_9 .. slot_sum_11` expanded)."""
     rows: dict[int, list[str]] = {}
     lines = text.splitlines()
@@ -238,11 +238,11 @@ def _doc_stage_rows(text: str) -> dict[int, list[str]]:
 
 
 def test_docs_stage_table_is_the_compilers_placement():
-    """docs/tofino.md's ingress stage table names each table, register and counter in the
+    """docs/tofino-program.md's ingress stage table names each table, register and counter in the
     stage pipe/context.json places it in (rebuild, then update the table)."""
     placed = tofino_resources.stage_map(
         json.loads((tna.TNA_BUILD / "pipe" / "context.json").read_text()))
-    rows = _doc_stage_rows((REPO / "docs" / "tofino.md").read_text())
+    rows = _doc_stage_rows((REPO / "docs" / "tofino-program.md").read_text())
     assert sorted(rows) == list(range(12))
     for stage, names in rows.items():
         for name in names:

@@ -23,6 +23,7 @@ import pytest
 
 from control_plane.localhost import free_ports
 from emulation.network.mininet_net import mininet_available
+from tests.foreground import first_line
 
 pytestmark = pytest.mark.slow
 
@@ -104,9 +105,8 @@ def test_plan_switch_and_install_from_the_wheel(installed: Installed) -> None:
                 for i, port in enumerate(ports, 1)]
     try:
         for sw in switches:
-            assert sw.stdout is not None
-            line = sw.stdout.readline()
-            assert "ready" in line, line + sw.stdout.read()
+            line = first_line(sw)
+            assert "ready" in line, line
         done = installed.run("install", "--plan", "out/plan/inart.json",
                              *[f"--switch=v{i}=127.0.0.1:{port}"
                                for i, port in enumerate(ports, 1)])

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from control_plane.localhost import free_ports
+from tests.foreground import first_line
 
 pytestmark = pytest.mark.slow
 
@@ -125,13 +126,12 @@ def test_install_and_shell_on_p4runtime_shells_protobuf(venvs: dict[str, Venv]) 
     if not (venv.cwd / "out/plan/inart.json").is_file():
         assert venv.run("plan", "-t", "fig1").returncode == 0
     ports = free_ports(2)
-    switches = [venv.popen("switch", "--target", "embedded", "--grpc", f"127.0.0.1:{port}",
+    switches = [venv.popen("switch", "--target", "embedded", "--listen", f"127.0.0.1:{port}",
                            "--device-id", str(i)) for i, port in enumerate(ports, 1)]
     try:
         for sw in switches:
-            assert sw.stdout is not None
-            line = sw.stdout.readline()
-            assert "ready" in line, line + sw.stdout.read()
+            line = first_line(sw)
+            assert "ready" in line, line
         done = venv.run("install", "--plan", "out/plan/inart.json",
                         *[f"--switch=v{i}=127.0.0.1:{port}" for i, port in enumerate(ports, 1)])
         assert done.returncode == 0, done.stderr[-3000:]
@@ -155,13 +155,12 @@ def test_the_controller_service_on_p4runtime_shells_protobuf(venvs: dict[str, Ve
     server = f"127.0.0.1:{port}"
     serve = venv.popen("serve", "--listen", server, "--insecure", "--switches", "memory")
     try:
-        assert serve.stdout is not None
-        line = serve.stdout.readline()
-        assert "listening on" in line, line + serve.stdout.read()
-        topo = venv.run("ctl", "topology", "fig1", "--server", server,
+        line = first_line(serve)
+        assert "listening on" in line, line
+        topo = venv.run("ctl", "topology", "fig1", "--address", server,
                         "--switch", "v1=127.0.0.1:1", "--switch", "v2=127.0.0.1:2")
         assert topo.returncode == 0, topo.stderr[-3000:]
-        job = venv.run("ctl", "submit", "--server", server, "--model-size", "1e6", "--json")
+        job = venv.run("ctl", "submit", "--address", server, "--model-size", "1e6", "--json")
         assert job.returncode == 0, job.stderr[-3000:]
         assert '"state": "JOB_STATE_RUNNING"' in job.stdout
         assert '"draining_version": 0' in job.stdout  # a default, printed as on protobuf 6
