@@ -339,7 +339,7 @@ def test_ps_rows_leave_any_other_batch_untouched():
         assert not agg.sums.any() and not agg.counters and (agg.completed == -1).all()
         assert agg.offer_rows(rows, 0, 2, lens, 1)[0] == 2  # the rows before it are fine
     with pytest.raises(ValueError, match="row_len"):
-        _batchio.grads(rows[:, :-1], rows.shape[1] - 1, 0, 3, lens, 1, 1, 1,
+        _batchio.grads(rows[:, :-1], rows.shape[1] - 1, 0, 3, lens, 1, 1, 1, False,
                        *agg._state(np.zeros(3, np.int8)), np.zeros(3, np.uint32))
 
 

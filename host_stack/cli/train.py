@@ -1,6 +1,10 @@
 """`inart train`: run a training job over a plan on this machine and report it.
 
     inart train --plan plan.json --model cnn --rounds 200 [--sync ina] [--reference] [--plot]
+    inart train --plan plan.json --script my_ddp.py -- SCRIPT_ARGS
+
+With --script, your own PyTorch script runs on every worker (torchrun's environment), its
+all-reduces through the plan's PSs once it imports inart.torch (docs/pytorch.md).
 
 Reports per-round time, communication time, sending rate and loss (table; the full report as
 OUT/train.json, the per-round table as OUT/train.csv and with --plot a PNG as OUT/train.png,
@@ -30,7 +34,13 @@ from control_plane.cli.args import (
     record_outputs,
     write_json,
 )
-from host_stack.train.jobargs import add_job_args, add_round_args, reject_unused, track_given
+from host_stack.train.jobargs import (
+    GIVEN,
+    add_job_args,
+    add_round_args,
+    reject_unused,
+    track_given,
+)
 from host_stack.train.launcher import LaunchError, TrainResult, resolve_plan, train
 from host_stack.train.sync_registry import MODES, load_sync, mode_flags
 
@@ -62,6 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--every", type=int, default=0,
                    help="table rows every K rounds (default: about 10 rows)")
     g.add_argument("--keep-logs", action="store_true", help="keep the processes' logs")
+    g.add_argument("--script", default=None, metavar="PY",
+                   help="run this PyTorch script on every worker instead of inart's training "
+                        "loop (arguments after --); it joins with dist.init_process_group("
+                        "'inart') or the inart DDP hook")
+    p.add_argument("script_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     g.add_argument("--fork-server", action="store_true",
                    help="fork the workers from one process that imported torch once (shared "
                         "pages: host_stack/train/forkserver.py) instead of one interpreter each")
@@ -180,7 +195,49 @@ def run_selective(args: argparse.Namespace) -> int:
     return 0
 
 
+# what --script uses: the plan, the INA transport's options and the launcher's
+SCRIPT_FLAGS = frozenset({"plan", "script", "n", "unit_bps", "pacing", "window", "gso",
+                          "timeout", "max_retries", "hello_timeout", "pool_size", "impair",
+                          "deadline", "keep_logs", "quiet", "out", "json"})
+
+
+def run_script(args: argparse.Namespace) -> int:
+    """Your script on every worker over the plan's PSs; a one-line summary and the PSs'
+    counters (OUT/train.json)."""
+    from host_stack.ddp.launch import train_script
+
+    try:
+        reject_unused(args, SCRIPT_FLAGS, "ina with --script")
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    if args.script_args[:1] == ["--"]:
+        args.script_args = args.script_args[1:]
+    try:
+        result = train_script(args)
+    except (LaunchError, ValueError) as exc:
+        raise RunFailed(str(exc)) from exc
+    rounds = {ps: s.get("agg_completed", 0) for ps, s in result.ps_stats.items()}
+    print(f"{args.script}: {result.plan.workers} workers, {len(result.plan.ps_ids)} PSs "
+          f"({result.plan.scheme or 'plan'}), {result.wall_s:.1f} s; chunks summed per PS: "
+          + ", ".join(f"{ps} {n}" for ps, n in rounds.items()))
+    fresh_out(args.out)
+    path = output_path(args, args.json, "train.json")
+    out = {"script": args.script, "script_args": args.script_args, "wall_s": result.wall_s,
+           "workers": result.plan.workers, "ps": result.ps_stats}
+    path.write_text(json.dumps(out, indent=1))
+    if args.json == JSON_STDOUT:
+        write_json(JSON_STDOUT, out)
+    record_outputs(args.out, [path])
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    setattr(args, GIVEN, getattr(args, GIVEN) - {"script_args"})  # a positional: always "given"
+    if args.script:
+        return run_script(args)
+    if args.script_args:
+        raise InputError(f"{' '.join(args.script_args)}: unexpected arguments (script "
+                         "arguments come after --script PY --)")
     if args.rounds < 1:
         raise InputError("--rounds: expected an integer >= 1")
     try:

@@ -508,6 +508,7 @@ typedef struct {
     Py_ssize_t n_chunks, n;
     uint64_t all_bits;
     uint32_t call;
+    int skip_rounds; /* a chunk may sit out rounds (all-reduce calls that do not reach it) */
 } Agg;
 
 enum { STOP = -1 };
@@ -525,7 +526,7 @@ static int accept_grad(Agg *a, uint32_t ch, int64_t r, uint64_t bm, unsigned cou
     int64_t done = a->completed[ch];
     if (r == done) { c[C_LATE_REQUEST]++; return ANSWER_LATE; }
     if (r < done) { c[C_DROP_STALE_ROUND]++; return DROPPED; }
-    if (r > done + 1) { c[C_DROP_FUTURE_ROUND]++; return DROPPED; }
+    if (r > done + 1 && !a->skip_rounds) { c[C_DROP_FUTURE_ROUND]++; return DROPPED; }
     Py_ssize_t n = a->n;
     int64_t *s = a->sums + (Py_ssize_t)ch * n;
     if (a->sum_round[ch] != r) {
@@ -587,7 +588,7 @@ static int hold_agg(Views *v, PyObject **o, Py_ssize_t k, Agg *a, int8_t **verdi
 }
 
 /* aggregate(rounds u32[k], chunks u32[k], bitmaps u64[k], counts u16[k], retx u8[k],
- *           values i32[k, n], all_bits, call, completed i64[C], sum_round i64[C],
+ *           values i32[k, n], all_bits, call, skip_rounds, completed i64[C], sum_round i64[C],
  *           bits u64[C], retx_seen u8[C], sums i64[C, n], epoch u32[C],
  *           verdicts i8[k], counters i64[N_COUNTERS]) -> processed
  * Applies the accept rules to packets 0.. in order, from their fields; stops early (returns
@@ -595,8 +596,8 @@ static int hold_agg(Views *v, PyObject **o, Py_ssize_t k, Agg *a, int8_t **verdi
 static PyObject *py_aggregate(PyObject *self, PyObject *args) {
     PyObject *o[14];
     Agg a;
-    if (!PyArg_ParseTuple(args, "OOOOOOKIOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                          &a.all_bits, &a.call, &o[6], &o[7], &o[8], &o[9], &o[10], &o[11],
+    if (!PyArg_ParseTuple(args, "OOOOOOKIpOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &a.all_bits, &a.call, &a.skip_rounds, &o[6], &o[7], &o[8], &o[9], &o[10], &o[11],
                           &o[12], &o[13]))
         return NULL;
     static const char *names[6] = {"rounds", "chunks", "bitmaps", "counts", "retx", "values"};
@@ -635,7 +636,7 @@ out:
 #define FLAG_RETX 0x01
 #define FLAG_AGGREGATED 0x02
 
-/* grads(rows, row_len, start, k, lens, job, all_bits, call, completed, sum_round, bits,
+/* grads(rows, row_len, start, k, lens, job, all_bits, call, skip_rounds, completed, sum_round, bits,
  *       retx_seen, sums, epoch, verdicts i8[k], counters, chunks u32[k]) -> processed
  * The PS's usual batch without numpy: when every row of rows[start:k] is a GRAD of this
  * job, of its full length, with no flag but RETX (no switch aggregate, no OVERFLOW), the
@@ -650,8 +651,8 @@ static PyObject *py_grads(PyObject *self, PyObject *args) {
     Py_ssize_t row_len, start, k;
     unsigned int job;
     Agg a;
-    if (!PyArg_ParseTuple(args, "OnnnOIKIOOOOOOOOO", &o_rows, &row_len, &start, &k, &o_lens,
-                          &job, &a.all_bits, &a.call, &o[0], &o[1], &o[2], &o[3], &o[4],
+    if (!PyArg_ParseTuple(args, "OnnnOIKIpOOOOOOOOO", &o_rows, &row_len, &start, &k, &o_lens,
+                          &job, &a.all_bits, &a.call, &a.skip_rounds, &o[0], &o[1], &o[2], &o[3], &o[4],
                           &o[5], &o[6], &o[7], &o[8]))
         return NULL;
     if (start < 0 || k < start || row_len <= HEADER_LEN || (row_len - HEADER_LEN) % 4) {

@@ -9,7 +9,11 @@ int64 sum, plus the last completed round and its RESULT payload.  A GRAD packet 
   bitmap held (so a duplicate, a RETX of a counted contribution, or a switch aggregate that
   repeats one is never added twice); when every worker's bit is in, complete the chunk.
 - r >  completed[c] + 1: impossible from a correct worker (it would need this chunk's RESULT
-  of round r-1) -> drop, count.
+  of round r-1) -> drop, count.  Unless ``skip_rounds``: an all-reduce PS (host_stack/ddp)
+  numbers rounds by collective call, and a call smaller than the shard leaves the chunks past
+  its end out, so r > completed[c] + 1 starts the chunk's next sum as r == completed[c] + 1
+  does.  Still exactly once: a worker sends round r only after every chunk it used in earlier
+  calls completed, so no contribution of a round between completed[c] and r is outstanding.
 
 Switch aggregates (count > 1, bitmap = union) follow the same rule; count must equal the
 bitmap's popcount.  Sums are int64, so nothing the PS adds can overflow.
@@ -56,8 +60,9 @@ class ChunkAggregator:
     """Exactly-once summation of one PS shard across ``workers`` ranks."""
 
     def __init__(self, n_chunks: int, n: int, workers: int, complete: CompleteFn,
-                 completed_round: np.ndarray | None = None) -> None:
+                 completed_round: np.ndarray | None = None, skip_rounds: bool = False) -> None:
         self.n_chunks = n_chunks
+        self.skip_rounds = skip_rounds
         self.n = n
         self.all_bits = (1 << workers) - 1
         self.complete_fn = complete
@@ -91,7 +96,7 @@ class ChunkAggregator:
             np.ascontiguousarray(rounds, np.uint32), np.ascontiguousarray(chunks, np.uint32),
             np.ascontiguousarray(bitmaps, np.uint64), np.ascontiguousarray(counts, np.uint16),
             np.ascontiguousarray(retx, np.uint8), np.ascontiguousarray(values, np.int32),
-            self.all_bits, self.calls, *self._state(verdicts))
+            self.all_bits, self.calls, self.skip_rounds, *self._state(verdicts))
         return done, self._finish(done, verdicts, chunks)
 
     def offer_rows(self, rows: np.ndarray, start: int, k: int, lens: np.ndarray, job: int
@@ -105,7 +110,7 @@ class ChunkAggregator:
         chunks = np.empty(k - start, dtype=np.uint32)
         self._start_call()
         done = _batchio.grads(rows, rows.shape[1], start, k, lens, job, self.all_bits,
-                              self.calls, *self._state(verdicts), chunks)
+                              self.calls, self.skip_rounds, *self._state(verdicts), chunks)
         if done < 0:
             return None
         return done, self._finish(done, verdicts, chunks)

@@ -32,8 +32,10 @@ from host_stack.train.jobargs import load_job, process_parser, service_link
 def build_parser() -> argparse.ArgumentParser:
     p = process_parser("host_stack.ina.ps", __doc__, "ps")
     p.add_argument("--bind", default=None, help="host:port to bind (default: its map entry)")
-    p.add_argument("--mode", choices=("train", "sum"), default="train",
-                   help="RESULT = updated parameters (train) or int32 sums (sum)")
+    p.add_argument("--mode", choices=("train", "sum", "allreduce"), default="train",
+                   help="RESULT = updated parameters (train) or int32 sums (sum; allreduce: "
+                        "sums of calls of any size up to the shard, one round per call, for "
+                        "the torch backend and DDP hook)")
     p.add_argument("--result-to", action="append", default=None, metavar="HOST:PORT",
                    help="send each completed RESULT here once (e.g. a switch that multicasts "
                         "it) instead of one unicast copy per worker; repeatable")
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             apply = OptimizerApply(params, job.n, job.quantizer, args.lr, args.momentum)
         else:
             apply = SumApply()
-        agg = ChunkAggregator(end - first, job.n, job.plan.workers, apply)
+        agg = ChunkAggregator(end - first, job.n, job.plan.workers, apply,
+                              skip_rounds=args.mode == "allreduce")
         if link is not None:
             from host_stack.ina.ps_versions import VersionedPs  # imports grpc: only here
 

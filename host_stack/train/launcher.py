@@ -108,16 +108,18 @@ class Launcher:
     def __exit__(self, *exc) -> None:
         self.stop_all()
 
-    def _start(self, name: str, cmd: list[str]) -> subprocess.Popen:
+    def start(self, name: str, cmd: list[str],
+              env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start one process of the job (stdout followed as JSON lines, stderr to its log)."""
         err = open(self.workdir / f"{name}.stderr", "w")  # noqa: SIM115 (owned by the child)
         module = forked_module(cmd)
         try:
             if self.forks is not None and module is not None:
-                proc = self.forks.spawn(module, cmd[3:], dict(self.env), None,
+                proc = self.forks.spawn(module, cmd[3:], dict(env or self.env), None,
                                         stdout=subprocess.PIPE, stderr=err, text=True)
             else:
                 proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
-                                        env=self.env, start_new_session=True)
+                                        env=env or self.env, start_new_session=True)
         except ForkServerError as exc:
             raise LaunchError(f"{name}: {exc}") from None
         finally:
@@ -194,7 +196,7 @@ class Launcher:
                    "--idle-exit", str(args.deadline)]
             if args.checkpoint_dir:
                 cmd += ["--checkpoint-dir", args.checkpoint_dir]
-            self._start(ps, cmd)
+            self.start(ps, cmd)
         ready: set[str] = set()
         while len(ready) < len(ps_ids):
             name, rec = self.next_event(min(deadline, time.monotonic() + 120))
@@ -207,7 +209,7 @@ class Launcher:
         # timers fire on chunks that only wait for a worker still importing torch
         start_file = self.workdir / "start"
         for w in plan.worker_ids:
-            self._start(w, [*self.python, "host_stack.train.worker", *shared, "--worker", w,
+            self.start(w, [*self.python, "host_stack.train.worker", *shared, "--worker", w,
                             "--sync", args.sync, "--rounds", str(args.rounds),
                             "--batch", str(args.batch), "--start-file", str(start_file)])
         per_round: dict[int, list[dict]] = {}
