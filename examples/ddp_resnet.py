@@ -51,35 +51,6 @@ def parse() -> argparse.Namespace:
     return p.parse_args()
 
 
-def timed_allreduce(timer: CommTimer, bucket):
-    """A DDP hook that all-reduces each bucket on the group's backend, as DDP's default one
-    does, and records when each bucket's all-reduce started and ended."""
-    start = time.perf_counter()
-    buf = bucket.buffer().div_(dist.get_world_size())
-    fut = dist.all_reduce(buf, async_op=True).get_future()
-
-    def done(f):
-        timer.spans.append((start, time.perf_counter()))
-        return f.value()[0]
-    return fut.then(done)
-
-
-class CommTimer:
-    """The all-reduce spans of ``timed_allreduce``."""
-
-    def __init__(self) -> None:
-        self.spans: list[tuple[float, float]] = []
-
-    def busy(self) -> float:
-        """Seconds in which at least one all-reduce was in flight (overlaps counted once)."""
-        total, end = 0.0, float("-inf")
-        for a, b in sorted(self.spans):
-            total += max(0.0, b - max(a, end))
-            end = max(end, b)
-        self.spans.clear()
-        return total
-
-
 def main() -> None:
     args = parse()
     dist.init_process_group("gloo" if args.backend == "hook" else args.backend)
@@ -91,8 +62,8 @@ def main() -> None:
     if args.backend == "hook":
         model.register_comm_hook(inart.torch.hook_state(), inart.torch.inart_hook)
     elif args.time_comm:
-        timer = CommTimer()
-        model.register_comm_hook(timer, timed_allreduce)
+        timer = inart.torch.CommTimer()
+        model.register_comm_hook(timer, inart.torch.timed_allreduce)
     train_x, train_y, test_x, test_y = digits(args.size, args.seed)
     mine = torch.arange(rank, len(train_y), world)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)

@@ -15,9 +15,11 @@ process its job.  docs/pytorch.md has the details.
 from host_stack.ddp.allreduce import error_bound
 from host_stack.ddp.backend import InartJobAborted, register
 from host_stack.ddp.backend import engine_for_hook as hook_state
+from host_stack.ddp.comm_timer import CommTimer, timed_allreduce
 from host_stack.ddp.engine_thread import InartBackendError
 from host_stack.ddp.hook import inart_hook
 
 register()
 
-__all__ = ["InartBackendError", "InartJobAborted", "error_bound", "hook_state", "inart_hook"]
+__all__ = ["CommTimer", "InartBackendError", "InartJobAborted", "error_bound", "hook_state",
+           "inart_hook", "timed_allreduce"]

@@ -21,6 +21,7 @@ from control_plane.deploy.addressing import Addressing, assign
 from control_plane.deploy.entries import Compiled, compile_plan
 from control_plane.model.plan import Plan
 from emulation.measure.metrics import event_names, summarize
+from host_stack.ddp.hostscript import ScriptJob, run_script_hosts
 from host_stack.remote.launchers import Fleet, LaunchError
 from host_stack.train.hostrun import JobResult, TrafficConfig, plan_files, run_hosts
 from realhosts.checks import check_hosts
@@ -73,9 +74,17 @@ def set_arp(fleet: Fleet, inventory: Inventory, addressing: Addressing, result_a
                               f"host): {proc.stderr.decode(errors='replace').strip()}")
 
 
+def _delta(ev0: dict[str, dict[str, int]], ev1: dict[str, dict[str, int]]
+           ) -> dict[str, dict[str, int]]:
+    """Event counters over a run, per switch."""
+    return {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
+
+
 def run_inventory(inventory: Inventory, plan: Plan, cfg: TrafficConfig, out: Path,
-                  quiet: bool = False, say: Callable[[str], None] = print) -> HostRun:
-    """The whole job; raises (HostCheckError, DeployError, TrafficError, ...) after stopping
+                  quiet: bool = False, say: Callable[[str], None] = print,
+                  script: ScriptJob | None = None) -> HostRun:
+    """The whole job (``script``: a user's PyTorch script on the workers instead of inart's
+    processes); raises (HostCheckError, DeployError, TrafficError, ...) after stopping
     everything."""
     cfg.check()
     addressing = assign(inventory.topology)
@@ -95,10 +104,22 @@ def run_inventory(inventory: Inventory, plan: Plan, cfg: TrafficConfig, out: Pat
         ev0 = events() if events else {}
         nic0 = nic_bytes(fleet, inventory)
         source = plan_files(addressing, plan, compiled, run_dir)
+        if script is not None:
+            rank0 = min(source.workers, key=source.ranks.get)
+            script = replace(script, master_addr=addressing.ip[rank0],
+                             iface={w: inventory.hosts[w].interface for w in source.workers})
+            result = run_script_hosts(fleet, source, script, run_dir, quiet, files=fleet)
+            ev1 = events() if events else {}
+            return HostRun(plan, compiled, JobResult({}, {}, result.ps_stats, {},
+                                                     result.wall_s),
+                           {"scheme": plan.scheme, "wall_s": result.wall_s,
+                            "switch_events": _delta(ev0, ev1), "ps": result.ps_stats,
+                            "rank0_lines": result.rank0_lines,
+                            "event_counters": events is not None})
         job = run_hosts(fleet, source, cfg, run_dir, quiet, files=fleet)
         nic1 = nic_bytes(fleet, inventory)
         ev1 = events() if events else {}
-        delta = {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
+        delta = _delta(ev0, ev1)
         # the hosts see only their own links: both directions of each host's link
         link_total = sum(nic1[h][i] - nic0[h][i] for h in nic1 for i in (0, 1))
         ps_in = sum(nic1[s][1] - nic0[s][1] for s in inventory.topology.pss)

@@ -25,7 +25,7 @@ PLAN_WALL_GOAL = ("<=", 900.0)  # `inart plan` at fattree:32 on a 2-core machine
 PLAN_MEM_GOAL = ("<=", 8.0)  # and 8 GB peak
 
 
-def _figure(name: str, value: float, unit: str, goal: tuple[str, float] | None,
+def figure(name: str, value: float, unit: str, goal: tuple[str, float] | None,
             **extra: object) -> dict:
     out: dict = {"name": name, "value": round(value, 4), "unit": unit}
     if goal is not None:
@@ -45,12 +45,12 @@ def fattree_figures(rows: list[dict]) -> list[dict]:
                  "seeds": ",".join(str(s) for s in sorted({r["seed"] for r in mine}))}
         for key, column in (("inart/atp", "inart/atp"), ("inart/bound", "inart/ub")):
             worst = min(mine, key=lambda r: r[column])
-            out.append(_figure(f"solver.{key}[fattree:{k}]", worst[column], "x",
+            out.append(figure(f"solver.{key}[fattree:{k}]", worst[column], "x",
                                GOALS.get((key, k)), worst=f"{worst['preset']} seed "
                                f"{worst['seed']}", **where))
         wall = [r["inart_e2e_s"] for r in mine]
         cpu = [r["inart_e2e_cpu_s"] for r in mine]
-        out.append(_figure(f"solver.e2e[fattree:{k}]", statistics.median(wall), "s",
+        out.append(figure(f"solver.e2e[fattree:{k}]", statistics.median(wall), "s",
                            GOALS.get(("e2e", k)), max=max(wall),
                            cpu_median=round(statistics.median(cpu), 3), cpu_max=max(cpu),
                            load=round(os.getloadavg()[0], 2), **where))
@@ -60,7 +60,7 @@ def fattree_figures(rows: list[dict]) -> list[dict]:
 def random_figure(summary: dict, shape: str | None = None) -> dict:
     """inart/MILP on the worst random instance (of one shape)."""
     where = f"{shape} x{summary['instances']}" if shape else f"random {summary['instances']}"
-    return _figure(f"solver.inart/milp[{where}]",
+    return figure(f"solver.inart/milp[{where}]",
                    summary["inart/milp_min"], "x", RANDOM_GOAL,
                    mean=summary["inart/milp_mean"], at_goal=summary[">=0.97"],
                    with_milp=summary["with_milp"], proven=summary["milp_proven"],
@@ -74,11 +74,11 @@ def scale_figures(rows: list[dict]) -> list[dict]:
     for r in rows:
         where = f"{r['topology']} {r['scheme']}"
         extra = {"cpu_s": r["cpu_s"], "rc": r["rc"], "load": round(os.getloadavg()[0], 2)}
-        out.append(_figure(f"solver.plan_wall[{where}]", r["wall_s"], "s", PLAN_WALL_GOAL,
+        out.append(figure(f"solver.plan_wall[{where}]", r["wall_s"], "s", PLAN_WALL_GOAL,
                            **extra))
-        out.append(_figure(f"solver.plan_peak[{where}]", r["peak_gb"], "GB", PLAN_MEM_GOAL))
+        out.append(figure(f"solver.plan_peak[{where}]", r["peak_gb"], "GB", PLAN_MEM_GOAL))
         if r.get("rate/bound") is not None:
-            out.append(_figure(f"solver.plan_rate/bound[{where}]", r["rate/bound"], "x", None,
+            out.append(figure(f"solver.plan_rate/bound[{where}]", r["rate/bound"], "x", None,
                                rate=r["rate"], upper_bound=r["upper_bound"]))
     return out
 

@@ -58,6 +58,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                "INA sent/plan rate, user vs kernel pacing, idle vs loaded (Mininet)"),
     "controller": ("control_plane.bench.controller",
                    "install entries/s vs p4runtime-shell (embedded, bmv2); replan latency"),
+    "ddp": ("host_stack.ddp.bench",
+            "PyTorch DDP: backend inart vs gloo (all_reduce, ResNet-18 steps, fig1 emulation)"),
     "calibrate": ("emulation.bench.calibrate",
                   "the flow-level simulation against the emulation's head-to-head"),
 }

@@ -51,6 +51,8 @@ from emulation.network.link_impair import add_arguments as add_impair_arguments
 from emulation.network.link_impair import from_args as impairment
 from emulation.runs.emulate import Emulation
 from emulation.runs.scale_search import ScaleResult, parse_scales, search, summary
+from host_stack.ddp.hostscript import ScriptJob
+from host_stack.ddp.script_args import add_script_args, script_job, script_lines
 from host_stack.ina.transport import PACING_MODES
 from host_stack.train.hostrun import MODES, TrafficConfig
 from host_stack.train.jobargs import MODEL_NAMES
@@ -161,6 +163,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="after the runs, keep the network up until Ctrl-C (or SIGTERM); "
                               "`inart shell SWITCH` attaches meanwhile")
     add_emulation_args(p)
+    add_script_args(p, "host, with --mode train")
     p.set_defaults(func=run)
 
 
@@ -233,8 +236,8 @@ def impairment_lines(rows: list[dict]) -> list[str]:
             for r in rows if r.get("impairment", "none") != "none"]
 
 
-def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
-               out: Path) -> tuple[ScaleResult, list[dict]]:
+def emulate_at(args: argparse.Namespace, topo, plans, scale: float, out: Path,
+               script: ScriptJob | None = None) -> tuple[ScaleResult, list[dict]]:
     """Every plan on one network at ``scale``: the rows, and the --find-max-rate sweep."""
     rows, sweep, verdicts = [], [], []
     t0 = time.monotonic()
@@ -244,17 +247,24 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
         cfg = traffic_config(args, emu.unit_bps)
         for plan in plans:
             compiled = emu.install(plan)
+            if script is not None:
+                rows.append(dict(emu.run_script(plan, compiled, script, plan.scheme),
+                                 topology=topo.name, target=args.target))
+                for line in script_lines(rows[-1]):
+                    print(line, flush=True)
+                continue
             run_ = emu.run(plan, compiled, cfg, plan.scheme)
             rows.append(dict(run_.row, topology=topo.name, target=args.target))
             verdicts.append(run_.verdict)
             if args.find_max_rate:
                 factors = [float(f) for f in args.factors.split(",")]
                 sweep += emu.find_max_rate(plan, compiled, cfg, factors)
-        print(table(rows))
-        lines = (pace_lines(rows) + pacing_lines(rows) + impairment_lines(rows)
-                 + [v.line() for v in verdicts])
-        for line in lines + ranking_lines(verdicts, comm_ratios(rows)) + resource_lines(rows):
-            print(line)
+        if script is None:  # a script's rows are its own (script_lines)
+            print(table(rows))
+            lines = (pace_lines(rows) + pacing_lines(rows) + impairment_lines(rows)
+                     + [v.line() for v in verdicts])
+            for line in lines + ranking_lines(verdicts, comm_ratios(rows)) + resource_lines(rows):
+                print(line)
         if args.cli or args.keep_up:
             emu.explore(cli=args.cli)
         peak = emu.monitor.all_peak_mb
@@ -283,6 +293,9 @@ def run(args: argparse.Namespace) -> int:
                                  "one network per scale")
     except ValueError as exc:
         raise InputError(str(exc)) from exc
+    script = script_job(args, args.deadline)
+    if script is not None and (args.find_max_rate or args.find_max_scale):
+        raise InputError("--script: not with --find-max-rate/--find-max-scale")
     out = fresh_out(Path(args.out))
     rows, sweep = [], []
     try:
@@ -299,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
             for line in summary(results):
                 print(line)
         else:
-            result, sweep = emulate_at(args, topo, plans, args.scale, out)
+            result, sweep = emulate_at(args, topo, plans, args.scale, out, script)
             rows = result.rows
     except KeyboardInterrupt:
         print("inart emulate: interrupted; network torn down", file=sys.stderr)
@@ -323,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{scheme}: empirical ceiling {ceiling:.3f} Mbit/s per worker vs plan "
                   f"f = {plan_mbps:.3f} Mbit/s (x{ceiling / plan_mbps:.2f})")
         write_rows(sweep, out, "max-rate")
-    bad_rows = [r["scheme"] for r in rows if r["exact"] is False]
+    bad_rows = [r["scheme"] for r in rows if r.get("exact") is False]
     if bad_rows:
         print(f"inart emulate: WRONG AGGREGATES with {', '.join(bad_rows)}", file=sys.stderr)
         return 1

@@ -36,8 +36,9 @@ from emulation.network.host_pacing import Stream
 from emulation.network.link_impair import NO_IMPAIRMENT, LinkImpairment, frames_since
 from emulation.network.mininet_net import Network, NetworkError, queue_for
 from emulation.targets.embedded.stats import StatsError, read_stats, reasons
+from host_stack.ddp.hostscript import ScriptJob, run_script_hosts
 from host_stack.ina import wire
-from host_stack.train.hostrun import JobResult, TrafficConfig, run_job
+from host_stack.train.hostrun import JobResult, TrafficConfig, plan_files, run_job
 
 STATE_FILE = EMULATION_STATE
 
@@ -338,6 +339,22 @@ class Emulation:
                                row["retx"], usage)
         row.update(verdict.fields())
         return Run(plan, compiled, job, row, verdict)
+
+    def run_script(self, plan: Plan, compiled: Compiled, job: ScriptJob, tag: str) -> dict:
+        """A user's PyTorch script on every worker host over an installed plan (its
+        all-reduces through the switches); the switches' event counters over the run."""
+        workdir = self.out_dir / "hosts" / tag
+        workdir.mkdir(parents=True, exist_ok=True)
+        source = plan_files(self.addr, plan, compiled, workdir)
+        rank0 = min(source.workers, key=source.ranks.get)
+        job = replace(job, master_addr=self.addr.ip[rank0],
+                      iface={w: f"{w}-eth0" for w in source.workers})
+        ev0 = self.switch_events()
+        result = run_script_hosts(self.net, source, job, workdir, self.quiet)
+        ev1 = self.switch_events()
+        events = {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
+        return {"scheme": plan.scheme, "wall_s": result.wall_s, "switch_events": events,
+                "ps": result.ps_stats, "rank0_lines": result.rank0_lines}
 
     def find_max_rate(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig,
                       factors: list[float], retx_threshold: float = 0.01,

@@ -34,6 +34,8 @@ from control_plane.cli.args import (
     record_outputs,
     write_json,
 )
+from host_stack.ddp.script_args import add_script_args, script_arguments
+from host_stack.train.hostrun import TrafficError
 from host_stack.train.jobargs import (
     GIVEN,
     add_job_args,
@@ -72,11 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--every", type=int, default=0,
                    help="table rows every K rounds (default: about 10 rows)")
     g.add_argument("--keep-logs", action="store_true", help="keep the processes' logs")
-    g.add_argument("--script", default=None, metavar="PY",
-                   help="run this PyTorch script on every worker instead of inart's training "
-                        "loop (arguments after --); it joins with dist.init_process_group("
-                        "'inart') or the inart DDP hook")
-    p.add_argument("script_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    add_script_args(p, "process on loopback, instead of inart's training loop")
     g.add_argument("--fork-server", action="store_true",
                    help="fork the workers from one process that imported torch once (shared "
                         "pages: host_stack/train/forkserver.py) instead of one interpreter each")
@@ -210,20 +208,19 @@ def run_script(args: argparse.Namespace) -> int:
         reject_unused(args, SCRIPT_FLAGS, "ina with --script")
     except ValueError as exc:
         raise InputError(str(exc)) from exc
-    if args.script_args[:1] == ["--"]:
-        args.script_args = args.script_args[1:]
+    args.script_args = script_arguments(args)
     try:
-        result = train_script(args)
-    except (LaunchError, ValueError) as exc:
+        plan, result = train_script(args)
+    except (LaunchError, TrafficError, ValueError) as exc:
         raise RunFailed(str(exc)) from exc
     rounds = {ps: s.get("agg_completed", 0) for ps, s in result.ps_stats.items()}
-    print(f"{args.script}: {result.plan.workers} workers, {len(result.plan.ps_ids)} PSs "
-          f"({result.plan.scheme or 'plan'}), {result.wall_s:.1f} s; chunks summed per PS: "
+    print(f"{args.script}: {plan.workers} workers, {len(plan.ps_ids)} PSs "
+          f"({plan.scheme or 'plan'}), {result.wall_s:.1f} s; chunks summed per PS: "
           + ", ".join(f"{ps} {n}" for ps, n in rounds.items()))
     fresh_out(args.out)
     path = output_path(args, args.json, "train.json")
     out = {"script": args.script, "script_args": args.script_args, "wall_s": result.wall_s,
-           "workers": result.plan.workers, "ps": result.ps_stats}
+           "workers": plan.workers, "ps": result.ps_stats}
     path.write_text(json.dumps(out, indent=1))
     if args.json == JSON_STDOUT:
         write_json(JSON_STDOUT, out)
@@ -235,9 +232,7 @@ def run(args: argparse.Namespace) -> int:
     setattr(args, GIVEN, getattr(args, GIVEN) - {"script_args"})  # a positional: always "given"
     if args.script:
         return run_script(args)
-    if args.script_args:
-        raise InputError(f"{' '.join(args.script_args)}: unexpected arguments (script "
-                         "arguments come after --script PY --)")
+    script_arguments(args)
     if args.rounds < 1:
         raise InputError("--rounds: expected an integer >= 1")
     try:

@@ -34,6 +34,8 @@ class TinyGPT(nn.Module):
         self.ln = nn.LayerNorm(width)
         self.head = nn.Linear(width, vocab, bias=False)
         self.head.weight = self.tokens.weight  # tied, as in GPT-2
+        for emb in (self.tokens, self.positions):  # GPT-2's init: logits start near uniform
+            nn.init.normal_(emb.weight, std=0.02)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         t = idx.shape[1]

@@ -42,10 +42,11 @@ LAUNCHER_FLAGS = frozenset(MODEL_OPTIONS) | {
 GIVEN = "given_flags"  # args attribute: dests of the options given on the command line
 
 
-def job_argv(args: argparse.Namespace) -> list[str]:
-    """The shared options of ``args`` as a command line, for the processes a launcher starts."""
+def job_argv(args: argparse.Namespace, dests: tuple[str, ...] = JOB_OPTIONS) -> list[str]:
+    """The shared options of ``args`` (those of ``dests``) as a command line, for the
+    processes a launcher starts."""
     out: list[str] = []
-    for dest in JOB_OPTIONS:
+    for dest in dests:
         value = getattr(args, dest)
         if value is not None:
             out += ["--" + dest.replace("_", "-"), str(value)]

@@ -30,6 +30,7 @@ from control_plane.model.topology import TopologyError
 from control_plane.p4build.sources import BuildError, load_build_info
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.measure.metrics import table, write_rows
+from host_stack.ddp.script_args import add_script_args, script_job, script_lines
 from host_stack.ina import wire
 from host_stack.remote.launchers import Fleet, LaunchError
 from host_stack.train.hostrun import MODES, TrafficConfig, TrafficError
@@ -65,6 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         f"TNA build's N, p4src/build/tna/build-info.json)")
     p.add_argument("--seed", type=int, default=0, help="solver, gradient and training seed")
     p.add_argument("--deadline", type=float, default=600.0, help="seconds for the whole job")
+    add_script_args(p, "host, with --mode train (copied to the same path on each host)")
     p.add_argument("--check", action="store_true",
                    help="validate the inventory and check the hosts; install and run nothing")
     add_out(p, "run", "the job's results and the hosts' logs")
@@ -100,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
                             model=args.model, unit_bps=args.scale * 1e6, n=n, seed=args.seed,
                             deadline_s=args.deadline)
         cfg.check()
+        script = script_job(args, args.deadline)
     except OSError as exc:
         print(f"inart run: error: --plan {args.plan}: {exc.strerror}", file=sys.stderr)
         return 2
@@ -111,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     old = signal.signal(signal.SIGTERM, _interrupt)
     out = Path(args.out)
     try:
-        result = run_inventory(inventory, plan, cfg, out, args.quiet)
+        result = run_inventory(inventory, plan, cfg, out, args.quiet, script=script)
     except KeyboardInterrupt:
         print(f"inart run: interrupted; every process on every host stopped (logs in "
               f"{out / 'hosts'})", file=sys.stderr)
@@ -123,6 +126,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     finally:
         signal.signal(signal.SIGTERM, old)
+    if script is not None:
+        for line in script_lines(result.row):
+            print(line)
+        jpath, cpath = write_rows([result.row], out, "run")
+        print(f"wrote {jpath} and {cpath}")
+        return 0
     print(table([result.row]))
     print("net B/iter: the hosts' links only (both directions); switch-to-switch links are "
           "not visible from the hosts")

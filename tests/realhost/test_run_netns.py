@@ -167,3 +167,17 @@ def test_the_deadline_stops_the_job(lab, tmp_path):
     assert proc.returncode == 1, err
     assert "deadline of 20 s passed" in err
     assert no_job_processes() == []
+
+
+def test_a_ddp_script_on_the_hosts(lab, tmp_path):
+    """`inart run --script`: an unchanged DDP example on every worker namespace, its
+    all-reduces aggregated by the standalone switches."""
+    lab_, _ = lab
+    proc, row = run_inventory(tmp_path, lab_.inventory(), "--mode", "train", "--script",
+                              str(REPO / "examples/ddp_gpt.py"), "--", "--backend", "inart",
+                              "--steps", "2", "--width", "32", "--layers", "1",
+                              "--context", "8", "--vocab", "8")
+    assert proc.returncode == 0, proc.stderr
+    assert sum(ev.get("aggregated_out", 0) for ev in row["switch_events"].values()) > 0
+    assert any('"done"' in line for line in row["rank0_lines"])
+    assert "switches sent" in proc.stdout
