@@ -2,11 +2,14 @@
 
     inart serve [--listen 127.0.0.1:50070] [--token-file F] [--tls-cert C --tls-key K]
                 [--insecure] [--state out/serve] [--switches p4runtime|memory]
+                [--metrics 127.0.0.1:0|HOST:PORT|off] [--web HOST:PORT]
 
 Listens on loopback by default; any other address needs --token-file and TLS (--tls-cert,
 --tls-key; or --insecure, explicitly).  State (topology, jobs,
 plan versions, events) lives in STATE/state.sqlite: a restarted service recovers its jobs and
-reconciles the switches instead of installing anything twice.  Runs until Ctrl-C or SIGTERM.
+reconciles the switches instead of installing anything twice.  Prometheus metrics are on
+/metrics of a free loopback port unless told otherwise (docs/observability.md); ``--web``
+serves the live web view.  Runs until Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -17,9 +20,12 @@ import signal
 import threading
 from pathlib import Path
 
+from control_plane.cli.args import add_metrics
 from control_plane.deploy.pipeline import TARGET_CONFIG, PipelineError, pipeline_for
 from control_plane.drivers.p4runtime import P4Info
 from control_plane.localhost import SERVICE_PORT, port_holder
+from control_plane.observe.exporter import MetricsError
+from control_plane.observe.exporter import start as start_metrics
 from control_plane.repo import out_dir
 from control_plane.service.auth import (
     AuthConfigError,
@@ -77,6 +83,13 @@ def run(args: argparse.Namespace) -> int:
               f"(give another --listen)", flush=True)
         installer.close()
         return 1
+    try:
+        metrics = start_metrics(args.metrics, controller.metrics.registry)
+    except MetricsError as exc:
+        print(f"inart serve: error: --metrics: {exc}", flush=True)
+        server.stop(grace=0)
+        installer.close()
+        return 1
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
@@ -86,9 +99,12 @@ def run(args: argparse.Namespace) -> int:
     jobs = len(controller.list_jobs(False).jobs)
     print(f"inart serve: listening on {where} (token: {'yes' if token else 'no'}, TLS: "
           f"{'yes' if credentials else 'no'}), switches: {args.switches}, state "
-          f"{Path(args.state) / 'state.sqlite'}, {jobs} job(s) recovered", flush=True)
+          f"{Path(args.state) / 'state.sqlite'}, {jobs} job(s) recovered"
+          f"{f'; metrics on {metrics.url}' if metrics else ''}", flush=True)
     done.wait()
     server.stop(grace=2).wait()
+    if metrics is not None:
+        metrics.close()
     controller.stop()
     return 0
 
@@ -121,5 +137,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "progress (jobs that report drain when every worker moved on)")
     p.add_argument("--reconcile-interval", type=float, default=10.0,
                    help="seconds between read-backs of every switch")
+    add_metrics(p, default="127.0.0.1:0")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=run)
