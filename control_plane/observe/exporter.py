@@ -20,8 +20,7 @@ from pathlib import Path
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from control_plane.localhost import port_holder
-from control_plane.service.auth import AuthConfigError, split_address
+from control_plane.localhost import AddressError, port_holder, split_address
 
 UNIX = "unix:"
 SCRAPE_TIMEOUT_S = 5.0
@@ -87,7 +86,7 @@ class MetricsServer:
                 self.server = server
                 shown = f"[{host}]" if ":" in host else host
                 self.address = f"{shown}:{server.server_address[1]}"
-        except AuthConfigError as exc:
+        except AddressError as exc:
             raise MetricsError(str(exc)) from None
         except OSError as exc:
             raise bind_error(address, exc) from None

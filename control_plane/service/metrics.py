@@ -8,15 +8,22 @@ counters.  docs/observability.md lists them; examples/grafana-inart.json draws t
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-if TYPE_CHECKING:
-    from control_plane.service.controller import Controller
+
+class Controlled(Protocol):
+    """What the gauges read of the controller (service/controller.py imports this module)."""
+
+    lock: threading.Lock
+    jobs: dict[int, Any]
+    network: Any
+    status: dict[str, Any]
 
 JOB_STATES = ("stalled", "running", "degraded", "cancelled")
 # RPCs take from well under a millisecond (ListJobs) to seconds (a re-plan on a fat-tree)
@@ -27,7 +34,7 @@ RPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 class StateCollector(Collector):
     """Gauges of the controller's current state, read under its state lock."""
 
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Controlled) -> None:
         self.controller = controller
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
@@ -83,7 +90,7 @@ class ServiceMetrics:
         self.events = Counter("inart_service_events_total", "Network events reported",
                               ["kind"], registry=r)
 
-    def watch(self, controller: Controller) -> None:
+    def watch(self, controller: Controlled) -> None:
         """Add the gauges of ``controller``'s state."""
         self.registry.register(StateCollector(controller))
 

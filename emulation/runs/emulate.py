@@ -25,12 +25,15 @@ from control_plane.deploy.pipeline import Pipeline
 from control_plane.deploy.transaction import addressed_switches, install
 from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
+from control_plane.observe.exporter import MetricsError, MetricsServer
+from control_plane.p4build.sources import event_names
 from control_plane.repo import EMULATION_STATE
 from emulation.cluster.run import Cluster
 from emulation.cluster.spec import ClusterSpec
 from emulation.measure.fidelity import Verdict, judge
-from emulation.measure.metrics import event_names, link_bytes, summarize
+from emulation.measure.metrics import link_bytes, summarize
 from emulation.measure.resources import Monitor, Usage
+from emulation.measure.timeseries import Gatherer
 from emulation.network.cpu_isolation import CpuIsolation, IsolationError
 from emulation.network.host_pacing import Stream
 from emulation.network.link_impair import NO_IMPAIRMENT, LinkImpairment, frames_since
@@ -40,6 +43,7 @@ from host_stack.ina import wire
 from host_stack.train.hostrun import JobResult, TrafficConfig, run_job
 
 STATE_FILE = EMULATION_STATE
+SERIES_FILE = "metrics.jsonl"  # beside emulate.json: every process's metrics, every second
 
 
 def _forget_state() -> None:
@@ -81,7 +85,10 @@ class Emulation:
                  scale: float = 0.5, impair: LinkImpairment = NO_IMPAIRMENT,
                  quiet: bool = False, program: Pipeline | None = None,
                  window: int = TrafficConfig.window, fork_server: bool = True,
-                 cluster: ClusterSpec | None = None, switch_cpu_weight: int | None = None) -> None:
+                 cluster: ClusterSpec | None = None, switch_cpu_weight: int | None = None,
+                 metrics: str | None = None) -> None:
+        """``metrics``: where to serve every process's metrics (HOST:PORT, port 0 any free
+        one); with it, they are also written to OUT_DIR/metrics.jsonl every second."""
         self.topo = topology
         self.out_dir = out_dir.resolve()  # hosts' processes and switches get absolute paths
         self.addr: Addressing = assign(topology)
@@ -93,9 +100,15 @@ class Emulation:
         self.quiet = quiet
         self.scale = scale
         self.window = window  # the most any run's TrafficConfig may keep in flight per stream
+        self.metrics_address = metrics
+        self.metrics_dir = self.out_dir / "metrics" if metrics is not None else None
+        if self.metrics_dir is not None:  # the switches bind their sockets there at start
+            self.metrics_dir.mkdir(parents=True, exist_ok=True)
+        self.gatherer: Gatherer | None = None
+        self.exporter: MetricsServer | None = None
         self.net = Network(topology, self.addr, self.out_dir / "logs", target, scale, impair,
                            quiet, queue_for(len(topology.workers), len(topology.pss), window),
-                           fork_server, servers)
+                           fork_server, servers, self.metrics_dir)
         self.installed: str | None = None
         self.paced: dict[str, list[Stream]] = {}  # the workers' pacing classes now
         self.pacing_fallback: str | None = None  # why the kernel could not pace, if so
@@ -119,6 +132,8 @@ class Emulation:
             raise
         if self.switch_cpu_weight is not None:
             self.isolate(self.switch_cpu_weight)
+        if self.metrics_dir is not None:
+            self._start_metrics()
         STATE_FILE.write_text(json.dumps({
             "switches": {sw: {"grpc": self.addr.grpc_address(sw),
                               "device_id": self.addr.device_id[sw]}
@@ -127,8 +142,21 @@ class Emulation:
             "out_dir": str(self.out_dir), "pid": os.getpid()}))
         return self
 
+    def _start_metrics(self) -> None:
+        assert self.metrics_dir is not None and self.metrics_address is not None
+        self.gatherer = Gatherer(self.metrics_dir, self.out_dir / SERIES_FILE).start()
+        try:
+            self.exporter = MetricsServer(self.metrics_address, self.gatherer.registry)
+        except MetricsError:
+            self.__exit__(None, None, None)
+            raise
+
     def __exit__(self, *exc) -> None:
         try:
+            if self.gatherer is not None:
+                self.gatherer.close()
+            if self.exporter is not None:
+                self.exporter.close()
             self.net.__exit__(*exc)
         finally:
             self.isolate(None)
@@ -302,6 +330,8 @@ class Emulation:
         ps_facing = {f"{self.addr.tor[s]}-eth{self.addr.port[(self.addr.tor[s], s)]}"
                      for s in self.topo.pss}
         cfg = self.paced_config(plan, cfg)
+        if self.metrics_dir is not None:
+            cfg = replace(cfg, metrics_dir=str(self.metrics_dir))
         ev0 = self.switch_events()
         st0 = self.target_stats()
         if0 = self.net.interface_bytes()
