@@ -26,6 +26,8 @@ from control_plane.drivers.p4runtime import P4Info
 from control_plane.localhost import SERVICE_PORT, port_holder
 from control_plane.observe.exporter import MetricsError
 from control_plane.observe.exporter import start as start_metrics
+from control_plane.observe.service_view import ServiceSource
+from control_plane.observe.web import WebError, WebView
 from control_plane.repo import out_dir
 from control_plane.service.auth import (
     AuthConfigError,
@@ -90,6 +92,17 @@ def run(args: argparse.Namespace) -> int:
         server.stop(grace=0)
         installer.close()
         return 1
+    try:
+        web = None if args.web is None else WebView(
+            args.web, ServiceSource(controller).snapshot, token, args.tls_cert, args.tls_key,
+            args.insecure)
+    except WebError as exc:
+        print(f"inart serve: error: --web: {exc}", flush=True)
+        server.stop(grace=0)
+        if metrics is not None:
+            metrics.close()
+        installer.close()
+        return 1
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
@@ -100,9 +113,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"inart serve: listening on {where} (token: {'yes' if token else 'no'}, TLS: "
           f"{'yes' if credentials else 'no'}), switches: {args.switches}, state "
           f"{Path(args.state) / 'state.sqlite'}, {jobs} job(s) recovered"
-          f"{f'; metrics on {metrics.url}' if metrics else ''}", flush=True)
+          f"{f'; metrics on {metrics.url}' if metrics else ''}"
+          f"{f'; web view on {web.url}' if web else ''}", flush=True)
     done.wait()
     server.stop(grace=2).wait()
+    if web is not None:
+        web.close()
     if metrics is not None:
         metrics.close()
     controller.stop()
@@ -138,5 +154,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reconcile-interval", type=float, default=10.0,
                    help="seconds between read-backs of every switch")
     add_metrics(p, default="127.0.0.1:0")
+    p.add_argument("--web", metavar="HOST:PORT", default=None,
+                   help="serve the live web view there (port 0: any free one, printed); off "
+                        "loopback the --token-file and TLS rules of --listen apply")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=run)
