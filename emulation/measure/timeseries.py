@@ -87,6 +87,23 @@ class Gatherer(Collector):
                     f.write("\n".join(lines) + "\n")
         return len(texts)
 
+    def latest_values(self, name: str) -> dict[str, float]:
+        """Process -> the sum of sample ``name`` in its latest scrape (those that have it)."""
+        with self.lock:
+            latest = dict(self.latest)
+        out = {}
+        for process, text in latest.items():
+            found = [s.value for family in text_string_to_metric_families(text)
+                     for s in family.samples if s.name == name]
+            if found:
+                out[process] = sum(found)
+        return out
+
+    def forget(self) -> None:
+        """Drop the latest scrapes (a new run's processes start from nothing)."""
+        with self.lock:
+            self.latest.clear()
+
     def collect(self) -> Iterator[Metric]:
         """The latest scrape of every process, each sample labelled with its process."""
         with self.lock:

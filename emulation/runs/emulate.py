@@ -26,6 +26,7 @@ from control_plane.deploy.transaction import addressed_switches, install
 from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
 from control_plane.observe.exporter import MetricsError, MetricsServer
+from control_plane.observe.web import WebError, WebView
 from control_plane.p4build.sources import event_names
 from control_plane.repo import EMULATION_STATE
 from emulation.cluster.run import Cluster
@@ -38,6 +39,7 @@ from emulation.network.cpu_isolation import CpuIsolation, IsolationError
 from emulation.network.host_pacing import Stream
 from emulation.network.link_impair import NO_IMPAIRMENT, LinkImpairment, frames_since
 from emulation.network.mininet_net import Network, NetworkError, queue_for
+from emulation.runs.live_view import EmulationView
 from emulation.targets.embedded.stats import StatsError, read_stats, reasons
 from host_stack.ina import wire
 from host_stack.train.hostrun import JobResult, TrafficConfig, run_job
@@ -86,9 +88,10 @@ class Emulation:
                  quiet: bool = False, program: Pipeline | None = None,
                  window: int = TrafficConfig.window, fork_server: bool = True,
                  cluster: ClusterSpec | None = None, switch_cpu_weight: int | None = None,
-                 metrics: str | None = None) -> None:
+                 metrics: str | None = None, web: str | None = None) -> None:
         """``metrics``: where to serve every process's metrics (HOST:PORT, port 0 any free
-        one); with it, they are also written to OUT_DIR/metrics.jsonl every second."""
+        one); ``web``: where to serve the live web view.  With either, every process's
+        metrics are also written to OUT_DIR/metrics.jsonl every second."""
         self.topo = topology
         self.out_dir = out_dir.resolve()  # hosts' processes and switches get absolute paths
         self.addr: Addressing = assign(topology)
@@ -100,12 +103,15 @@ class Emulation:
         self.quiet = quiet
         self.scale = scale
         self.window = window  # the most any run's TrafficConfig may keep in flight per stream
-        self.metrics_address = metrics
-        self.metrics_dir = self.out_dir / "metrics" if metrics is not None else None
+        self.metrics_address, self.web_address = metrics, web
+        gather = metrics is not None or web is not None
+        self.metrics_dir = self.out_dir / "metrics" if gather else None
         if self.metrics_dir is not None:  # the switches bind their sockets there at start
             self.metrics_dir.mkdir(parents=True, exist_ok=True)
         self.gatherer: Gatherer | None = None
         self.exporter: MetricsServer | None = None
+        self.web: WebView | None = None
+        self.view: EmulationView | None = None
         self.net = Network(topology, self.addr, self.out_dir / "logs", target, scale, impair,
                            quiet, queue_for(len(topology.workers), len(topology.pss), window),
                            fork_server, servers, self.metrics_dir)
@@ -143,11 +149,16 @@ class Emulation:
         return self
 
     def _start_metrics(self) -> None:
-        assert self.metrics_dir is not None and self.metrics_address is not None
+        """The gatherer, then the metrics exporter and the web view that were asked for."""
+        assert self.metrics_dir is not None
         self.gatherer = Gatherer(self.metrics_dir, self.out_dir / SERIES_FILE).start()
         try:
-            self.exporter = MetricsServer(self.metrics_address, self.gatherer.registry)
-        except MetricsError:
+            if self.metrics_address is not None:
+                self.exporter = MetricsServer(self.metrics_address, self.gatherer.registry)
+            if self.web_address is not None:
+                self.view = EmulationView(self.net, self.unit_bps, self.gatherer)
+                self.web = WebView(self.web_address, self.view.snapshot)
+        except (MetricsError, WebError):
             self.__exit__(None, None, None)
             raise
 
@@ -157,6 +168,8 @@ class Emulation:
                 self.gatherer.close()
             if self.exporter is not None:
                 self.exporter.close()
+            if self.web is not None:
+                self.web.close()
             self.net.__exit__(*exc)
         finally:
             self.isolate(None)
@@ -203,6 +216,8 @@ class Emulation:
                     progress=progress)
         self.net.set_result_arp(compiled.result_addr)
         self.installed = plan.scheme
+        if self.view is not None:
+            self.view.installed(plan)
         (self.out_dir / f"entries-{plan.scheme}.txt").write_text(
             compiled.summary_table() + "\n\n" + "\n".join(
                 f"{sw}: {e.describe()}" for sw, s in compiled.switches.items()
@@ -337,6 +352,8 @@ class Emulation:
         if0 = self.net.interface_bytes()
         im0 = self.net.impairment_counts()
         self.monitor.mark()
+        if self.view is not None:
+            self.view.started()
         job = run_job(self.net, self.addr, plan, compiled, cfg, self.out_dir / "hosts" / tag,
                       self.quiet)
         usage = self.monitor.usage()
@@ -367,6 +384,9 @@ class Emulation:
         verdict = self.verdict(plan.scheme, row["rate_ratio"] if cfg.unit_bps else None,
                                row["retx"], usage)
         row.update(verdict.fields())
+        if self.view is not None:
+            self.view.finished(row, "ok" if verdict.ok else "marked: " + "; ".join(
+                verdict.reasons))
         return Run(plan, compiled, job, row, verdict)
 
     def find_max_rate(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig,
