@@ -60,6 +60,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                    "install entries/s vs p4runtime-shell (embedded, bmv2); replan latency"),
     "calibrate": ("emulation.bench.calibrate",
                   "the flow-level simulation against the emulation's head-to-head"),
+    "observe": ("emulation.bench.observe",
+                "metrics and web view: their cost to an emulation's round time (Mininet)"),
 }
 
 

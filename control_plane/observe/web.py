@@ -11,10 +11,11 @@ other address needs a token (``Authorization: Bearer T``, or ``?token=T``, which
 passes on because EventSource cannot set headers) and TLS unless ``insecure``: the service's
 own rules (control_plane/service/auth.py).
 
-One thread polls the source every ``interval_s`` and hands a changed document to each
-client's queue without waiting; a client whose queue is full (it stopped reading) is
-dropped, and a write that blocks past WRITE_TIMEOUT_S ends that client only, so no client
-can stall the source, the others or the service.
+One thread polls the source every ``interval_s`` while a stream is open (nobody watching
+costs nothing) and hands a changed document to each client's queue without waiting; a
+client whose queue is full (it stopped reading) is dropped, and a write that blocks past
+WRITE_TIMEOUT_S ends that client only, so no client can stall the source, the others or the
+service.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ class Broadcaster:
 
     def _loop(self) -> None:
         while not self.stopping.wait(self.interval_s):
+            if not self.clients:  # nobody watches: reading the source would be waste
+                continue
             try:
                 doc = self._read()
             except Exception:  # noqa: BLE001 - a failed read is retried next tick
@@ -114,6 +117,15 @@ class Broadcaster:
                     client.offer(doc)
                     if client.dropped:
                         self.remove(client, dropped=True)
+
+    def current(self) -> bytes:
+        """The latest document, read now when no stream keeps it fresh."""
+        if not self.clients:
+            doc = self._read()
+            with self.lock:
+                self.latest = doc
+        with self.lock:
+            return self.latest
 
     def add(self, conn: socket.socket) -> Client | None:
         with self.lock:
@@ -181,9 +193,7 @@ class Handler(BaseHTTPRequestHandler):
             name = path[len("/static/"):]
             self._send(200, static_file(name), STATIC[name])
         elif path == "/api/state":
-            with self.view.broadcaster.lock:
-                body = self.view.broadcaster.latest
-            self._send(200, body, "application/json")
+            self._send(200, self.view.broadcaster.current(), "application/json")
         elif path == "/api/events":
             self._events()
         else:

@@ -46,6 +46,8 @@ class Gatherer(Collector):
         self.latest: dict[str, str] = {}  # process -> its last exposition text
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.active = threading.Event()  # cleared: the loop scrapes nothing (pause/resume)
+        self.active.set()
         self.scrapes = 0
         self.thread = threading.Thread(target=self._loop, name="metrics-gatherer", daemon=True)
         self.registry = CollectorRegistry()
@@ -63,7 +65,8 @@ class Gatherer(Collector):
 
     def _loop(self) -> None:
         while not self.stopping.wait(self.interval_s):
-            self.gather()
+            if self.active.is_set():
+                self.gather()
 
     def gather(self) -> int:
         """Scrape every process once; returns how many answered."""

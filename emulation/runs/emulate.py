@@ -112,6 +112,7 @@ class Emulation:
         self.exporter: MetricsServer | None = None
         self.web: WebView | None = None
         self.view: EmulationView | None = None
+        self.observing = True  # the hosts serve metrics and the gatherer scrapes (observe)
         self.net = Network(topology, self.addr, self.out_dir / "logs", target, scale, impair,
                            quiet, queue_for(len(topology.workers), len(topology.pss), window),
                            fork_server, servers, self.metrics_dir)
@@ -161,6 +162,14 @@ class Emulation:
         except (MetricsError, WebError):
             self.__exit__(None, None, None)
             raise
+
+    def observe(self, on: bool) -> None:
+        """Whether the next runs' hosts serve metrics and the gatherer scrapes (the switches
+        keep serving theirs, which costs nothing unscraped): `inart bench observe` runs with
+        and without on one network."""
+        self.observing = on
+        if self.gatherer is not None:
+            (self.gatherer.active.set if on else self.gatherer.active.clear)()
 
     def __exit__(self, *exc) -> None:
         try:
@@ -345,7 +354,7 @@ class Emulation:
         ps_facing = {f"{self.addr.tor[s]}-eth{self.addr.port[(self.addr.tor[s], s)]}"
                      for s in self.topo.pss}
         cfg = self.paced_config(plan, cfg)
-        if self.metrics_dir is not None:
+        if self.metrics_dir is not None and self.observing:
             cfg = replace(cfg, metrics_dir=str(self.metrics_dir))
         ev0 = self.switch_events()
         st0 = self.target_stats()

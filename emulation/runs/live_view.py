@@ -66,13 +66,14 @@ class EmulationView:
 
     def _measure(self) -> None:
         """The links' loads since the previous read (units of the topology's capacities)."""
-        now, counts = time.monotonic(), self.net.interface_bytes()
-        if self.last is not None and now > self.last[0]:
-            dt = now - self.last[0]
-            moved = directed_link_bytes(self.net.addr.port, self.last[1], counts)
-            self.loads = {tuple(k.split("->")): b * 8 / dt / self.unit_bps
-                          for k, b in moved.items()}
-        self.last = (now, counts)
+        with self.lock:  # the stream's poll and a request for the state may meet here
+            now, counts = time.monotonic(), self.net.interface_bytes()
+            if self.last is not None and now > self.last[0]:
+                dt = now - self.last[0]
+                moved = directed_link_bytes(self.net.addr.port, self.last[1], counts)
+                self.loads = {tuple(k.split("->")): b * 8 / dt / self.unit_bps
+                              for k, b in moved.items()}
+            self.last = (now, counts)
 
     def snapshot(self) -> dict[str, Any]:
         self._measure()
@@ -89,6 +90,8 @@ class EmulationView:
                 if rates:
                     job["rate_measured"] = sum(rates.values()) / len(rates) / self.unit_bps
         doc = dict(self.base)
-        doc.update(links=view.links(self.net.topo, self.loads), jobs=jobs, events=events,
+        with self.lock:
+            loads = dict(self.loads)
+        doc.update(links=view.links(self.net.topo, loads), jobs=jobs, events=events,
                    load_kind="measured", time=time.time())
         return doc
