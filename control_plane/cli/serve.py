@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             args.web, ServiceSource(controller).snapshot, token, args.tls_cert, args.tls_key,
             args.insecure)
     except WebError as exc:
-        print(f"inart serve: error: --web: {exc}", flush=True)
+        print(f"inart serve: error: {exc}", flush=True)
         server.stop(grace=0)
         if metrics is not None:
             metrics.close()

@@ -66,6 +66,18 @@ def bind_error(address: str, exc: OSError) -> MetricsError:
     return MetricsError(f"cannot listen on {address}: {exc.strerror or exc}")
 
 
+def check_address(address: str) -> None:
+    """Refuse (MetricsError) what is neither HOST:PORT nor unix:PATH, before any work."""
+    if address.startswith(UNIX):
+        if not address[len(UNIX):]:
+            raise MetricsError(f"{address}: expected unix:PATH")
+        return
+    try:
+        split_address(address, any_port=True)
+    except AddressError as exc:
+        raise MetricsError(str(exc)) from None
+
+
 class MetricsServer:
     """``/metrics`` of ``registry`` on ``address``, in daemon threads until ``close``."""
 

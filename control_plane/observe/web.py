@@ -232,19 +232,26 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
+def check_address(address: str, token: str | None = None, tls: bool = False,
+                  insecure: bool = False) -> tuple[str, int]:
+    """(host, port) of a web view address, or WebError: a HOST:PORT, on loopback unless the
+    service's rules for another address are met (control_plane/service/auth.py)."""
+    if address.startswith("unix:"):
+        raise WebError(f"--web {address}: expected HOST:PORT (a browser opens it)")
+    try:
+        check_listen(address, token, tls, insecure, option="--web")
+        return split_address(address, any_port=True)
+    except (AddressError, ValueError) as exc:
+        raise WebError(str(exc)) from None
+
+
 class WebView:
     """The web view of ``source`` on ``address``, in daemon threads until ``close``."""
 
     def __init__(self, address: str, source: Source, token: str | None = None,
                  cert: str | None = None, key: str | None = None, insecure: bool = False,
                  interval_s: float = 0.5) -> None:
-        try:
-            check_listen(address, token, cert is not None, insecure)
-            host, port = split_address(address, any_port=True)
-        except (AddressError, ValueError) as exc:
-            raise WebError(str(exc)) from None
-        if address.startswith("unix:"):
-            raise WebError(f"{address}: expected HOST:PORT (a browser opens it)")
+        host, port = check_address(address, token, cert is not None, insecure)
         self.token = token
         handler = type("Handler", (Handler,), {"view": self})
         try:
@@ -252,7 +259,7 @@ class WebView:
         except OSError as exc:
             holder = (f"in use by {port_holder(port)}" if exc.errno == errno.EADDRINUSE
                       else exc.strerror)
-            raise WebError(f"cannot listen on {address}: {holder}; give another address "
+            raise WebError(f"--web: cannot listen on {address}: {holder}; give another address "
                            f"(port 0: any free)") from None
         if cert is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

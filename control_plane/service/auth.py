@@ -48,23 +48,23 @@ def read_token(path: str | Path) -> str:
 
 
 def check_listen(address: str, token: str | None, tls: bool = False,
-                 insecure: bool = False) -> None:
+                 insecure: bool = False, option: str = "--listen") -> None:
     """Refuse a non-loopback listen address without a token, and without TLS unless
     ``insecure`` (the user's explicit choice).  A Unix socket (``unix:PATH``) is local like
     loopback, and also reachable from the network namespaces of one machine (an emulation's
     hosts), which loopback is not."""
     if address.startswith("unix:"):
         if not address[len("unix:"):].lstrip("/"):
-            raise AuthConfigError(f"--listen {quote(address)}: expected unix:PATH")
+            raise AuthConfigError(f"{option} {quote(address)}: expected unix:PATH")
         return
     host, _ = split_address(address, any_port=True)
     if is_loopback(host):
         return
     if token is None:
-        raise AuthConfigError(f"--listen {quote(address)}: not a loopback address; listening "
+        raise AuthConfigError(f"{option} {quote(address)}: not a loopback address; listening "
                               f"there needs --token-file (requests must carry a bearer token)")
     if not tls and not insecure:
-        raise AuthConfigError(f"--listen {quote(address)}: not a loopback address; listening "
+        raise AuthConfigError(f"{option} {quote(address)}: not a loopback address; listening "
                               f"there needs TLS (--tls-cert and --tls-key) so the token does "
                               f"not cross the network in clear, or --insecure to accept that")
 

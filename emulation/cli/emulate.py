@@ -45,6 +45,10 @@ from control_plane.cli.args import (
 )
 from control_plane.model.topologies import build_topology, command_seed
 from control_plane.model.topology import TopologyError
+from control_plane.observe.exporter import MetricsError
+from control_plane.observe.exporter import check_address as check_metrics_address
+from control_plane.observe.web import WebError
+from control_plane.observe.web import check_address as check_web_address
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.cluster.spec import CLUSTER_HELP
 from emulation.cluster.spec import argument as cluster_argument
@@ -280,6 +284,21 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
     return ScaleResult(scale, rows, peak, wall), sweep
 
 
+def check_observers(args: argparse.Namespace) -> None:
+    """--metrics and --web: valid addresses, and a network whose switches serve metrics."""
+    try:
+        if args.metrics is not None:
+            check_metrics_address(args.metrics)
+        if args.web is not None:
+            check_web_address(args.web)
+    except (MetricsError, WebError) as exc:
+        prefix = "" if isinstance(exc, WebError) else "--metrics: "
+        raise InputError(f"{prefix}{exc}") from exc
+    if (args.metrics or args.web) and (args.target != "embedded" or args.cluster):
+        raise InputError("--metrics/--web: the switches' metrics come from the embedded "
+                         "target on one machine; expected --target embedded without --cluster")
+
+
 def run(args: argparse.Namespace) -> int:
     schemes = args.scheme
     try:
@@ -296,6 +315,7 @@ def run(args: argparse.Namespace) -> int:
                                  "one network per scale")
     except ValueError as exc:
         raise InputError(str(exc)) from exc
+    check_observers(args)
     out = fresh_out(Path(args.out))
     rows, sweep = [], []
     try:

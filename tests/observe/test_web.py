@@ -4,7 +4,10 @@ token it refuses, and clients that stop reading, which must not stall the others
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -15,6 +18,7 @@ import pytest
 from control_plane.model.topologies import build_topology
 from control_plane.observe import view
 from control_plane.observe.web import WebError, WebView
+from control_plane.repo import REPO, child_env
 from control_plane.solver.solve import plan_for
 
 TOKEN = "s3cret-token-0123456789"
@@ -116,3 +120,26 @@ def test_clients_that_stop_reading_are_dropped_not_waited_for(ticking: WebView) 
     finally:
         for s in stuck:
             s.close()
+
+
+def test_a_taken_port_names_its_holder() -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(WebError, match=f"in use by pid {os.getpid()} "):
+            WebView(f"127.0.0.1:{port}", lambda: {})
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--web", "0.0.0.0:0"], "--web '0.0.0.0:0': not a loopback address"),
+    (["--web", "unix:/tmp/x"], "--web unix:/tmp/x: expected HOST:PORT"),
+    (["--metrics", "nope"], "--metrics: address 'nope': expected HOST:PORT"),
+    (["--web", "127.0.0.1:0", "--target", "bmv2"], "expected --target embedded"),
+])
+def test_emulate_refuses_bad_observers_before_any_work(argv, message, tmp_path) -> None:
+    done = subprocess.run([sys.executable, "-m", "control_plane.cli", "emulate", "-t", "fig1",
+                           "--out", str(tmp_path), *argv], capture_output=True, text=True,
+                          cwd=REPO, env=child_env(), timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr, done.stderr
