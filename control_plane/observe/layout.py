@@ -19,6 +19,8 @@ from control_plane.model.topology import Topology, natural_key
 WIDTH = 1000.0  # the drawing's own units; the page scales the SVG to its box
 TIER_GAP = 140.0
 MARGIN = 40.0
+CROWDED = 16.0  # nodes closer than this along a tier are staggered over two rows
+STAGGER = 22.0
 
 
 def tiers(topo: Topology) -> dict[str, int]:
@@ -53,8 +55,10 @@ def layout(topo: Topology) -> dict[str, tuple[float, float]]:
     def place(level: int, nodes: list[str]) -> None:
         step = (WIDTH - 2 * MARGIN) / max(len(nodes), 1)
         y = MARGIN + (top - level) * TIER_GAP
+        # a crowded tier (a fat-tree's hosts) alternates between two rows, so marks stay apart
+        stagger = STAGGER if step < CROWDED else 0.0
         for i, node in enumerate(nodes):
-            pos[node] = (MARGIN + step * (i + 0.5), y)
+            pos[node] = (MARGIN + step * (i + 0.5), y + (stagger if i % 2 else 0.0))
 
     place(0, hosts)
     for level in range(1, top + 1):
@@ -69,5 +73,5 @@ def layout(topo: Topology) -> dict[str, tuple[float, float]]:
 
 
 def height(topo: Topology) -> float:
-    """The drawing's height for ``layout``'s positions."""
-    return 2 * MARGIN + max(tiers(topo).values(), default=0) * TIER_GAP
+    """The drawing's height for ``layout``'s positions (a staggered tier included)."""
+    return 2 * MARGIN + max(tiers(topo).values(), default=0) * TIER_GAP + STAGGER

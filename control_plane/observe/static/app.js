@@ -43,7 +43,7 @@ function pathD(pos, nodes, offset) {
 function drawNetwork(doc, job) {
   const svg = document.getElementById("network");
   svg.textContent = "";
-  svg.setAttribute("viewBox", `0 0 ${doc.width} ${doc.height + 30}`);
+  svg.setAttribute("viewBox", `0 0 ${doc.width} ${doc.height}`);
   const pos = {};
   for (const n of doc.nodes) pos[n.id] = n;
   const many = doc.nodes.length > 60;  // fattree:8 has 208 nodes: smaller marks
@@ -78,7 +78,9 @@ function drawNetwork(doc, job) {
   const aggregating = new Set(plan ? plan.aggregate_at : []);
   const nodes = el("g", { id: "nodes" }, svg);
   const r = many ? 7 : 16;
-  for (const n of doc.nodes) {
+  const order = { worker: 0, ps: 1, switch: 2 };  // PSs drawn over their crowded workers
+  const sorted = [...doc.nodes].sort((a, b) => order[a.kind] - order[b.kind]);
+  for (const n of sorted) {
     const g = el("g", { class: `node ${n.kind}`, "data-node": n.id, "data-kind": n.kind,
                         transform: `translate(${n.x},${n.y})` }, nodes);
     if (n.kind === "switch") {
@@ -90,7 +92,7 @@ function drawNetwork(doc, job) {
       el("rect", { x: -r, y: -r, width: 2 * r, height: 2 * r, rx: 3, fill: psColour(doc, n.id) },
          g);
       if (plan && plan.partition[n.id] !== undefined) {
-        el("text", { y: r + 14, class: "share" }, g).textContent =
+        el("text", { y: -r - 5, class: "share" }, g).textContent =
           `${(100 * plan.partition[n.id]).toFixed(0)}%`;
       }
     } else {
