@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from prometheus_client.core import CounterMetricFamily
 
@@ -24,6 +25,9 @@ NAMED_EVENTS = {
 }
 
 
+SYS_NET = Path("/sys/class/net")
+
+
 @dataclass(frozen=True)
 class PortCounters:
     """One port's traffic, as the port sees it (rx: into the switch)."""
@@ -33,6 +37,17 @@ class PortCounters:
     rx_bytes: int
     tx_packets: int
     tx_bytes: int
+
+
+def interface_counters(iface: str) -> PortCounters:
+    """The kernel's counters of ``iface`` (zeros when it is gone)."""
+    values = []
+    for name in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes"):
+        try:
+            values.append(int((SYS_NET / iface / "statistics" / name).read_text()))
+        except (OSError, ValueError):
+            values.append(0)
+    return PortCounters(iface, *values)
 
 
 def families(events: Mapping[str, int], ports: Mapping[int, PortCounters],

@@ -285,7 +285,7 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float,
 
 
 def check_observers(args: argparse.Namespace) -> None:
-    """--metrics and --web: valid addresses, and a network whose switches serve metrics."""
+    """--metrics and --web: valid addresses, and a network on this machine."""
     try:
         if args.metrics is not None:
             check_metrics_address(args.metrics)
@@ -294,9 +294,9 @@ def check_observers(args: argparse.Namespace) -> None:
     except (MetricsError, WebError) as exc:
         prefix = "" if isinstance(exc, WebError) else "--metrics: "
         raise InputError(f"{prefix}{exc}") from exc
-    if (args.metrics or args.web) and (args.target != "embedded" or args.cluster):
-        raise InputError("--metrics/--web: the switches' metrics come from the embedded "
-                         "target on one machine; expected --target embedded without --cluster")
+    if (args.metrics or args.web) and args.cluster:
+        raise InputError("--metrics/--web: the processes' metrics are gathered on one "
+                         "machine; expected no --cluster")
 
 
 def run(args: argparse.Namespace) -> int:

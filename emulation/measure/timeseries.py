@@ -1,5 +1,6 @@
-"""An emulation's metrics over time: every process it starts (switches, PSs, workers) serves
-/metrics on a Unix socket in one directory (their network namespaces reach no address of the
+"""An emulation's metrics over time: every process it starts (embedded switches, PSs,
+workers) serves /metrics on a Unix socket in one directory (bmv2 switches, which serve none,
+are read over P4Runtime by this process instead) (their network namespaces reach no address of the
 emulating process, its file system they share); ``Gatherer`` scrapes them all every
 ``interval_s``, appends each scrape to a JSON-lines file beside the results, and re-exports
 the latest ones with a ``process`` label, so Prometheus scrapes one address per emulation.
@@ -16,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
@@ -40,8 +41,12 @@ def sample_key(name: str, labels: dict[str, str]) -> str:
 class Gatherer(Collector):
     """Scrapes every socket of ``directory`` in a thread until ``close``."""
 
-    def __init__(self, directory: Path, out: Path, interval_s: float = INTERVAL_S) -> None:
+    def __init__(self, directory: Path, out: Path, interval_s: float = INTERVAL_S,
+                 local: dict[str, CollectorRegistry] | None = None) -> None:
+        """``local``: process name -> a registry of this process scraped alongside (the
+        metrics of switches read over P4Runtime, which serve none themselves)."""
         self.directory, self.out, self.interval_s = directory, out, interval_s
+        self.local = dict(local or {})
         directory.mkdir(parents=True, exist_ok=True)
         self.latest: dict[str, str] = {}  # process -> its last exposition text
         self.lock = threading.Lock()
@@ -76,6 +81,8 @@ class Gatherer(Collector):
                 texts[sock.name[:-len(SOCKET_SUFFIX)]] = scrape_text(f"{UNIX}{sock}", 2.0)
             except MetricsError:  # a process that ended, or not serving yet
                 continue
+        for process, registry in self.local.items():
+            texts[process] = generate_latest(registry).decode()
         lines = []
         for process, text in texts.items():
             samples = {sample_key(s.name, s.labels): s.value

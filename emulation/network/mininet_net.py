@@ -188,11 +188,10 @@ class Network:
         if reason:
             raise NetworkError(reason)
         self.topo, self.addr, self.target = topology, addressing, target
-        if metrics_dir is not None and (target != "embedded" or cluster is not None):
-            raise NetworkError(f"metrics of the switches: served by the embedded target on one "
-                               f"machine; not offered for target '{target}'"
-                               f"{' with --cluster' if cluster is not None else ''}")
-        # each switch serves /metrics on a Unix socket there (emulation/measure/timeseries.py)
+        if metrics_dir is not None and cluster is not None:
+            raise NetworkError("metrics: gathered on one machine; not offered with --cluster")
+        # each host, and each embedded switch, serves /metrics on a Unix socket there
+        # (emulation/measure/timeseries.py)
         self.metrics_dir = metrics_dir
         if queue_packets < 1:
             raise NetworkError(f"queue_packets {queue_packets}: expected >= 1")
@@ -576,8 +575,16 @@ class Network:
 
     # -- measurement hooks -----------------------------------------------------------------------
     def metrics_address(self, node: str) -> str | None:
-        """Where ``node`` (a switch or host) serves /metrics, None when metrics are off."""
-        return None if self.metrics_dir is None else socket_address(self.metrics_dir, node)
+        """Where ``node`` (a host, or an embedded switch) serves /metrics; None when metrics
+        are off, or for a switch of another target (read over P4Runtime instead)."""
+        if self.metrics_dir is None or (node in self.topo.switches
+                                        and self.target != "embedded"):
+            return None
+        return socket_address(self.metrics_dir, node)
+
+    def switch_ports(self, switch: str) -> dict[int, str]:
+        """Port number -> interface of ``switch``."""
+        return {p: f"{sw}-eth{p}" for (sw, _), p in self.addr.port.items() if sw == switch}
 
     def switch_pids(self) -> list[int]:
         """Every switch process (and the farm that forked them): what the switches cost."""

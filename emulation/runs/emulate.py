@@ -26,6 +26,7 @@ from control_plane.deploy.transaction import addressed_switches, install
 from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
 from control_plane.observe.exporter import MetricsError, MetricsServer
+from control_plane.observe.p4runtime_metrics import registry_for as p4runtime_registry
 from control_plane.observe.web import WebError, WebView
 from control_plane.p4build.sources import event_names
 from control_plane.repo import EMULATION_STATE
@@ -152,7 +153,11 @@ class Emulation:
     def _start_metrics(self) -> None:
         """The gatherer, then the metrics exporter and the web view that were asked for."""
         assert self.metrics_dir is not None
-        self.gatherer = Gatherer(self.metrics_dir, self.out_dir / SERIES_FILE).start()
+        local = {} if self.net.target == "embedded" else {
+            sw: p4runtime_registry(address, self.program.p4info, self.net.switch_ports(sw))
+            for sw, address in addressed_switches(self.addr).items()}
+        self.gatherer = Gatherer(self.metrics_dir, self.out_dir / SERIES_FILE,
+                                 local=local).start()
         try:
             if self.metrics_address is not None:
                 self.exporter = MetricsServer(self.metrics_address, self.gatherer.registry)

@@ -13,9 +13,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
+from control_plane.deploy.transaction import addressed_switches
 from control_plane.model.topologies import fig1
-from control_plane.observe.exporter import scrape, value
+from control_plane.observe.exporter import samples, scrape, value
+from control_plane.observe.p4runtime_metrics import registry_for as p4runtime_registry
 from control_plane.solver.solve import plan_for
 from emulation.measure.timeseries import read_series
 from emulation.runs.emulate import SERIES_FILE, Emulation
@@ -51,6 +54,10 @@ def test_fig1_metrics_follow_the_traffic(tmp_path: Path) -> None:
             watcher.join()
         assert emu.gatherer is not None and emu.gatherer.gather() > 0
         merged = scrape(emu.exporter.url)
+        # the same counters read over P4Runtime, as for a bmv2 or Tofino switch
+        over_p4runtime = {sw: samples(generate_latest(p4runtime_registry(
+            address, emu.program.p4info, emu.net.switch_ports(sw))).decode())
+            for sw, address in addressed_switches(emu.addr).items()}
         deadline = time.monotonic() + 5  # the view reads its source every 0.5 s
         while True:
             with urllib.request.urlopen(emu.web.url + "api/state", timeout=5) as reply:
@@ -72,6 +79,11 @@ def test_fig1_metrics_follow_the_traffic(tmp_path: Path) -> None:
             assert got == want[sw], (sw, got, want)
         assert value(merged, "inart_switch_port_packets_total", process=sw,
                      direction="rx") > 0
+        read = over_p4runtime[sw]
+        assert value(read, "inart_switch_up") == 1
+        assert value(read, "inart_switch_ina_aggregations_total") == got
+        assert value(read, "inart_switch_port_bytes_total", direction="tx") >= value(
+            merged, "inart_switch_port_bytes_total", process=sw, direction="tx")
     series = read_series(tmp_path / SERIES_FILE)
     processes = {line["process"] for line in series}
     assert set(topo.switches) <= processes

@@ -135,7 +135,6 @@ def test_a_taken_port_names_its_holder() -> None:
     (["--web", "0.0.0.0:0"], "--web '0.0.0.0:0': not a loopback address"),
     (["--web", "unix:/tmp/x"], "--web unix:/tmp/x: expected HOST:PORT"),
     (["--metrics", "nope"], "--metrics: address 'nope': expected HOST:PORT"),
-    (["--web", "127.0.0.1:0", "--target", "bmv2"], "expected --target embedded"),
 ])
 def test_emulate_refuses_bad_observers_before_any_work(argv, message, tmp_path) -> None:
     done = subprocess.run([sys.executable, "-m", "control_plane.cli", "emulate", "-t", "fig1",

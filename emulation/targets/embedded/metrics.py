@@ -6,29 +6,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from control_plane.observe.switch_metrics import PortCounters, families
+from control_plane.observe.switch_metrics import families, interface_counters
 from control_plane.p4build.sources import event_names
 from emulation.targets.embedded.pipeline import Switch
 
 EVENTS_ARRAY = ".events"  # the program's event counter array (InaIngress.events)
-SYS_NET = Path("/sys/class/net")
-
-
-def interface_counters(iface: str) -> PortCounters:
-    """The kernel's counters of ``iface`` (zeros when it is gone)."""
-    values = []
-    for name in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes"):
-        try:
-            values.append(int((SYS_NET / iface / "statistics" / name).read_text()))
-        except (OSError, ValueError):
-            values.append(0)
-    return PortCounters(iface, *values)
 
 
 class EmbeddedCollector(Collector):
