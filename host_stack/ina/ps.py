@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                 server.counters["checkpoint_no_dir"] += 1
 
     print(json.dumps({"event": "ready", "ps": args.ps, "bind": f"{bind[0]}:{bind[1]}",
-                      "chunks": end - first, "range": [first, end]}), flush=True)
+                      "chunks": end - first, "range": [first, end],
+                      "metrics": exporter.url if exporter else None}), flush=True)
     try:
         server.serve(args.idle_exit, on_idle)
     finally:

@@ -113,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     sync = load_sync(args.sync).build(WorkerContext(job, args, args.worker, rank, link))
     metrics = WorkerMetrics(lambda: getattr(getattr(sync, "transport", None), "counters", {}))
     exporter = start_metrics(args.metrics, metrics.registry)
+    if exporter is not None:  # stdout carries the JSON events only
+        print(f"worker {args.worker}: metrics on {exporter.url}", file=sys.stderr, flush=True)
 
     def round_done(fields: dict, **extra) -> None:
         """Its JSON line, and its figures on /metrics."""
