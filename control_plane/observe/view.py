@@ -20,6 +20,7 @@ over the link's capacity.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -75,9 +76,16 @@ def plan_view(plan: Plan) -> dict[str, Any]:
                         for s in plan.streams]}
 
 
+def finite(x: float | None) -> float | None:
+    """``x``, or None where it is no finite number (JSON has no NaN: the page's parser
+    refuses the whole document)."""
+    return x if x is not None and math.isfinite(x) else None
+
+
 def job(job_id: int, name: str, state: str, round_: int | None, version: int,
         plan: Plan | None, rate_measured: float | None = None, unit: str = "units",
         verdict: str | None = None) -> dict[str, Any]:
     return {"id": job_id, "name": name, "state": state, "round": round_, "version": version,
-            "rate_plan": plan.rate if plan else None, "rate_measured": rate_measured,
-            "unit": unit, "verdict": verdict, "plan": plan_view(plan) if plan else None}
+            "rate_plan": finite(plan.rate) if plan else None,
+            "rate_measured": finite(rate_measured), "unit": unit, "verdict": verdict,
+            "plan": plan_view(plan) if plan else None}

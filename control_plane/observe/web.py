@@ -89,7 +89,8 @@ class Broadcaster:
         self.thread.start()
 
     def _read(self) -> bytes:
-        return json.dumps(self.source(), separators=(",", ":")).encode()
+        """The source's document as strict JSON (a NaN raises here, not in the page)."""
+        return json.dumps(self.source(), separators=(",", ":"), allow_nan=False).encode()
 
     @staticmethod
     def _changed(old: bytes, new: bytes) -> bool:

@@ -60,7 +60,8 @@ class EmulationView:
                 return
             job = self.jobs[self.running - 1]
             job.update(state="done", round=row.get("rounds"), verdict=verdict,
-                       rate_measured=row.get("plan_ratio", 0.0) * (job["rate_plan"] or 0.0))
+                       rate_measured=view.finite(row.get("plan_ratio", 0.0)
+                                                 * (job["rate_plan"] or 0.0)))
             self.running = None
             self._log(f"{job['name']}: done, {verdict}")
 
@@ -88,7 +89,8 @@ class EmulationView:
                 workers = [w for w in self.net.topo.workers if w in rounds]
                 job["round"] = int(min(rounds[w] for w in workers)) if workers else 0
                 if rates:
-                    job["rate_measured"] = sum(rates.values()) / len(rates) / self.unit_bps
+                    job["rate_measured"] = view.finite(sum(rates.values()) / len(rates)
+                                                       / self.unit_bps)
         doc = dict(self.base)
         with self.lock:
             loads = dict(self.loads)
