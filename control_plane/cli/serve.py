@@ -25,9 +25,11 @@ from control_plane.deploy.pipeline import TARGET_CONFIG, PipelineError, pipeline
 from control_plane.drivers.p4runtime import P4Info
 from control_plane.localhost import SERVICE_PORT, port_holder
 from control_plane.observe.exporter import MetricsError
+from control_plane.observe.exporter import check_address as check_metrics_address
 from control_plane.observe.exporter import start as start_metrics
 from control_plane.observe.service_view import ServiceSource
 from control_plane.observe.web import WebError, WebView
+from control_plane.observe.web import check_address as check_web_address
 from control_plane.repo import out_dir
 from control_plane.service.auth import (
     AuthConfigError,
@@ -61,8 +63,12 @@ def run(args: argparse.Namespace) -> int:
         token = read_token(args.token_file) if args.token_file else None
         credentials = server_credentials(args.tls_cert, args.tls_key)
         check_listen(args.listen, token, credentials is not None, args.insecure)
+        if args.web is not None:
+            check_web_address(args.web, token, credentials is not None, args.insecure)
+        if args.metrics is not None:
+            check_metrics_address(args.metrics)
         pipeline = pipeline_for(args.target)
-    except (AuthConfigError, PipelineError) as exc:
+    except (AuthConfigError, PipelineError, WebError, MetricsError) as exc:
         print(f"inart serve: error: {exc}", flush=True)
         return 2
     installer: Installer = (MemoryInstaller() if args.switches == "memory" else

@@ -43,6 +43,7 @@ CLIENT_QUEUE = 8  # documents a client may lag behind before it is dropped
 MAX_CLIENTS = 32
 WRITE_TIMEOUT_S = 5.0
 KEEPALIVE_S = 15.0
+REQUEST_TIMEOUT_S = 30.0
 
 
 class WebError(ValueError):
@@ -159,6 +160,7 @@ class Handler(BaseHTTPRequestHandler):
 
     view: WebView
     protocol_version = "HTTP/1.1"
+    timeout = REQUEST_TIMEOUT_S  # a client that connects and says nothing ties up no thread
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
         return
