@@ -150,8 +150,8 @@ def scrape_text(address: str, timeout: float = SCRAPE_TIMEOUT_S) -> str:
         conn.request("GET", "/metrics")
         reply = conn.getresponse()
         body = reply.read().decode()
-    except OSError as exc:
-        raise MetricsError(f"scrape {address}: {exc}") from None
+    except (OSError, http.client.HTTPException) as exc:  # refused, timed out, cut short
+        raise MetricsError(f"scrape {address}: {type(exc).__name__}: {exc}") from None
     finally:
         conn.close()
     if reply.status != 200:

@@ -9,8 +9,9 @@ alternate (with, without, without, with, ... so neither side always goes first):
 - without: no host metrics, no scraping, no web-view client (the switches' idle metrics
   servers stay: unscraped they cost nothing).
 The figure: mean communication time per round with / without - 1 (goal <= 2%), with both
-means, the pairs, and this process's CPU seconds per run (the gatherer's and the web
-view's work) beside it.
+means, the pairs, the runs' own spread (standard deviation over mean of the runs without: a
+cost below it cannot be told from the machine's noise) and this process's CPU seconds per
+run (the gatherer's and the web view's work) beside it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from control_plane.cli.args import add_json, add_topology, positive, write_json
 from control_plane.model.topologies import build_topology
-from control_plane.observe.exporter import scrape_text
+from control_plane.observe.exporter import MetricsError, scrape_text
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.runs.emulate import Emulation
 from host_stack.train.hostrun import TrafficConfig
@@ -60,7 +61,10 @@ def observers(emu: Emulation) -> Iterator[None]:
 
     def scraper() -> None:
         while not stop.wait(SCRAPE_S):
-            scrape_text(emu.exporter.url)
+            try:
+                scrape_text(emu.exporter.url)
+            except MetricsError:  # a scrape the loaded machine cut short: the next one
+                continue
 
     def reader() -> None:
         with urllib.request.urlopen(emu.web.url + "api/events", timeout=30) as stream:
@@ -108,17 +112,21 @@ def measure(args: argparse.Namespace, out: Path) -> dict:
             "unit": "fraction", "ratio": round(with_s / without_s, 4), "goal": f"<= {GOAL:g}",
             "met": cost <= GOAL, "with_comm_s": round(with_s, 4),
             "without_comm_s": round(without_s, 4), "pairs": args.pairs,
+            # the runs' own spread: a cost below it cannot be told from the machine's noise
+            "noise": round(statistics.stdev(comm[False]) / without_s, 4)
+            if len(comm[False]) > 1 else None,
             "with_cpu_s": round(statistics.mean(cpu[True]), 3),
             "without_cpu_s": round(statistics.mean(cpu[False]), 3), "exact": exact,
             "runs": {"with": comm[True], "without": comm[False]}}
 
 
 def line(f: dict) -> str:
+    noise = "-" if f["noise"] is None else f"{f['noise']:.3f}"
     return (f"{f['name']:<34} {f['value']:+.4f} {f['unit']}  ratio {f['ratio']:.4f}x  goal "
             f"{f['goal']}: {'met' if f['met'] else 'NOT met'}  (round comm {f['with_comm_s']} "
-            f"s with, {f['without_comm_s']} s without, {f['pairs']} pairs interleaved; this "
-            f"process's CPU {f['with_cpu_s']} s vs {f['without_cpu_s']} s a run; exact "
-            f"{f['exact']})")
+            f"s with, {f['without_comm_s']} s without, {f['pairs']} pairs interleaved; "
+            f"run-to-run noise {noise}; this process's CPU {f['with_cpu_s']} s vs "
+            f"{f['without_cpu_s']} s a run; exact {f['exact']})")
 
 
 def run(args: argparse.Namespace) -> int:
