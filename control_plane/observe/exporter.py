@@ -57,6 +57,13 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
 
+def tcp_server(cls: type[ThreadingHTTPServer], host: str, port: int,
+               handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """``cls`` bound to (host, port), over IPv6 where ``host`` is an IPv6 address."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return type(cls.__name__, (cls,), {"address_family": family})((host, port), handler)
+
+
 def bind_error(address: str, exc: OSError) -> MetricsError:
     """``exc`` from binding ``address``, as a message naming who holds a taken port."""
     if exc.errno == errno.EADDRINUSE and not address.startswith(UNIX):
@@ -93,7 +100,7 @@ class MetricsServer:
                 self.address = address
             else:
                 host, port = split_address(address, any_port=True)
-                server = ThreadingHTTPServer((host, port), handler)
+                server = tcp_server(ThreadingHTTPServer, host, port, handler)
                 server.daemon_threads = True
                 self.server = server
                 shown = f"[{host}]" if ":" in host else host

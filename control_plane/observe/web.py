@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from control_plane.localhost import AddressError, port_holder, split_address
+from control_plane.observe.exporter import tcp_server
 from control_plane.service.auth import check_listen
 
 Source = Callable[[], dict[str, Any]]
@@ -258,7 +259,7 @@ class WebView:
         self.token = token
         handler = type("Handler", (Handler,), {"view": self})
         try:
-            self.server = _Server((host, port), handler)
+            self.server = tcp_server(_Server, host, port, handler)
         except OSError as exc:
             holder = (f"in use by {port_holder(port)}" if exc.errno == errno.EADDRINUSE
                       else exc.strerror)
