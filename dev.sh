@@ -18,9 +18,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 # linked into the venv below like Mininet).
 # protobuf-compiler, protobuf-compiler-grpc, libprotobuf-dev: protoc, its gRPC plugin and the
 # well-known .proto files, so tests/test_p4_stubs.py regenerates the P4Runtime stubs and compares.
+# chromium, chromium-driver: the headless browser (driven by Selenium, a dev extra) that opens
+# the live web view in its test (tests/browser.py); nothing is downloaded at test time.
 APT_PACKAGES=(python3 python3-venv python3-dev gcc iproute2 iputils-ping ethtool procps mininet nftables
               iperf3 openssh-server python3-simgrid protobuf-compiler protobuf-compiler-grpc
-              libprotobuf-dev)
+              libprotobuf-dev chromium chromium-driver)
 VENV=.venv
 # apt and dpkg hold these (fcntl locks) while they run; another apt run (unattended-upgrades,
 # a second terminal) makes apt-get fail at once unless it is told to wait.  The variables only

@@ -4,12 +4,42 @@ and who holds a port that is taken."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from pathlib import Path
 
+from control_plane.quote import quote
+
 SERVICE_PORT = 50070  # `inart serve`'s default port: clients find the service there
 DEFAULTS = frozenset({SERVICE_PORT})  # ports a free port is never taken from
+
+
+class AddressError(ValueError):
+    """An address that is no HOST:PORT; the message says what was expected."""
+
+
+def split_address(address: str, any_port: bool = False) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for IPv6) -> (host, port); port 0 ("any free") only with
+    ``any_port``; raises AddressError."""
+    host, sep, port = address.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    low = 0 if any_port else 1
+    # ASCII digits only: str.isdigit() also holds for '²', which int() refuses
+    if (not sep or not host or not (port.isascii() and port.isdigit())
+            or not low <= int(port) < 65536):
+        raise AddressError(f"address {quote(address)}: expected HOST:PORT with a port "
+                           f"{low}..65535")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def free_ports(n: int) -> list[int]:

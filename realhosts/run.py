@@ -20,7 +20,8 @@ from pathlib import Path
 from control_plane.deploy.addressing import Addressing, assign
 from control_plane.deploy.entries import Compiled, compile_plan
 from control_plane.model.plan import Plan
-from emulation.measure.metrics import event_names, summarize
+from control_plane.p4build.sources import event_names
+from emulation.measure.metrics import summarize
 from host_stack.ddp.hostscript import ScriptJob, run_script_hosts
 from host_stack.remote.launchers import Fleet, LaunchError
 from host_stack.train.hostrun import JobResult, TrafficConfig, plan_files, run_hosts

@@ -409,7 +409,8 @@ def test_the_grammar_page_lists_every_concept():
     page = (REPO / "docs" / "cli.md").read_text()
     for option in ("-t/--topology", "-s/--scheme", "--seeds", "--plan", "--json [PATH]",
                    "--listen", "--address", "--model", "--out DIR", "-q/--quiet", "--csv",
-                   "--plot", "register-python-argcomplete inart"):
+                   "--plot", "register-python-argcomplete inart", "--metrics ADDRESS",
+                   "--web HOST:PORT"):
         assert option in page, option
     for old, new in DEPRECATED.items():
         assert old in page and new in page, old

@@ -93,6 +93,9 @@ def test_the_wheel_claims_only_inarts_import_names(inart_wheel: Path) -> None:
     assert {t for t in tops if not t.endswith(".dist-info")} == {
         "control_plane", "emulation", "host_stack", "realhosts", "simulation"}
     assert "control_plane/p4runtime_api/p4/v1/p4runtime_pb2.py" in names
+    # the web view's page, script and style (package data, no CDN)
+    for name in ("index.html", "app.js", "style.css"):
+        assert f"control_plane/observe/static/{name}" in names, name
 
 
 def test_plan_switch_and_install_from_the_wheel(installed: Installed) -> None:

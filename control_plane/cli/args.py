@@ -424,3 +424,14 @@ def command(subparsers: argparse._SubParsersAction, name: str, help_text: str,
     """A subcommand whose --help shows its module docstring as written (examples included)."""
     return subparsers.add_parser(name, help=help_text, description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_metrics(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+                default: str | None = None) -> None:
+    """``--metrics ADDRESS``: serve Prometheus metrics on /metrics there (HOST:PORT, port 0 any
+    free one, printed; unix:PATH); ``off`` (or no option where ``default`` is None) serves
+    none."""
+    parser.add_argument("--metrics", default=default, metavar="ADDRESS",
+                        type=lambda text: None if text == "off" else text,
+                        help="serve Prometheus metrics on http://ADDRESS/metrics (HOST:PORT, "
+                             "port 0: any free one, printed; unix:PATH; off: none)")

@@ -62,6 +62,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
             "PyTorch DDP: backend inart vs gloo (all_reduce, ResNet-18 steps, fig1 emulation)"),
     "calibrate": ("emulation.bench.calibrate",
                   "the flow-level simulation against the emulation's head-to-head"),
+    "observe": ("emulation.bench.observe",
+                "metrics and web view: their cost to an emulation's round time (Mininet)"),
 }
 
 

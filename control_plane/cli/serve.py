@@ -2,11 +2,14 @@
 
     inart serve [--listen 127.0.0.1:50070] [--token-file F] [--tls-cert C --tls-key K]
                 [--insecure] [--state out/serve] [--switches p4runtime|memory]
+                [--metrics 127.0.0.1:0|HOST:PORT|off] [--web HOST:PORT]
 
 Listens on loopback by default; any other address needs --token-file and TLS (--tls-cert,
 --tls-key; or --insecure, explicitly).  State (topology, jobs,
 plan versions, events) lives in STATE/state.sqlite: a restarted service recovers its jobs and
-reconciles the switches instead of installing anything twice.  Runs until Ctrl-C or SIGTERM.
+reconciles the switches instead of installing anything twice.  Prometheus metrics are on
+/metrics of a free loopback port unless told otherwise (docs/observability.md); ``--web``
+serves the live web view.  Runs until Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -17,9 +20,16 @@ import signal
 import threading
 from pathlib import Path
 
+from control_plane.cli.args import add_metrics
 from control_plane.deploy.pipeline import TARGET_CONFIG, PipelineError, pipeline_for
 from control_plane.drivers.p4runtime import P4Info
 from control_plane.localhost import SERVICE_PORT, port_holder
+from control_plane.observe.exporter import MetricsError
+from control_plane.observe.exporter import check_address as check_metrics_address
+from control_plane.observe.exporter import start as start_metrics
+from control_plane.observe.service_view import ServiceSource
+from control_plane.observe.web import WebError, WebView
+from control_plane.observe.web import check_address as check_web_address
 from control_plane.repo import out_dir
 from control_plane.service.auth import (
     AuthConfigError,
@@ -53,8 +63,12 @@ def run(args: argparse.Namespace) -> int:
         token = read_token(args.token_file) if args.token_file else None
         credentials = server_credentials(args.tls_cert, args.tls_key)
         check_listen(args.listen, token, credentials is not None, args.insecure)
+        if args.web is not None:
+            check_web_address(args.web, token, credentials is not None, args.insecure)
+        if args.metrics is not None:
+            check_metrics_address(args.metrics)
         pipeline = pipeline_for(args.target)
-    except (AuthConfigError, PipelineError) as exc:
+    except (AuthConfigError, PipelineError, WebError, MetricsError) as exc:
         print(f"inart serve: error: {exc}", flush=True)
         return 2
     installer: Installer = (MemoryInstaller() if args.switches == "memory" else
@@ -77,6 +91,24 @@ def run(args: argparse.Namespace) -> int:
               f"(give another --listen)", flush=True)
         installer.close()
         return 1
+    try:
+        metrics = start_metrics(args.metrics, controller.metrics.registry)
+    except MetricsError as exc:
+        print(f"inart serve: error: --metrics: {exc}", flush=True)
+        server.stop(grace=0)
+        installer.close()
+        return 1
+    try:
+        web = None if args.web is None else WebView(
+            args.web, ServiceSource(controller).snapshot, token, args.tls_cert, args.tls_key,
+            args.insecure)
+    except WebError as exc:
+        print(f"inart serve: error: {exc}", flush=True)
+        server.stop(grace=0)
+        if metrics is not None:
+            metrics.close()
+        installer.close()
+        return 1
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
@@ -86,9 +118,15 @@ def run(args: argparse.Namespace) -> int:
     jobs = len(controller.list_jobs(False).jobs)
     print(f"inart serve: listening on {where} (token: {'yes' if token else 'no'}, TLS: "
           f"{'yes' if credentials else 'no'}), switches: {args.switches}, state "
-          f"{Path(args.state) / 'state.sqlite'}, {jobs} job(s) recovered", flush=True)
+          f"{Path(args.state) / 'state.sqlite'}, {jobs} job(s) recovered"
+          f"{f'; metrics on {metrics.url}' if metrics else ''}"
+          f"{f'; web view on {web.url}' if web else ''}", flush=True)
     done.wait()
     server.stop(grace=2).wait()
+    if web is not None:
+        web.close()
+    if metrics is not None:
+        metrics.close()
     controller.stop()
     return 0
 
@@ -121,5 +159,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "progress (jobs that report drain when every worker moved on)")
     p.add_argument("--reconcile-interval", type=float, default=10.0,
                    help="seconds between read-backs of every switch")
+    add_metrics(p, default="127.0.0.1:0")
+    p.add_argument("--web", metavar="HOST:PORT", default=None,
+                   help="serve the live web view there (port 0: any free one, printed); off "
+                        "loopback the --token-file and TLS rules of --listen apply")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=run)

@@ -86,3 +86,22 @@ def load_build_info(build_dir: Path = BUILD_DIR) -> dict:
     if not path.exists():
         raise BuildError(f"{path} is missing: run 'make p4' (needs p4c)")
     return json.loads(path.read_text())
+
+
+EVENTS_FALLBACK = {  # p4src/common/constants.p4; build-info.json wins when present
+    "not_ipv4_drop": 0, "no_route_drop": 1, "ttl_expired_drop": 2, "malformed_drop": 3,
+    "spoofed_bitmap_drop": 4, "duplicate_drop": 5, "absorbed_drop": 6, "aggregated_out": 7,
+    "collision": 8, "retx_bypass": 9, "slot_out_of_pool": 10, "stale_reclaimed": 11,
+    "overflow_out": 12, "result_multicast": 13,
+}
+
+
+def event_names() -> dict[str, int]:
+    """Event counter name -> index of the compiled program."""
+    try:
+        events = json.loads((P4_BUILD / BUILD_INFO).read_text()).get("events")
+        if isinstance(events, dict) and events:
+            return {str(k): int(v) for k, v in events.items()}
+    except (OSError, ValueError):
+        pass
+    return dict(EVENTS_FALLBACK)

@@ -11,12 +11,13 @@ only: anyone on the path reads the token and can then replay it).
 from __future__ import annotations
 
 import hmac
-import ipaddress
 from collections.abc import Callable
 from pathlib import Path
 
 import grpc
 
+from control_plane.localhost import AddressError, is_loopback
+from control_plane.localhost import split_address as host_port
 from control_plane.quote import quote
 
 HEADER = "authorization"
@@ -28,26 +29,11 @@ class AuthConfigError(ValueError):
 
 
 def split_address(address: str, any_port: bool = False) -> tuple[str, int]:
-    """``host:port`` (``[v6]:port`` for IPv6) -> (host, port); port 0 ("any free") only with
-    ``any_port``; raises AuthConfigError."""
-    host, sep, port = address.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    low = 0 if any_port else 1
-    # ASCII digits only: str.isdigit() also holds for '²', which int() refuses
-    if (not sep or not host or not (port.isascii() and port.isdigit())
-            or not low <= int(port) < 65536):
-        raise AuthConfigError(f"address {quote(address)}: expected HOST:PORT with a port "
-                              f"{low}..65535")
-    return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+    """localhost.split_address, raising AuthConfigError."""
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        return host_port(address, any_port)
+    except AddressError as exc:
+        raise AuthConfigError(str(exc)) from None
 
 
 def read_token(path: str | Path) -> str:
@@ -62,23 +48,23 @@ def read_token(path: str | Path) -> str:
 
 
 def check_listen(address: str, token: str | None, tls: bool = False,
-                 insecure: bool = False) -> None:
+                 insecure: bool = False, option: str = "--listen") -> None:
     """Refuse a non-loopback listen address without a token, and without TLS unless
     ``insecure`` (the user's explicit choice).  A Unix socket (``unix:PATH``) is local like
     loopback, and also reachable from the network namespaces of one machine (an emulation's
     hosts), which loopback is not."""
     if address.startswith("unix:"):
         if not address[len("unix:"):].lstrip("/"):
-            raise AuthConfigError(f"--listen {quote(address)}: expected unix:PATH")
+            raise AuthConfigError(f"{option} {quote(address)}: expected unix:PATH")
         return
     host, _ = split_address(address, any_port=True)
     if is_loopback(host):
         return
     if token is None:
-        raise AuthConfigError(f"--listen {quote(address)}: not a loopback address; listening "
+        raise AuthConfigError(f"{option} {quote(address)}: not a loopback address; listening "
                               f"there needs --token-file (requests must carry a bearer token)")
     if not tls and not insecure:
-        raise AuthConfigError(f"--listen {quote(address)}: not a loopback address; listening "
+        raise AuthConfigError(f"{option} {quote(address)}: not a loopback address; listening "
                               f"there needs TLS (--tls-cert and --tls-key) so the token does "
                               f"not cross the network in clear, or --insecure to accept that")
 

@@ -64,6 +64,7 @@ from control_plane.drivers.p4runtime import P4Info
 from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
 from control_plane.quote import quote
+from control_plane.service.metrics import ServiceMetrics
 from control_plane.service.network import (
     Modifiers,
     Network,
@@ -168,6 +169,7 @@ class Controller:
         self.io = threading.RLock()  # one operation that changes desired state at a time
         self.lock = threading.Lock()  # the state; never held across switch I/O or solving
         self.hub = Hub(store)
+        self.metrics = ServiceMetrics()
         self.network: Network | None = None
         self.jobs: dict[int, Job] = {}
         self.known: dict[str, dict[Key, Item] | None] = {}  # what each switch held last sync
@@ -175,6 +177,7 @@ class Controller:
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
         self._recover()
+        self.metrics.watch(self)
 
     # -- start, stop, recover ------------------------------------------------------------------
     def _recover(self) -> None:
@@ -349,6 +352,7 @@ class Controller:
         did not answer last time, are probed first, beside the service's operations: one that
         still does not answer holds nothing up; the others are read back and repaired."""
         t0 = time.perf_counter()
+        self.metrics.reconciles.inc()
         with self.lock:
             net = self._net()
             suspects = {sw: net.switches[sw] for sw in net.switches
@@ -600,6 +604,7 @@ class Controller:
             return self._stall(job, out, f"version {version.number} not installed: "
                                f"{failed[0]}", keep_state=current is not None)
         version.install_seconds = time.perf_counter() - t0
+        self.metrics.installed(reason, version.install_seconds)
         version.state = "active"
         version.switch_round = max(job.progress.values(), default=-1) + 1
         version.by_reports = any(w in job.progress for w in job.workers)
@@ -687,6 +692,7 @@ class Controller:
                                                    "link": list(link or ()), "node": node,
                                                    "value": value, "what": description})
             self.hub.publish(event=record)
+            self.metrics.events.labels(pb.EventKind.Name(kind)).inc()
             if kind in (pb.EVENT_KIND_SWITCH_DOWN, pb.EVENT_KIND_SWITCH_UP):
                 self.known[node] = None  # it may restart meanwhile: read it back when back
             if kind == pb.EVENT_KIND_SWITCH_UP:  # try it now, even if it was silent lately

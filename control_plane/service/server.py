@@ -18,6 +18,7 @@ from concurrent import futures
 
 import grpc
 from google.protobuf.message import Message
+from prometheus_client import Histogram
 
 from control_plane.deploy.addressing import AddressingError, assign
 from control_plane.model.topology import Topology, TopologyError
@@ -257,12 +258,15 @@ def _abort(context: grpc.ServicerContext, name: str, exc: BaseException) -> None
     context.abort(grpc.StatusCode.INTERNAL, clip(f"{name}: {type(exc).__name__}: {exc}"))
 
 
-def _unary(name: str, cls: type[Message], fn: Callable) -> Callable:
+def _unary(name: str, cls: type[Message], fn: Callable, latency: Histogram) -> Callable:
+    timer = latency.labels(name)
+
     def handle(raw: bytes, context: grpc.ServicerContext) -> Message:
-        try:
-            return fn(_parse(cls, raw), context)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a status
-            failure = exc
+        with timer.time():
+            try:
+                return fn(_parse(cls, raw), context)
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a status
+                failure = exc
         _abort(context, name, failure)
         raise AssertionError("unreachable: abort raises")
     return handle
@@ -293,7 +297,7 @@ def handlers(servicer: Servicer) -> grpc.GenericRpcHandler:
                 response_serializer=lambda m: m.SerializeToString())
         else:
             methods[method.name] = grpc.unary_unary_rpc_method_handler(
-                _unary(method.name, cls, fn),
+                _unary(method.name, cls, fn, servicer.controller.metrics.rpc_seconds),
                 response_serializer=lambda m: m.SerializeToString())
     return grpc.method_handlers_generic_handler(SERVICE, methods)
 

@@ -5,6 +5,7 @@
                   [--loss PCT] [--dup PCT] [--reorder PCT] [--impair-links A-B,...]
                   [--find-max-rate]
                   [--find-max-scale SCALES] [--cli | --keep-up]
+                  [--metrics HOST:PORT] [--web HOST:PORT]
 
 Prints a table per scheme (measured vs plan), who paced the INA senders (``--pacing``: the
 kernel by default, emulation/network/host_pacing.py), a fidelity verdict per scheme (sent / plan,
@@ -19,6 +20,8 @@ scale reached and what limits it (emulation/runs/scale_search.py).
 ``--cli`` keeps the network up after the runs, with the last scheme's plan installed, in
 Mininet's CLI (``pingall``, ``w1 ping s1``, ``sh inart shell v1``; ``exit`` tears it down);
 ``--keep-up`` keeps it up until Ctrl-C.  `inart shell SWITCH` attaches meanwhile.
+``--metrics`` serves every switch's, PS's and worker's Prometheus metrics on one address and
+``--web`` the live web view (docs/observability.md); either writes OUT/metrics.jsonl.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 
 from control_plane.cli.args import (
     InputError,
+    add_metrics,
     add_out,
     add_quiet,
     add_scheme,
@@ -41,6 +45,10 @@ from control_plane.cli.args import (
 )
 from control_plane.model.topologies import build_topology, command_seed
 from control_plane.model.topology import TopologyError
+from control_plane.observe.exporter import MetricsError
+from control_plane.observe.exporter import check_address as check_metrics_address
+from control_plane.observe.web import WebError
+from control_plane.observe.web import check_address as check_web_address
 from control_plane.solver.solve import SCHEMES, plan_for
 from emulation.cluster.spec import CLUSTER_HELP
 from emulation.cluster.spec import argument as cluster_argument
@@ -162,6 +170,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     explore.add_argument("--keep-up", action="store_true",
                          help="after the runs, keep the network up until Ctrl-C (or SIGTERM); "
                               "`inart shell SWITCH` attaches meanwhile")
+    add_metrics(p)
+    p.add_argument("--web", metavar="HOST:PORT", default=None,
+                   help="serve the live web view there (loopback; port 0: any free one, "
+                        "printed); with it or --metrics, every process's metrics go to "
+                        "OUT/metrics.jsonl each second")
     add_emulation_args(p)
     add_script_args(p, "host, with --mode train")
     p.set_defaults(func=run)
@@ -243,7 +256,11 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float, out: Path,
     t0 = time.monotonic()
     with Emulation(topo, out, args.target, scale, impairment(args), args.quiet,
                    fork_server=args.fork_server, cluster=args.cluster,
-                   switch_cpu_weight=args.switch_cpu_weight) as emu:
+                   switch_cpu_weight=args.switch_cpu_weight, metrics=args.metrics,
+                   web=args.web) as emu:
+        for what, server in (("metrics", emu.exporter), ("web view", emu.web)):
+            if server is not None:
+                print(f"emulation: {what} on {server.url}", flush=True)
         cfg = traffic_config(args, emu.unit_bps)
         for plan in plans:
             compiled = emu.install(plan)
@@ -277,6 +294,21 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float, out: Path,
     return ScaleResult(scale, rows, peak, wall), sweep
 
 
+def check_observers(args: argparse.Namespace) -> None:
+    """--metrics and --web: valid addresses, and a network on this machine."""
+    try:
+        if args.metrics is not None:
+            check_metrics_address(args.metrics)
+        if args.web is not None:
+            check_web_address(args.web)
+    except (MetricsError, WebError) as exc:
+        prefix = "" if isinstance(exc, WebError) else "--metrics: "
+        raise InputError(f"{prefix}{exc}") from exc
+    if (args.metrics or args.web) and args.cluster:
+        raise InputError("--metrics/--web: the processes' metrics are gathered on one "
+                         "machine; expected no --cluster")
+
+
 def run(args: argparse.Namespace) -> int:
     schemes = args.scheme
     try:
@@ -296,6 +328,7 @@ def run(args: argparse.Namespace) -> int:
     script = script_job(args, args.deadline)
     if script is not None and (args.find_max_rate or args.find_max_scale):
         raise InputError("--script: not with --find-max-rate/--find-max-scale")
+    check_observers(args)
     out = fresh_out(Path(args.out))
     rows, sweep = [], []
     try:

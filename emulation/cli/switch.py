@@ -7,6 +7,8 @@ entries with `inart install` (or any P4Runtime client).  Without --listen it ser
 a loopback port that is free at start and says which when ready (no fixed default: another
 switch, `inart serve` or anything else may hold any given port).  Runs until Ctrl-C or
 SIGTERM, checks the switch's health every second and exits with an error if the switch dies.
+``--metrics ADDRESS`` serves the program's counters (read over P4Runtime, so for either
+target) and the ports' packets and bytes on /metrics there (docs/observability.md).
 """
 
 from __future__ import annotations
@@ -16,8 +18,14 @@ import signal
 import threading
 from pathlib import Path
 
-from control_plane.cli.args import deprecate
+from control_plane.cli.args import InputError, add_metrics, deprecate
+from control_plane.deploy.pipeline import Pipeline
+from control_plane.deploy.transaction import SwitchAddress
 from control_plane.localhost import free_port
+from control_plane.observe.exporter import MetricsError
+from control_plane.observe.exporter import check_address as check_metrics_address
+from control_plane.observe.exporter import start as start_metrics
+from control_plane.observe.p4runtime_metrics import registry_for as p4runtime_registry
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target
 from emulation.targets.embedded.__main__ import parse_interface
 
@@ -32,21 +40,37 @@ def run(args: argparse.Namespace) -> int:
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
+    if args.metrics is not None:
+        try:
+            check_metrics_address(args.metrics)
+        except MetricsError as exc:
+            raise InputError(f"--metrics: {exc}") from exc
+    metrics = None
     try:
         target = get_target(args.target)
         with SwitchProcess(target, spec) as switch:
+            # the program's counters over P4Runtime, whatever the target (read-only session)
+            metrics = start_metrics(args.metrics, p4runtime_registry(
+                SwitchAddress(f"device {args.device_id}", args.listen, args.device_id),
+                Pipeline().p4info, ports)) if args.metrics is not None else None
             print(f"inart switch: {target.describe()} ready: device {args.device_id}, "
                   f"P4Runtime on {args.listen}, ports "
-                  f"{', '.join(f'{p}@{i}' for p, i in sorted(ports.items())) or 'none'}",
-                  flush=True)
+                  f"{', '.join(f'{p}@{i}' for p, i in sorted(ports.items())) or 'none'}"
+                  f"{f', metrics on {metrics.url}' if metrics else ''}", flush=True)
             while not done.wait(1.0):
                 problem = switch.health()
                 if problem:
                     print(f"inart switch: error: the switch {problem}", flush=True)
                     return 1
+    except MetricsError as exc:
+        print(f"inart switch: error: --metrics: {exc}", flush=True)
+        return 1
     except TargetError as exc:
         print(f"inart switch: error: {exc}", flush=True)
         return 2
+    finally:
+        if metrics is not None:
+            metrics.close()
     return 0
 
 
@@ -64,4 +88,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-level", default="warn",
                    choices=["trace", "debug", "info", "warn", "error", "off"])
     p.add_argument("--log-file", help="bmv2: its log file (the embedded target logs to stderr)")
+    add_metrics(p)
     p.set_defaults(func=run)

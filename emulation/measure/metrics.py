@@ -36,28 +36,8 @@ from pathlib import Path
 from statistics import mean, median
 
 from control_plane.model.plan import Plan
-from control_plane.repo import P4_BUILD
 from emulation.targets.embedded.stats import PROGRAM_DROPS, describe
 from host_stack.train.hostrun import JobResult, TrafficConfig
-
-EVENTS_FALLBACK = {  # p4src/common/constants.p4; build-info.json wins when present
-    "not_ipv4_drop": 0, "no_route_drop": 1, "ttl_expired_drop": 2, "malformed_drop": 3,
-    "spoofed_bitmap_drop": 4, "duplicate_drop": 5, "absorbed_drop": 6, "aggregated_out": 7,
-    "collision": 8, "retx_bypass": 9, "slot_out_of_pool": 10, "stale_reclaimed": 11,
-    "overflow_out": 12, "result_multicast": 13,
-}
-BUILD_INFO = P4_BUILD / "build-info.json"
-
-
-def event_names() -> dict[str, int]:
-    """Event counter name -> index of the compiled program."""
-    try:
-        events = json.loads(BUILD_INFO.read_text()).get("events")
-        if isinstance(events, dict) and events:
-            return {str(k): int(v) for k, v in events.items()}
-    except (OSError, ValueError):
-        pass
-    return dict(EVENTS_FALLBACK)
 
 
 def expected_comm_s(plan: Plan, chunks: dict[str, int], cfg: TrafficConfig) -> float:

@@ -45,6 +45,7 @@ from control_plane.deploy.addressing import Addressing
 from control_plane.model.topology import Topology
 from control_plane.processes import stop_process
 from control_plane.repo import child_env
+from emulation.measure.timeseries import socket_address
 from emulation.network.host_pacing import MTU_QUANTUM, Stream, egress_tree, stream_counts
 from emulation.network.link_impair import (
     NO_IMPAIRMENT,
@@ -108,11 +109,12 @@ def _switch_class(cluster: bool = False):
 
         def __init__(self, name: str, target: str = "embedded", grpc: str = "",
                      device_id: int = 1, log_dir: str = ".", farm: SwitchFarm | None = None,
-                     **params) -> None:
+                     metrics: str | None = None, **params) -> None:
             params["inNamespace"] = False
             super().__init__(name, dpid=f"{device_id:x}", **params)
             self.target, self.grpc, self.device_id = target, grpc, device_id
             self.farm = farm  # forks the embedded switches (None: a process each)
+            self.metrics = metrics  # where its /metrics is served (None: not served)
             self.log_path = Path(log_dir) / f"{name}.log"
             self.switch: SwitchProcess | None = None
 
@@ -126,7 +128,8 @@ def _switch_class(cluster: bool = False):
                 # no IPv6 chatter from the root namespace's kernel
                 subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1"],
                                capture_output=True, timeout=10)
-            spec = SwitchSpec(self.device_id, ports, self.grpc, log_file=self.log_path)
+            spec = SwitchSpec(self.device_id, ports, self.grpc, log_file=self.log_path,
+                              extra=("--metrics", self.metrics) if self.metrics else ())
             launch = None if launcher is None else (
                 lambda cmd, env, out: launcher.popen_in(self.pid, cmd, env, stdout=out,
                                                         stderr=subprocess.STDOUT))
@@ -168,7 +171,7 @@ class Network:
                  target: str = "embedded", scale: float = 0.5,
                  impair: LinkImpairment = NO_IMPAIRMENT, quiet: bool = False,
                  queue_packets: int = QUEUE_PACKETS, fork_server: bool = True,
-                 cluster: Cluster | None = None) -> None:
+                 cluster: Cluster | None = None, metrics_dir: Path | None = None) -> None:
         if target not in TARGETS:
             raise NetworkError(f"target '{target}': expected one of {', '.join(TARGETS)}")
         if not scale > 0:
@@ -185,6 +188,11 @@ class Network:
         if reason:
             raise NetworkError(reason)
         self.topo, self.addr, self.target = topology, addressing, target
+        if metrics_dir is not None and cluster is not None:
+            raise NetworkError("metrics: gathered on one machine; not offered with --cluster")
+        # each host, and each embedded switch, serves /metrics on a Unix socket there
+        # (emulation/measure/timeseries.py)
+        self.metrics_dir = metrics_dir
         if queue_packets < 1:
             raise NetworkError(f"queue_packets {queue_packets}: expected >= 1")
         self.scale, self.impair, self.quiet = scale, impair, quiet
@@ -258,7 +266,8 @@ class Network:
         for sw in self.topo.switches:
             net.addSwitch(sw, cls=switch_cls, target=self.target,
                           grpc=self.addr.grpc_address(sw), device_id=self.addr.device_id[sw],
-                          log_dir=str(self.out_dir), farm=self.farm, **placed(sw))
+                          log_dir=str(self.out_dir), farm=self.farm,
+                          metrics=self.metrics_address(sw), **placed(sw))
         for host in self.topo.workers + self.topo.pss:
             net.addHost(host, ip=f"{self.addr.ip[host]}/8", mac=self.addr.mac[host],
                         **placed(host))
@@ -565,6 +574,18 @@ class Network:
         self._hold_procs.clear()
 
     # -- measurement hooks -----------------------------------------------------------------------
+    def metrics_address(self, node: str) -> str | None:
+        """Where ``node`` (a host, or an embedded switch) serves /metrics; None when metrics
+        are off, or for a switch of another target (read over P4Runtime instead)."""
+        if self.metrics_dir is None or (node in self.topo.switches
+                                        and self.target != "embedded"):
+            return None
+        return socket_address(self.metrics_dir, node)
+
+    def switch_ports(self, switch: str) -> dict[int, str]:
+        """Port number -> interface of ``switch``."""
+        return {p: f"{sw}-eth{p}" for (sw, _), p in self.addr.port.items() if sw == switch}
+
     def switch_pids(self) -> list[int]:
         """Every switch process (and the farm that forked them): what the switches cost."""
         pids = [] if self.farm is None or self.farm.pid is None else [self.farm.pid]

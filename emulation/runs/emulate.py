@@ -25,22 +25,29 @@ from control_plane.deploy.pipeline import Pipeline
 from control_plane.deploy.transaction import addressed_switches, install
 from control_plane.model.plan import Plan
 from control_plane.model.topology import Topology
+from control_plane.observe.exporter import MetricsError, MetricsServer
+from control_plane.observe.p4runtime_metrics import registry_for as p4runtime_registry
+from control_plane.observe.web import WebError, WebView
+from control_plane.p4build.sources import event_names
 from control_plane.repo import EMULATION_STATE
 from emulation.cluster.run import Cluster
 from emulation.cluster.spec import ClusterSpec
 from emulation.measure.fidelity import Verdict, judge
-from emulation.measure.metrics import event_names, link_bytes, summarize
+from emulation.measure.metrics import link_bytes, summarize
 from emulation.measure.resources import Monitor, Usage
+from emulation.measure.timeseries import Gatherer
 from emulation.network.cpu_isolation import CpuIsolation, IsolationError
 from emulation.network.host_pacing import Stream
 from emulation.network.link_impair import NO_IMPAIRMENT, LinkImpairment, frames_since
 from emulation.network.mininet_net import Network, NetworkError, queue_for
+from emulation.runs.live_view import EmulationView
 from emulation.targets.embedded.stats import StatsError, read_stats, reasons
 from host_stack.ddp.hostscript import ScriptJob, run_script_hosts
 from host_stack.ina import wire
 from host_stack.train.hostrun import JobResult, TrafficConfig, plan_files, run_job
 
 STATE_FILE = EMULATION_STATE
+SERIES_FILE = "metrics.jsonl"  # beside emulate.json: every process's metrics, every second
 
 
 def _forget_state() -> None:
@@ -82,7 +89,11 @@ class Emulation:
                  scale: float = 0.5, impair: LinkImpairment = NO_IMPAIRMENT,
                  quiet: bool = False, program: Pipeline | None = None,
                  window: int = TrafficConfig.window, fork_server: bool = True,
-                 cluster: ClusterSpec | None = None, switch_cpu_weight: int | None = None) -> None:
+                 cluster: ClusterSpec | None = None, switch_cpu_weight: int | None = None,
+                 metrics: str | None = None, web: str | None = None) -> None:
+        """``metrics``: where to serve every process's metrics (HOST:PORT, port 0 any free
+        one); ``web``: where to serve the live web view.  With either, every process's
+        metrics are also written to OUT_DIR/metrics.jsonl every second."""
         self.topo = topology
         self.out_dir = out_dir.resolve()  # hosts' processes and switches get absolute paths
         self.addr: Addressing = assign(topology)
@@ -94,9 +105,19 @@ class Emulation:
         self.quiet = quiet
         self.scale = scale
         self.window = window  # the most any run's TrafficConfig may keep in flight per stream
+        self.metrics_address, self.web_address = metrics, web
+        gather = metrics is not None or web is not None
+        self.metrics_dir = self.out_dir / "metrics" if gather else None
+        if self.metrics_dir is not None:  # the switches bind their sockets there at start
+            self.metrics_dir.mkdir(parents=True, exist_ok=True)
+        self.gatherer: Gatherer | None = None
+        self.exporter: MetricsServer | None = None
+        self.web: WebView | None = None
+        self.view: EmulationView | None = None
+        self.observing = True  # the hosts serve metrics and the gatherer scrapes (observe)
         self.net = Network(topology, self.addr, self.out_dir / "logs", target, scale, impair,
                            quiet, queue_for(len(topology.workers), len(topology.pss), window),
-                           fork_server, servers)
+                           fork_server, servers, self.metrics_dir)
         self.installed: str | None = None
         self.paced: dict[str, list[Stream]] = {}  # the workers' pacing classes now
         self.pacing_fallback: str | None = None  # why the kernel could not pace, if so
@@ -120,6 +141,8 @@ class Emulation:
             raise
         if self.switch_cpu_weight is not None:
             self.isolate(self.switch_cpu_weight)
+        if self.metrics_dir is not None:
+            self._start_metrics()
         STATE_FILE.write_text(json.dumps({
             "switches": {sw: {"grpc": self.addr.grpc_address(sw),
                               "device_id": self.addr.device_id[sw]}
@@ -128,8 +151,40 @@ class Emulation:
             "out_dir": str(self.out_dir), "pid": os.getpid()}))
         return self
 
+    def _start_metrics(self) -> None:
+        """The gatherer, then the metrics exporter and the web view that were asked for."""
+        assert self.metrics_dir is not None
+        local = {} if self.net.target == "embedded" else {
+            sw: p4runtime_registry(address, self.program.p4info, self.net.switch_ports(sw))
+            for sw, address in addressed_switches(self.addr).items()}
+        self.gatherer = Gatherer(self.metrics_dir, self.out_dir / SERIES_FILE,
+                                 local=local).start()
+        try:
+            if self.metrics_address is not None:
+                self.exporter = MetricsServer(self.metrics_address, self.gatherer.registry)
+            if self.web_address is not None:
+                self.view = EmulationView(self.net, self.unit_bps, self.gatherer)
+                self.web = WebView(self.web_address, self.view.snapshot)
+        except (MetricsError, WebError):
+            self.__exit__(None, None, None)
+            raise
+
+    def observe(self, on: bool) -> None:
+        """Whether the next runs' hosts serve metrics and the gatherer scrapes (the switches
+        keep serving theirs, which costs nothing unscraped): `inart bench observe` runs with
+        and without on one network."""
+        self.observing = on
+        if self.gatherer is not None:
+            (self.gatherer.active.set if on else self.gatherer.active.clear)()
+
     def __exit__(self, *exc) -> None:
         try:
+            if self.gatherer is not None:
+                self.gatherer.close()
+            if self.exporter is not None:
+                self.exporter.close()
+            if self.web is not None:
+                self.web.close()
             self.net.__exit__(*exc)
         finally:
             self.isolate(None)
@@ -176,6 +231,8 @@ class Emulation:
                     progress=progress)
         self.net.set_result_arp(compiled.result_addr)
         self.installed = plan.scheme
+        if self.view is not None:
+            self.view.installed(plan)
         (self.out_dir / f"entries-{plan.scheme}.txt").write_text(
             compiled.summary_table() + "\n\n" + "\n".join(
                 f"{sw}: {e.describe()}" for sw, s in compiled.switches.items()
@@ -303,11 +360,15 @@ class Emulation:
         ps_facing = {f"{self.addr.tor[s]}-eth{self.addr.port[(self.addr.tor[s], s)]}"
                      for s in self.topo.pss}
         cfg = self.paced_config(plan, cfg)
+        if self.metrics_dir is not None and self.observing:
+            cfg = replace(cfg, metrics_dir=str(self.metrics_dir))
         ev0 = self.switch_events()
         st0 = self.target_stats()
         if0 = self.net.interface_bytes()
         im0 = self.net.impairment_counts()
         self.monitor.mark()
+        if self.view is not None:
+            self.view.started()
         job = run_job(self.net, self.addr, plan, compiled, cfg, self.out_dir / "hosts" / tag,
                       self.quiet)
         usage = self.monitor.usage()
@@ -338,6 +399,9 @@ class Emulation:
         verdict = self.verdict(plan.scheme, row["rate_ratio"] if cfg.unit_bps else None,
                                row["retx"], usage)
         row.update(verdict.fields())
+        if self.view is not None:
+            self.view.finished(row, "ok" if verdict.ok else "marked: " + "; ".join(
+                verdict.reasons))
         return Run(plan, compiled, job, row, verdict)
 
     def run_script(self, plan: Plan, compiled: Compiled, job: ScriptJob, tag: str) -> dict:

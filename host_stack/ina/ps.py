@@ -18,11 +18,14 @@ import signal
 import sys
 from pathlib import Path
 
+from control_plane.observe.exporter import MetricsError
+from control_plane.observe.exporter import start as start_metrics
 from host_stack.ina import wire
 from host_stack.ina.addresses import Address, parse_address
 from host_stack.ina.aggregator import ChunkAggregator
 from host_stack.ina.batchio import make_socket
 from host_stack.ina.impair import ImpairedSocket, wrap
+from host_stack.ina.metrics import ps_registry
 from host_stack.ina.ps_apply import OptimizerApply, SumApply
 from host_stack.ina.ps_server import PsServer, checkpoint
 from host_stack.ina.transport import TransportError
@@ -92,6 +95,12 @@ def main(argv: list[str] | None = None) -> int:
             link.close()
         return 2
 
+    try:
+        exporter = start_metrics(args.metrics, ps_registry(server.stats))
+    except MetricsError as exc:
+        print(f"ps: error: --metrics: {exc}", file=sys.stderr)
+        return 2
+
     def on_signal(signum, _frame) -> None:
         if signum == signal.SIGUSR1:
             server.checkpoint_requested = True
@@ -112,10 +121,13 @@ def main(argv: list[str] | None = None) -> int:
                 server.counters["checkpoint_no_dir"] += 1
 
     print(json.dumps({"event": "ready", "ps": args.ps, "bind": f"{bind[0]}:{bind[1]}",
-                      "chunks": end - first, "range": [first, end]}), flush=True)
+                      "chunks": end - first, "range": [first, end],
+                      "metrics": exporter.url if exporter else None}), flush=True)
     try:
         server.serve(args.idle_exit, on_idle)
     finally:
+        if exporter is not None:
+            exporter.close()
         stats = server.stats()
         if isinstance(server, PsServer):
             if isinstance(server.sock, ImpairedSocket):

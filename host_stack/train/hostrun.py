@@ -85,6 +85,12 @@ class TrafficConfig:
     seed: int = 0
     batch: int = 32
     deadline_s: float = 300.0
+    # each PS and worker serves /metrics on the Unix socket DIR/NAME.sock (None: none)
+    metrics_dir: str | None = None
+
+    def metrics_args(self, name: str) -> list[str]:
+        return [] if self.metrics_dir is None else \
+            ["--metrics", f"unix:{Path(self.metrics_dir) / name}.sock"]
 
     def check(self) -> None:
         if self.mode not in MODES:
@@ -232,6 +238,7 @@ def run_hosts(net: Hosts, source: JobSource, cfg: TrafficConfig, workdir: Path,
     files.share(source.pss + source.workers, list(source.files))
     for ps in source.pss:
         start(ps, [*py, "host_stack.ina.ps", *job, "--ps", ps, "--mode", mode, *source.ps_argv,
+                   *cfg.metrics_args(ps),
                    "--stats", str(workdir / f"{ps}.stats.json"),
                    "--idle-exit", str(cfg.deadline_s)])
     ready: set[str] = set()
@@ -245,6 +252,7 @@ def run_hosts(net: Hosts, source: JobSource, cfg: TrafficConfig, workdir: Path,
     start_file.unlink(missing_ok=True)
     for w in source.workers:
         start(w, [*py, "host_stack.train.worker", *job, *source.worker_argv, "--worker", w,
+                  *cfg.metrics_args(w),
                   "--rounds", str(cfg.rounds),
                   "--batch", str(cfg.batch), "--start-file", str(start_file),
                   "--start-timeout", str(cfg.deadline_s)])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from control_plane.cli.args import add_metrics
 from host_stack.ina import wire
 from host_stack.ina.addresses import AddressMap
 from host_stack.ina.batchio import GSO_MODES
@@ -108,6 +109,7 @@ def process_parser(module: str, description: str | None, node: str) -> argparse.
     add_job_args(p, plan_required=False)
     p.add_argument(f"--{node}", required=True, help=f"this {node}'s node id in the plan")
     p.add_argument("--addresses", help="address map JSON file (with --plan)")
+    add_metrics(p)
     s = p.add_argument_group("service (instead of --plan and --addresses: follow the plan "
                              "versions of a job of `inart serve`)")
     s.add_argument("--service", metavar="ADDRESS",

@@ -26,6 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from control_plane.observe.exporter import MetricsError
+from control_plane.observe.exporter import start as start_metrics
+from host_stack.ina.metrics import WorkerMetrics
 from host_stack.ina.transport import TransportError
 from host_stack.train.jobargs import add_round_args, load_job, process_parser, service_link
 from host_stack.train.sync import MeasuredSync, RoundStats
@@ -108,6 +111,15 @@ def run(args: argparse.Namespace) -> int:
                    version=link.for_round(0) if link is not None else None)
     rank = job.plan.rank(args.worker)
     sync = load_sync(args.sync).build(WorkerContext(job, args, args.worker, rank, link))
+    metrics = WorkerMetrics(lambda: getattr(getattr(sync, "transport", None), "counters", {}))
+    exporter = start_metrics(args.metrics, metrics.registry)
+    if exporter is not None:  # stdout carries the JSON events only
+        print(f"worker {args.worker}: metrics on {exporter.url}", file=sys.stderr, flush=True)
+
+    def round_done(fields: dict, **extra) -> None:
+        """Its JSON line, and its figures on /metrics."""
+        metrics.round(fields["sync_s"], fields.get("bytes", 0), fields.get("wire_bytes", 0))
+        emit("round", **fields, **extra)
     if args.start_file:
         emit("ready", worker=args.worker)
         wait_for_start(Path(args.start_file), args.start_timeout)
@@ -121,9 +133,9 @@ def run(args: argparse.Namespace) -> int:
                 t0, at = time.perf_counter(), time.monotonic()
                 params = sync.step(r, params, grad)
                 # digest of what came back, so a test can check every round's sums exactly
-                emit("round", **_round_fields(sync, RoundStats(r, 0.0, 0.0,
-                                                               time.perf_counter() - t0, at)),
-                     result_sha256=hashlib.sha256(np.asarray(params).tobytes()).hexdigest())
+                round_done(_round_fields(sync, RoundStats(r, 0.0, 0.0,
+                                                          time.perf_counter() - t0, at)),
+                           result_sha256=hashlib.sha256(np.asarray(params).tobytes()).hexdigest())
             acc = None
         else:
             from host_stack.train.data import digits, shard
@@ -137,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
                 extra = {}
                 if args.eval_every and (rs.round + 1) % args.eval_every == 0:
                     extra["accuracy"] = accuracy(model, x_te, y_te)
-                emit("round", **_round_fields(sync, rs), **extra)
+                round_done(_round_fields(sync, rs), **extra)
 
             train_worker(model, xs, ys, sync, args.rounds, args.batch,
                          seed=worker_seed(args.seed, rank), on_round=on_round)
@@ -149,6 +161,8 @@ def run(args: argparse.Namespace) -> int:
              params_sha256=hashlib.sha256(np.asarray(params).tobytes()).hexdigest())
     finally:
         sync.close()
+        if exporter is not None:
+            exporter.close()
     return 0
 
 
@@ -162,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     except ValueError as exc:
         print(f"worker {args.worker}: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    except MetricsError as exc:
+        print(f"worker {args.worker}: error: --metrics: {exc}", file=sys.stderr, flush=True)
         return 2
     except OSError as exc:  # e.g. its address is taken or not on this host
         print(f"worker {args.worker}: error: socket: {exc}", file=sys.stderr, flush=True)

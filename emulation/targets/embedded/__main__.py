@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from control_plane.cli.args import add_metrics
 from emulation.targets.embedded.json_loader import PipelineError
 from emulation.targets.embedded.pipeline import Switch, load_program
 
@@ -45,6 +46,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     main.add_argument("--pcap", nargs="?", const=".", help="accepted for compatibility; unused")
     main.add_argument("--nanolog", help="accepted for compatibility; unused")
     main.add_argument("--log-flush", action="store_true", help="accepted for compatibility")
+    add_metrics(main)
     target = argparse.ArgumentParser(prog="target options", add_help=False)
     # bmv2 listens on every interface by default; a P4Runtime server accepts table writes from
     # anyone who reaches it, so ours listens on loopback unless told otherwise
@@ -87,6 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.error("cannot load %s: %s", args.config, exc)
             return 2
 
+    from control_plane.observe.exporter import MetricsError
+    from control_plane.observe.exporter import start as start_metrics
+    from emulation.targets.embedded.metrics import registry_for
     from emulation.targets.embedded.p4runtime_server import serve
     from emulation.targets.embedded.ports import PortLoop
     from emulation.targets.embedded.stats import describe, reasons
@@ -103,15 +108,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("%s", exc)
         loop.stop()
         return 2
+    try:
+        metrics = start_metrics(args.metrics, registry_for(switch, lock, ports))
+    except MetricsError as exc:
+        log.error("--metrics: %s", exc)
+        server.stop(grace=0)
+        loop.stop()
+        return 2
     loop.start()
-    log.info("embedded target: device %d, ports %s, P4Runtime on %s", args.device_id,
-             ports, targs.grpc_server_addr)
+    log.info("embedded target: device %d, ports %s, P4Runtime on %s%s", args.device_id,
+             ports, targs.grpc_server_addr, f", metrics on {metrics.url}" if metrics else "")
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
     while not done.wait(1.0):
         pass
     server.stop(grace=1.0)
+    if metrics is not None:
+        metrics.close()
     loop.stop()
     log.info("stopped; rx %d, tx %d, drops and errors: %s", switch.stats["rx"],
              switch.stats["tx"], describe(reasons(switch.snapshot())))
