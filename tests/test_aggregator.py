@@ -47,6 +47,22 @@ def test_round_progression_stale_future_and_bad_fields():
             c["drop_bad_bitmap"], c["drop_bad_count"]) == (1, 1, 1, 1, 1)
 
 
+def test_an_allreduce_shard_lets_a_chunk_sit_out_rounds():
+    """skip_rounds (PS --mode allreduce): a call that does not reach a chunk leaves its
+    round out; the next one that does starts the chunk's sum, still exactly once."""
+    agg = ChunkAggregator(2, 4, 2, SumApply(), skip_rounds=True)
+    assert agg.offer(0, 1, 0b01, 1, vals(1)) is Verdict.ACCEPTED
+    assert agg.offer(0, 1, 0b10, 1, vals(2)) is Verdict.COMPLETED
+    assert agg.offer(4, 1, 0b01, 1, vals(5)) is Verdict.ACCEPTED  # rounds 1-3 not here
+    assert agg.offer(0, 1, 0b10, 1, vals(2)) is Verdict.ANSWER_LATE  # round 0's RESULT
+    assert agg.offer(4, 1, 0b01, 1, vals(5)) is Verdict.DROPPED  # a duplicate stays one
+    assert agg.offer(4, 1, 0b10, 1, vals(6)) is Verdict.COMPLETED
+    assert np.frombuffer(agg.result(1), ">i4").tolist() == [11] * 4
+    assert agg.offer(2, 1, 0b01, 1, vals(9)) is Verdict.DROPPED  # older than completed
+    assert agg.offer(7, 0, 0b11, 2, vals(3)) is Verdict.COMPLETED  # chunk 0's first round
+    assert agg.counters["drop_future_round"] == 0
+
+
 def test_optimizer_apply_steps_momentum_sgd_on_the_average():
     q = Quantizer(2, 1.0)
     params = np.ones(8, dtype=np.float32)

@@ -49,7 +49,7 @@ class SumApply:
     """Return the exact integer sum (for exactly-once tests and the transport benchmark)."""
 
     def __call__(self, chunks: np.ndarray, sums: np.ndarray) -> np.ndarray:
-        return sums.astype(np.int64).astype(">i4").view(np.uint8)
+        return np.asarray(sums, np.int64).astype(">i4").view(np.uint8)  # wraps to 32 bits
 
     def state(self) -> dict[str, np.ndarray]:
         return {}
