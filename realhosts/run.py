@@ -24,7 +24,13 @@ from control_plane.p4build.sources import event_names
 from emulation.measure.metrics import summarize
 from host_stack.ddp.hostscript import ScriptJob, run_script_hosts
 from host_stack.remote.launchers import Fleet, LaunchError
-from host_stack.train.hostrun import JobResult, TrafficConfig, plan_files, run_hosts
+from host_stack.train.hostrun import (
+    JobResult,
+    TrafficConfig,
+    plan_files,
+    run_hosts,
+    transport_argv,
+)
 from realhosts.checks import check_hosts
 from realhosts.install import event_reader, install_plan
 from realhosts.inventory import Inventory
@@ -108,6 +114,7 @@ def run_inventory(inventory: Inventory, plan: Plan, cfg: TrafficConfig, out: Pat
         if script is not None:
             rank0 = min(source.workers, key=source.ranks.get)
             script = replace(script, master_addr=addressing.ip[rank0],
+                             job_argv=tuple(transport_argv(cfg)),
                              iface={w: inventory.hosts[w].interface for w in source.workers})
             result = run_script_hosts(fleet, source, script, run_dir, quiet, files=fleet)
             ev1 = events() if events else {}

@@ -265,7 +265,7 @@ def emulate_at(args: argparse.Namespace, topo, plans, scale: float, out: Path,
         for plan in plans:
             compiled = emu.install(plan)
             if script is not None:
-                rows.append(dict(emu.run_script(plan, compiled, script, plan.scheme),
+                rows.append(dict(emu.run_script(plan, compiled, script, cfg, plan.scheme),
                                  topology=topo.name, target=args.target))
                 for line in script_lines(rows[-1]):
                     print(line, flush=True)

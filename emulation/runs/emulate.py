@@ -44,7 +44,13 @@ from emulation.runs.live_view import EmulationView
 from emulation.targets.embedded.stats import StatsError, read_stats, reasons
 from host_stack.ddp.hostscript import ScriptJob, run_script_hosts
 from host_stack.ina import wire
-from host_stack.train.hostrun import JobResult, TrafficConfig, plan_files, run_job
+from host_stack.train.hostrun import (
+    JobResult,
+    TrafficConfig,
+    plan_files,
+    run_job,
+    transport_argv,
+)
 
 STATE_FILE = EMULATION_STATE
 SERIES_FILE = "metrics.jsonl"  # beside emulate.json: every process's metrics, every second
@@ -404,21 +410,25 @@ class Emulation:
                 verdict.reasons))
         return Run(plan, compiled, job, row, verdict)
 
-    def run_script(self, plan: Plan, compiled: Compiled, job: ScriptJob, tag: str) -> dict:
+    def run_script(self, plan: Plan, compiled: Compiled, job: ScriptJob, cfg: TrafficConfig,
+                   tag: str) -> dict:
         """A user's PyTorch script on every worker host over an installed plan (its
-        all-reduces through the switches); the switches' event counters over the run."""
+        all-reduces through the switches, paced to the plan as ``cfg`` says); the switches'
+        event counters over the run."""
         workdir = self.out_dir / "hosts" / tag
         workdir.mkdir(parents=True, exist_ok=True)
         source = plan_files(self.addr, plan, compiled, workdir)
         rank0 = min(source.workers, key=source.ranks.get)
-        job = replace(job, master_addr=self.addr.ip[rank0],
+        cfg = self.paced_config(plan, cfg)
+        job = replace(job, master_addr=self.addr.ip[rank0], job_argv=tuple(transport_argv(cfg)),
                       iface={w: f"{w}-eth0" for w in source.workers})
         ev0 = self.switch_events()
         result = run_script_hosts(self.net, source, job, workdir, self.quiet)
         ev1 = self.switch_events()
         events = {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
         return {"scheme": plan.scheme, "wall_s": result.wall_s, "switch_events": events,
-                "ps": result.ps_stats, "rank0_lines": result.rank0_lines}
+                "ps": result.ps_stats, "rank0_lines": result.rank0_lines,
+                "pacing": cfg.pacing if cfg.unit_bps is not None else "none"}
 
     def find_max_rate(self, plan: Plan, compiled: Compiled, cfg: TrafficConfig,
                       factors: list[float], retx_threshold: float = 0.01,

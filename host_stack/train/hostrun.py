@@ -188,6 +188,15 @@ def run_job(net: Hosts, addr: Addressing, plan: Plan, compiled: Compiled, cfg: T
     return run_hosts(net, plan_files(addr, plan, compiled, workdir), cfg, workdir, quiet)
 
 
+def transport_argv(cfg: TrafficConfig) -> list[str]:
+    """The INA transport's options of ``cfg`` for the job's processes: values per packet,
+    window (what the network's queues were sized for) and pacing at the plan's rate."""
+    out = ["--n", str(cfg.n), "--window", str(cfg.window)]
+    if cfg.unit_bps is not None:
+        out += ["--unit-bps", repr(cfg.unit_bps * cfg.rate_factor), "--pacing", cfg.pacing]
+    return out
+
+
 def run_hosts(net: Hosts, source: JobSource, cfg: TrafficConfig, workdir: Path,
               quiet: bool = False, on_round: Callable[[int], None] | None = None,
               files: HostFiles = SHARED) -> JobResult:
@@ -195,13 +204,11 @@ def run_hosts(net: Hosts, source: JobSource, cfg: TrafficConfig, workdir: Path,
     ``on_round(r)`` runs once every worker reported round r (e.g. to inject an event)."""
     cfg.check()
     workdir.mkdir(parents=True, exist_ok=True)
-    job = [*source.argv, "--n", str(cfg.n), "--seed", str(cfg.seed), "--window", str(cfg.window)]
+    job = [*source.argv, *transport_argv(cfg), "--seed", str(cfg.seed)]
     if cfg.mode == "synthetic":
         job += ["--model", "synthetic", "--values", str(cfg.values)]
     else:
         job += ["--model", cfg.model]
-    if cfg.unit_bps is not None:
-        job += ["--unit-bps", repr(cfg.unit_bps * cfg.rate_factor), "--pacing", cfg.pacing]
     events: queue.Queue = queue.Queue()
     procs: dict[str, subprocess.Popen] = {}
     py = [sys.executable, "-m"]
