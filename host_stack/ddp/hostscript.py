@@ -14,7 +14,6 @@ named error, never a hang.
 from __future__ import annotations
 
 import json
-import queue
 import subprocess
 import sys
 import time
@@ -22,8 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from host_stack.ddp.job_env import ABORT_VAR, JOB_VAR, job_file_text
-from host_stack.train.hostrun import SHARED, HostFiles, Hosts, JobSource, TrafficError
-from host_stack.train.launcher import JsonLineReader
+from host_stack.train.hostrun import (
+    SHARED,
+    HostFiles,
+    Hosts,
+    JobProcesses,
+    JobSource,
+    TrafficError,
+)
 
 # the values one all-reduce round carries at most (the PSs' shards together): DDP's 25 MB
 # buckets fit in one round, with room for a bucket that one large parameter overfills
@@ -72,37 +77,9 @@ def run_script_hosts(net: Hosts, source: JobSource, job: ScriptJob, workdir: Pat
     workdir.mkdir(parents=True, exist_ok=True)
     argv = [*source.argv, *job.job_argv, "--model", "synthetic", "--values",
             str(CAPACITY_VALUES)]
-    events: queue.Queue = queue.Queue()
-    procs: dict[str, subprocess.Popen] = {}
     t0 = time.monotonic()
-    deadline = t0 + job.deadline_s
-
-    def start(name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
-        err = open(workdir / f"{name}.stderr", "w")  # noqa: SIM115 (owned by the child)
-        try:
-            procs[name] = net.popen(name, cmd, env=env, stdout=subprocess.PIPE, stderr=err,
-                                    text=True)
-        finally:
-            err.close()
-        JsonLineReader(name, procs[name], events).start()
-
-    def next_event() -> tuple[str, dict]:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                running = [n for n, p in procs.items() if p.poll() is None]
-                raise TrafficError(f"deadline of {job.deadline_s:.0f} s passed; still running: "
-                                   f"{', '.join(running)} (logs in {workdir})")
-            try:
-                name, rec = events.get(timeout=min(left, 1.0))
-            except queue.Empty:
-                failed = [n for n, p in procs.items() if p.poll() not in (None, 0)]
-                if failed:
-                    raise _failed(failed[0], procs[failed[0]].returncode, workdir) from None
-                continue
-            if rec["event"] == "eof" and (rc := procs[name].wait(timeout=10)) != 0:
-                raise _failed(name, rc, workdir)
-            return name, rec
+    job_procs = JobProcesses(net, workdir, job.deadline_s)
+    procs, start, next_event = job_procs.procs, job_procs.start, job_procs.next_event
 
     for ps in source.pss:
         start(ps, [sys.executable, "-m", "host_stack.ina.ps", *argv, "--ps", ps, "--mode",
@@ -151,11 +128,3 @@ def run_script_hosts(net: Hosts, source: JobSource, job: ScriptJob, workdir: Pat
         stats[ps] = json.loads(path.read_text()) if path.exists() else {}
     return ScriptResult(stats, time.monotonic() - t0, lines)
 
-
-def _failed(name: str, rc: int, workdir: Path) -> TrafficError:
-    try:
-        tail = "\n".join((workdir / f"{name}.stderr").read_text(errors="replace")
-                         .strip().splitlines()[-6:])
-    except OSError:
-        tail = ""
-    return TrafficError(f"{name}: exited with status {rc}" + (f"\n{tail}" if tail else ""))

@@ -197,6 +197,49 @@ def transport_argv(cfg: TrafficConfig) -> list[str]:
     return out
 
 
+class JobProcesses:
+    """A job's processes on its hosts, their stdout followed as JSON lines: the next line
+    any of them printed, or a TrafficError naming the first that failed (its stderr's
+    tail) or the deadline that passed."""
+
+    def __init__(self, net: Hosts, workdir: Path, deadline_s: float) -> None:
+        self.net, self.workdir, self.deadline_s = net, workdir, deadline_s
+        self.deadline = time.monotonic() + deadline_s
+        self.events: queue.Queue = queue.Queue()
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
+        err = open(self.workdir / f"{name}.stderr", "w")  # noqa: SIM115 (owned by the child)
+        try:
+            self.procs[name] = self.net.popen(name, cmd, env=env, stdout=subprocess.PIPE,
+                                              stderr=err, text=True)
+        finally:
+            err.close()
+        JsonLineReader(name, self.procs[name], self.events).start()
+
+    def next_event(self) -> tuple[str, dict]:
+        while True:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                running = [n for n, p in self.procs.items() if p.poll() is None]
+                raise TrafficError(f"deadline of {self.deadline_s:.0f} s passed; still "
+                                   f"running: {', '.join(running)} (logs in {self.workdir})")
+            try:
+                name, rec = self.events.get(timeout=min(left, 1.0))
+            except queue.Empty:
+                failed = [n for n, p in self.procs.items() if p.poll() not in (None, 0)]
+                if failed:
+                    raise self.failed(failed[0]) from None
+                continue
+            if rec["event"] == "eof" and self.procs[name].wait(timeout=10) != 0:
+                raise self.failed(name)
+            return name, rec
+
+    def failed(self, name: str) -> TrafficError:
+        return TrafficError(f"{name} exited with status {self.procs[name].returncode}:\n"
+                            f"{_tail(self.workdir / f'{name}.stderr')}")
+
+
 def run_hosts(net: Hosts, source: JobSource, cfg: TrafficConfig, workdir: Path,
               quiet: bool = False, on_round: Callable[[int], None] | None = None,
               files: HostFiles = SHARED) -> JobResult:
@@ -209,37 +252,15 @@ def run_hosts(net: Hosts, source: JobSource, cfg: TrafficConfig, workdir: Path,
         job += ["--model", "synthetic", "--values", str(cfg.values)]
     else:
         job += ["--model", cfg.model]
-    events: queue.Queue = queue.Queue()
-    procs: dict[str, subprocess.Popen] = {}
     py = [sys.executable, "-m"]
     t0 = time.monotonic()
-    deadline = t0 + cfg.deadline_s
+    job_procs = JobProcesses(net, workdir, cfg.deadline_s)
+    procs = job_procs.procs
 
     def start(name: str, cmd: list[str]) -> None:
-        err = open(workdir / f"{name}.stderr", "w")  # noqa: SIM115 (owned by the child)
-        proc = net.popen(name, cmd, env=source.worker_env.get(name), stdout=subprocess.PIPE,
-                         stderr=err, text=True)
-        err.close()
-        procs[name] = proc
-        JsonLineReader(name, proc, events).start()
+        job_procs.start(name, cmd, source.worker_env.get(name))
 
-    def next_event() -> tuple[str, dict]:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                running = [n for n, p in procs.items() if p.poll() is None]
-                raise TrafficError(f"deadline of {cfg.deadline_s:.0f} s passed; still running: "
-                                   f"{', '.join(running)} (logs in {workdir})")
-            try:
-                name, rec = events.get(timeout=min(left, 1.0))
-            except queue.Empty:
-                continue
-            if rec["event"] == "eof":
-                rc = procs[name].wait(timeout=10)
-                if rc != 0:
-                    raise TrafficError(f"{name} exited with status {rc}:\n"
-                                       f"{_tail(workdir / f'{name}.stderr')}")
-            return name, rec
+    next_event = job_procs.next_event
 
     mode = "sum" if cfg.mode == "synthetic" else "train"
     files.share(source.pss + source.workers, list(source.files))
