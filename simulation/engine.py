@@ -29,9 +29,9 @@ N transfers costs N^2/2 steps (255,360 on RAT's fattree:32 pod stage; docs/simul
 SimGrid's engine is a process-wide singleton that cannot be restarted, so every run happens
 in a forked child process.  Its Python actors are threads, one running at a time, handing
 over to SimGrid's maestro thread at every simcall; the child keeps them all on one CPU, where
-a handover is a switch on that CPU rather than a wake-up of another (fattree:12's RAT tree on
-a loaded 2-core VM: 5.9 s of wall time and 1.5 s of system time pinned, 43.6 s and 4.0 s
-not; docs/simulation.md).
+a handover is a switch on that CPU rather than a wake-up of another (`inart bench simulate
+-k 16 --scheme tree` on a shared 2-core VM: 11.8 s of wall time, 5.5 s user and 3.8 s
+system pinned; 43.3 s, 8.2 s and 7.2 s not; docs/where-ina-wins.md).
 """
 
 from __future__ import annotations

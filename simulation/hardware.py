@@ -124,7 +124,8 @@ HOSTS: dict[str, HostPreset] = {
     "inart-stack": HostPreset("inart-stack", "CPU hosts: gloo collectives, inart's own INA "
                               "host stack (both measured)",
                               Figure(DEFAULT_HOST_OVERHEAD_US, "us/message",
-                                     f"gloo, {GLOO_SOURCE}"),
+                                     f"half the median ping-pong round trip, "
+                                     f"{GLOO_SOURCE}"),
                               Figure(32_000, "packets/s", _TRANSPORT)),
 }
 
