@@ -5,10 +5,10 @@ message, switch preset, model) it simulates InArt and ATP (plans solved on the c
 cluster, C(v) from the switch preset) and the ring, RAT tree and RSGCM (the hosts' cost per
 message from the host axis), one Ray task per distinct run on a local Ray head (or
 --address), and writes OUT/crossover.csv (every cell: each scheme's ms, the best collective,
-INA/best ratios) and one heatmap PNG per slice (the ratio over the slice's two axes; the
-black line is the crossover, ratio 1).  Grids: --grid quick | small | full or a YAML file
-(examples/crossover.yaml); presets and their sources: `inart simulate --preset NAME
---explain`; the maps' reading: docs/where-ina-wins.md.
+INA/best ratios) and heatmap PNGs (the ratio over each slice's two axes, one per value of
+any other axis it varies; the black line is the crossover, ratio 1).  Grids: --grid quick |
+small | full or a YAML file (examples/crossover.yaml); presets and their sources: `inart
+simulate --preset NAME --explain`; the maps' reading: docs/where-ina-wins.md.
 """
 
 from __future__ import annotations
