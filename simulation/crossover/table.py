@@ -88,8 +88,9 @@ def heatmaps(rows: list[dict[str, Any]], sl: Slice, out: Path) -> list[Path]:
             for j in range(len(xs)):
                 if not math.isnan(grid[i, j]):
                     ax.text(j, i, f"{grid[i, j]:.2g}", ha="center", va="center", fontsize=8)
-        if len(xs) > 1 and len(ys) > 1 and np.isfinite(grid).all():
-            ax.contour(np.log10(grid), levels=[0.0], colors="black", linewidths=2)
+        if len(xs) > 1 and len(ys) > 1 and logs.size and logs.min() < 0 < logs.max():
+            ax.contour(np.ma.masked_invalid(np.log10(grid)), levels=[0.0], colors="black",
+                       linewidths=2)
         ax.set_xticks(range(len(xs)), [str(x) for x in xs])
         ax.set_yticks(range(len(ys)), [str(y) for y in ys])
         ax.set_xlabel(_LABELS.get(sl.x, sl.x))
