@@ -103,7 +103,10 @@ def run_tasks(tasks: list[Task], address: str | None, cpus: int | None,
             pending = {remote.remote(t.to_dict()): t for t in tasks}
             with progress(total=len(tasks), desc="crossover", unit="run", quiet=quiet) as bar:
                 while pending:
-                    ready, _ = ray.wait(list(pending), num_returns=1)
+                    # a timeout, so that Ctrl-C reaches this loop within a second
+                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                    if not ready:
+                        continue
                     task = pending.pop(ready[0])
                     try:
                         results[task] = ray.get(ready[0])
