@@ -4,7 +4,7 @@ For every cell of the grid (fat-tree k, link Gbit/s, PSs per job, host cost per 
 message, switch preset, model) it simulates InArt and ATP (plans solved on the cell's
 cluster, C(v) from the switch preset) and the ring, RAT tree and RSGCM (the hosts' cost per
 message from the host axis), one Ray task per distinct run on a local Ray head (or
---address), and writes OUT/crossover.csv (every cell: each scheme's ms, the best collective,
+--ray-address), and writes OUT/crossover.csv (every cell: each scheme's ms, the best collective,
 INA/best ratios) and heatmap PNGs (the ratio over each slice's two axes, one per value of
 any other axis it varies; the black line is the crossover, ratio 1).  Grids: --grid quick |
 small | full or a YAML file (examples/crossover.yaml); presets and their sources: `inart
@@ -39,9 +39,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", default="small", metavar="GRID",
                         help=f"{' | '.join(BUILTIN_GRIDS)} or a YAML file with slices: "
                              f"(default small)")
-    parser.add_argument("--address", help="a Ray cluster to run on (default: a local head "
-                                          "started for the run)")
-    parser.add_argument("--cpus", type=int, help="CPUs of the local Ray head (default: all)")
+    parser.add_argument("--ray-address", metavar="HOST:PORT",
+                        help="an existing Ray cluster's head (default: a head started here)")
+    parser.add_argument("--cpus", type=int, help="runs at once on the local head (default: "
+                                                 "cores)")
     add_json(parser, "the grid, every run and every cell (default: OUT/crossover.json)")
     add_common_args(parser, "crossover", 1, "PS placement, solver and RSGCM seeds",
                     "the quick grid (k 4 and 6, two host costs, two switch presets)")
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     tasks = sorted({t for by_scheme in needs.values() for t in by_scheme.values()},
                    key=lambda t: -t.cost)
     t0 = time.perf_counter()
-    results = run_tasks(tasks, args.address, args.cpus, args.quiet)
+    results = run_tasks(tasks, args.ray_address, args.cpus, args.quiet)
     wall = time.perf_counter() - t0
     rows = [row(cell, {s: results[t]["comm_time_s"] for s, t in by_scheme.items()},
                 results[by_scheme["ring"]]["workers"]) for cell, by_scheme in needs.items()]
