@@ -1,5 +1,8 @@
 """`inart bench simulate`: wall time and peak memory of `inart simulate` on a fat-tree at
 100 Gbit/s (ResNet-50), every scheme, beside its goal; and sim/plan for the INA schemes.
+Beside each wall time, the user and system CPU seconds it took (this process and any child it
+waited for): on a loaded or small machine, system time (thread switches, page faults) is
+where the same run differs from one machine to another.
 
 Plans: solved here (their solve time is printed apart, it is the solver's figure), or taken
 from ``--plan DIR`` (``DIR/<scheme>.json``, what ``inart plan --out DIR`` writes).
@@ -62,6 +65,13 @@ def _peak_gb() -> float:
     return max(own, kids) / 2**20
 
 
+def cpu_s() -> tuple[float, float]:
+    """User and system CPU seconds so far, of this process and its waited-for children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + kids.ru_utime, own.ru_stime + kids.ru_stime
+
+
 def run(args: argparse.Namespace) -> int:
     schemes = args.scheme
     plans = given_plans(args.plan, schemes)
@@ -79,11 +89,15 @@ def run(args: argparse.Namespace) -> int:
                 t0 = time.perf_counter()
                 plan = plan_for(topo, scheme, 0)
                 solve_s = time.perf_counter() - t0
+        user0, sys0 = cpu_s()
         res = simulate(topo, scheme, plan=plan, model_bytes=BUILTIN["resnet50"].model_bytes,
                        link_gbps=args.link_gbps)
+        user1, sys1 = cpu_s()
         results.append(res.to_dict() | {"solve_s": solve_s})
         figures.append(_figure(f"simulate.wall[{name} {scheme}]", res.wall_s, "s", "<=",
-                               WALL_GOAL_S.get(args.k), comm_ms=round(res.comm_time_s * 1e3, 3),
+                               WALL_GOAL_S.get(args.k), user_s=round(user1 - user0, 1),
+                               sys_s=round(sys1 - sys0, 1),
+                               comm_ms=round(res.comm_time_s * 1e3, 3),
                                solve_s=None if solve_s is None else round(solve_s, 1),
                                load=round(os.getloadavg()[0], 1),
                                host_us=None if scheme in INA_SCHEMES

@@ -2,7 +2,9 @@
 
 Built-in sizes are the fp32 parameters of the models the InArt paper trains (its "97 MB"
 ResNet-50 and "548 MB" VGG-19 are MiB) and of the large LSTM language model of Zaremba et al.
-(2014; 2 layers of 1500 units, 10k-word vocabulary: 66,034,000 parameters); their compute time
+(2014; 2 layers of 1500 units, 10k-word vocabulary: 66,034,000 parameters) and GPT-2 small
+(Radford et al. 2019; 12 layers of 768, tied embeddings: Hugging Face's GPT2Model has
+124,439,808 parameters); their compute time
 is 0 unless given (``--compute-ms``), because it depends on the accelerator.  A profile JSON
 carries both, e.g. from a measured ``inart train`` run:
 ``{"name": "mlp", "model_bytes": 407080, "compute_s": 0.012}``.
@@ -30,6 +32,7 @@ BUILTIN: dict[str, Profile] = {
     "resnet50": Profile("resnet50", 25_557_032 * FP32),  # torchvision resnet50: 97.5 MiB
     "vgg19": Profile("vgg19", 143_667_240 * FP32),  # torchvision vgg19: 548.0 MiB
     "lstm": Profile("lstm", 66_034_000 * FP32),  # Zaremba et al. large LSTM: 251.9 MiB
+    "gpt2-small": Profile("gpt2-small", 124_439_808 * FP32),  # GPT-2 small: 474.7 MiB
 }
 
 
@@ -38,7 +41,8 @@ class ProfileError(ValueError):
 
 
 def load_profile(spec: str, compute_s: float | None = None) -> Profile:
-    """``resnet50 | vgg19 | lstm | synthetic:BYTES | PROFILE.json``; ``compute_s`` overrides."""
+    """``resnet50 | vgg19 | lstm | gpt2-small | synthetic:BYTES | PROFILE.json``;
+    ``compute_s`` overrides."""
     if spec in BUILTIN:
         prof = BUILTIN[spec]
     elif spec.startswith("synthetic:"):

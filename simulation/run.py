@@ -146,13 +146,16 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
              latency_us: float | None = None, iterations: int = 1, seed: int = 0,
              scale_mbps: float | None = None, pace: float = 1.0,
              results: bool = True, routing: str = "ecmp",
-             host_overhead_us: float | None = None) -> SchemeResult:
+             host_overhead_us: float | None = None,
+             sender_pps: float | None = None) -> SchemeResult:
     """Simulate ``scheme`` (INA: its plan, given or solved with ``seed``) on ``topology``.
     ``results=False`` leaves the PSs' result multicast out of INA schemes: the gradients
     alone, which is what a plan's rate is about (its check).  ``routing``: the collectives'
     routes, ``ecmp`` or ``dst`` (the emulation's; simulation/routes.py).
     ``host_overhead_us``: each collective's host time per message (None: the measured
-    ``DEFAULT_HOST_OVERHEAD_US``; INA schemes pay none, their hosts send paced datagrams)."""
+    ``DEFAULT_HOST_OVERHEAD_US``; INA schemes pay none, their hosts send paced datagrams).
+    ``sender_pps``: the INA senders' packet rate where their host stack cannot keep the plan's
+    pace (simulation/hardware.py host presets; None: they keep it)."""
     t0 = time.perf_counter()
     if scheme not in SCHEMES:
         raise SimulationError(f"scheme {scheme!r}: expected one of {', '.join(SCHEMES)}")
@@ -181,6 +184,10 @@ def simulate(topology: Topology, scheme: str, *, plan: dict | Plan | None = None
         p = _plan(topology, scheme, plan, seed)
         topo = p.topology
         unit = unit_bps(topo, link_gbps, scale_mbps)
+        if sender_pps is not None:
+            if not sender_pps > 0:
+                raise SimulationError(f"sender_pps={sender_pps!r}: expected > 0")
+            pace = min(pace, sender_pps * ina.FRAME * 8 / (p.rate * unit))
         stages = [ina.ina_stage(p, model_bytes, unit, pace, results)]
         plan_rate = p.rate * unit
         plan_comm = ina.plan_comm_time(p, model_bytes, unit)

@@ -38,10 +38,11 @@ from control_plane.cli.args import (
 from control_plane.model.plan import Plan
 from control_plane.model.topology import TopologyError
 from control_plane.report import format_table, to_csv
+from simulation.hardware import HOSTS, SWITCHES, PresetError, explain, parse, with_switches
 from simulation.host_cost import DEFAULT_HOST_OVERHEAD_US, SOURCE
 from simulation.profiles import ProfileError, load_profile
 from simulation.routes import ROUTINGS
-from simulation.run import SCHEMES, SimulationError, simulate
+from simulation.run import SCHEMES, SimulationError, simulate, unit_bps
 from simulation.size import SizeError, build_checked
 
 COLUMNS = ("topology", "workers", "scheme", "comm_ms", "iter_ms", "rate_gbps", "plan_ms",
@@ -63,11 +64,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", type=positive(), metavar="MBPS",
                    help="Mbit/s per topology unit, as the emulation's --scale")
     p.add_argument("--latency-us", type=positive(), help="latency per link hop (default 1 us)")
-    p.add_argument("--host-overhead-us", type=float, default=DEFAULT_HOST_OVERHEAD_US,
-                   help="collectives: the host's own time per message (default %(default)g, "
-                        "gloo's as measured by `inart bench message-overhead`; 0: ideal hosts)")
+    p.add_argument("--host-overhead-us", type=float, metavar="US",
+                   help=f"collectives: the host's own time per message (default: the host "
+                        f"preset's, else {DEFAULT_HOST_OVERHEAD_US:g}, gloo's as measured by "
+                        f"`inart bench message-overhead`; 0: ideal hosts)")
+    p.add_argument("--preset", metavar="SWITCH,HOST",
+                   help=f"hardware: a switch preset ({', '.join(SWITCHES)}: each switch's "
+                        f"aggregation capacity C(v)) and/or a host preset "
+                        f"({', '.join(HOSTS)}), comma-separated (default: the topology's "
+                        f"own C(v), gloo's host cost); docs/where-ina-wins.md")
+    p.add_argument("--explain", action="store_true",
+                   help="print every number of the presets with its source, and C(v) on each "
+                        "topology, then stop")
     p.add_argument("--model", default="resnet50", metavar="MODEL",
-                   help="the model whose gradients flow: resnet50 | vgg19 | lstm | "
+                   help="the model whose gradients flow: resnet50 | vgg19 | lstm | gpt2-small | "
                         "synthetic:BYTES | PROFILE.json (default resnet50; checked first)")
     p.add_argument("--compute-ms", type=float, help="compute per iteration (overrides the model's)")
     p.add_argument("--iterations", type=positive(int), default=1, help="iterations (total time)")
@@ -146,6 +156,23 @@ def run(args: argparse.Namespace) -> int:
                               quiet=args.quiet)
     except (TopologyError, SizeError) as exc:
         raise InputError(f"--topology {','.join(specs)}: {exc}") from exc
+    try:
+        switch, host = parse(args.preset) if args.preset else (None, None)
+    except PresetError as exc:
+        raise InputError(str(exc)) from exc
+    host_us = args.host_overhead_us
+    if host_us is None:
+        host_us = host.message_us.value if host else DEFAULT_HOST_OVERHEAD_US
+    units = [unit_bps(t, args.link_gbps, args.scale) for t in topos]
+    if args.explain:
+        show = host or (None if args.host_overhead_us is not None else HOSTS["gloo"])
+        for line in explain(switch or SWITCHES["paper"], show):
+            print(line)
+        for topo, unit in zip(topos, units, strict=True):
+            print(f"{topo.name}: {capacities(topo, switch, unit)}")
+        return 0
+    if switch is not None:
+        topos = [with_switches(t, switch, u) for t, u in zip(topos, units, strict=True)]
     plans = check_plans(args, topos, schemes)
     results = []
     with progress(total=len(topos) * len(schemes), desc="simulate", unit="run",
@@ -160,15 +187,18 @@ def run(args: argparse.Namespace) -> int:
                                    scale_mbps=args.scale, latency_us=args.latency_us,
                                    iterations=args.iterations, seed=args.seed, pace=args.pace,
                                    results=not args.gradients_only, routing=args.routing,
-                                   host_overhead_us=args.host_overhead_us)
+                                   host_overhead_us=host_us,
+                                   sender_pps=host.ina_pps.value
+                                   if host and host.ina_pps else None)
                 except SimulationError as exc:
                     raise RunFailed(f"{scheme} on {topo.name}: {exc}") from exc
                 results.append(res.to_dict())
                 bar.update(1)
     print(f"model {prof.name}: {prof.model_bytes / 2**20:.1f} MiB, compute "
           f"{prof.compute_s * 1e3:g} ms per iteration; links {results[0]['link_gbps']:g} Gbit/s; "
-          f"host overhead {args.host_overhead_us:g} us per collective message"
-          f"{f' ({SOURCE})' if args.host_overhead_us == DEFAULT_HOST_OVERHEAD_US else ''}")
+          f"host overhead {host_us:g} us per collective message"
+          f"{f' ({SOURCE})' if host_us == DEFAULT_HOST_OVERHEAD_US else ''}"
+          f"{f'; presets {args.preset}' if args.preset else ''}")
     print(format_table([row(r) for r in results], list(COLUMNS)))
     for r in results:
         if r["note"]:
@@ -178,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
              "link_gbps": args.link_gbps, "scale_mbps": args.scale,
              "latency_us": args.latency_us, "seed": args.seed, "pace": args.pace,
              "routing": args.routing, "gradients_only": args.gradients_only,
-             "host_overhead_us": args.host_overhead_us,
+             "host_overhead_us": host_us, "preset": args.preset,
              "plans": [str(p) for p in args.plan]}
     out = fresh_out(args.out)
     written = [out / "simulate.json", out / "simulate.csv"]
@@ -194,6 +224,19 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         args.csv.write_text(to_csv([row(r) for r in results]))
     return 0
+
+
+def capacities(topo: Any, switch: Any, unit: float) -> str:
+    """C(v) of the switches of ``topo`` (with ``switch`` applied), in Gbit/s: their range."""
+    if switch is not None:
+        topo = with_switches(topo, switch, unit)
+    caps = sorted({n.capacity * unit / 1e9 for n in topo.nodes.values()
+                   if n.kind == "switch" and n.capacity is not None})
+    if not caps:
+        return "no switch capacities"
+    span = f"{caps[0]:.6g}" if len(caps) == 1 else f"{caps[0]:.6g}-{caps[-1]:.6g}"
+    fastest = max(link.capacity for link in topo.links.values()) * unit / 1e9
+    return f"C(v) = {span} Gbit/s, links up to {fastest:g} Gbit/s"
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:

@@ -166,6 +166,10 @@ def test_bench_prints_labelled_figures(tmp_path, capsys) -> None:
     figures = json.loads(out.read_text())["figures"]
     assert {f["name"]: f.get("met") for f in figures}["simulate.sim/plan[fattree:4 atp]"]
     assert all({"name", "value", "unit"} <= set(f) for f in figures)
+    walls = [f for f in figures if f["name"].startswith("simulate.wall")]
+    assert all(f["user_s"] >= 0 and f["sys_s"] >= 0 for f in walls)
+    assert all("user_s=" in line and "sys_s=" in line for line in lines
+               if line.startswith("simulate.wall"))
 
 
 def test_bench_says_how_a_collective_ran(tmp_path, capsys, monkeypatch) -> None:

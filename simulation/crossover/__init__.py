@@ -1,0 +1,1 @@
+"""The crossover map: where in-network aggregation beats the collectives (simulated)."""
