@@ -74,6 +74,24 @@ def test_batches_arrive_whole_and_in_order_with_and_without_gso(gso):
     np.testing.assert_array_equal(got, rows[order])
 
 
+def test_full_size_packets_still_leave_in_gso_batches():
+    """64 segments of a 1,472-byte packet would be more than one UDP datagram holds: the
+    socket sends as many as fit (44), and the kernel takes them as GSO batches."""
+    big = wire.packet_len(362)
+    rx = make_socket(("127.0.0.1", 0))
+    tx = BatchSocket(make_socket(("127.0.0.1", 0)), big)
+    assert tx.gso_segs == 44 and BatchSocket(make_socket(("127.0.0.1", 0)), L).gso_segs == 64
+    host, port = rx.getsockname()
+    rows = np.zeros((200, big), np.uint8)
+    rows[:, :4] = np.arange(200, dtype=">u4").view(np.uint8).reshape(200, 4)
+    res = tx.send(rows, np.arange(200), np.array([ipv4(host)], np.uint32),
+                  np.array([port], np.uint16))
+    assert (res.done, res.errors) == (200, 0)
+    assert tx.gso_segs == 44  # the kernel did not refuse them
+    got, lens, _ = drain(BatchSocket(rx, big), 200)
+    assert len(got) == 200 and (lens == big).all()
+
+
 def test_per_row_destinations_and_sources():
     a, tx, (host, pa) = pair()
     b = BatchSocket(make_socket(("127.0.0.1", 0)), L)

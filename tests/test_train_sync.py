@@ -8,6 +8,7 @@ from control_plane.cli.main import build_parser, main
 from control_plane.model.topologies import fig1
 from control_plane.repo import child_env
 from control_plane.solver.solve import solve
+from host_stack.cli.train import SCRIPT_FLAGS
 from host_stack.train.jobargs import GIVEN
 from host_stack.train.models import build_model
 from host_stack.train.sync_registry import MODES, mode_flags
@@ -64,7 +65,7 @@ def test_an_option_the_mode_does_not_use_is_refused_by_name(sync, argv, named, c
 def test_every_train_option_is_used_by_some_mode_and_defaults_are_not_given():
     args = build_parser(["train"]).parse_args(["train", "--plan", "p.json"])
     options = set(vars(args)) - {"inart_command", "func", GIVEN}
-    assert set().union(*(mode_flags(m) for m in MODES)) == options
+    assert set().union(*(mode_flags(m) for m in MODES), SCRIPT_FLAGS) == options
     assert getattr(args, GIVEN) == {"plan"}
 
 

@@ -91,7 +91,8 @@ def test_the_wheel_claims_only_inarts_import_names(inart_wheel: Path) -> None:
         names = whl.namelist()
     tops = {name.split("/")[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {
-        "control_plane", "emulation", "host_stack", "realhosts", "simulation"}
+        "control_plane", "emulation", "host_stack", "inart", "realhosts", "simulation"}
+    assert "inart/torch.py" in names  # the public API users import
     assert "control_plane/p4runtime_api/p4/v1/p4runtime_pb2.py" in names
     # the web view's page, script and style (package data, no CDN)
     for name in ("index.html", "app.js", "style.css"):

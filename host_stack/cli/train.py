@@ -37,7 +37,6 @@ from control_plane.cli.args import (
 from host_stack.ddp.script_args import add_script_args, script_arguments
 from host_stack.train.hostrun import TrafficError
 from host_stack.train.jobargs import (
-    GIVEN,
     add_job_args,
     add_round_args,
     reject_unused,
@@ -194,7 +193,8 @@ def run_selective(args: argparse.Namespace) -> int:
 
 
 # what --script uses: the plan, the INA transport's options and the launcher's
-SCRIPT_FLAGS = frozenset({"plan", "script", "n", "unit_bps", "pacing", "window", "gso",
+SCRIPT_FLAGS = frozenset({"plan", "script", "script_args", "n", "unit_bps", "pacing", "window",
+                          "gso",
                           "timeout", "max_retries", "hello_timeout", "pool_size", "impair",
                           "deadline", "keep_logs", "quiet", "out", "json"})
 
@@ -229,7 +229,6 @@ def run_script(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    setattr(args, GIVEN, getattr(args, GIVEN) - {"script_args"})  # a positional: always "given"
     if args.script:
         return run_script(args)
     script_arguments(args)

@@ -11,13 +11,21 @@ from host_stack.collectives.launch import free_port
 from host_stack.ddp.hostscript import ScriptJob
 
 
+class _Rest(argparse.Action):
+    """The script's arguments: stored, never counted as an option the user gave (a
+    positional is always "given"; `inart train` refuses options its mode does not use)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+
+
 def add_script_args(p: argparse.ArgumentParser, where: str) -> None:
     """--script and the arguments after ``--`` that go to it."""
     p.add_argument("--script", default=None, metavar="PY",
                    help=f"run this PyTorch script on every worker {where} (arguments after "
                         "--); it joins with dist.init_process_group('inart') or the inart "
                         "DDP hook (docs/pytorch.md)")
-    p.add_argument("script_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.add_argument("script_args", nargs=argparse.REMAINDER, action=_Rest, help=argparse.SUPPRESS)
 
 
 def script_arguments(args: argparse.Namespace) -> list[str]:

@@ -28,6 +28,7 @@ from host_stack.ina.native import _batchio
 # path (a P4 switch reading frames off a veth would get one large GSO frame, not the
 # datagrams), and the kernel takes a batch of equal datagrams through its stack at once.
 GSO_SEGMENTS = 64
+GSO_BYTES = 65507  # a GSO send is one UDP datagram to the kernel: at most this much payload
 GSO_MODES = ("loopback", "all", "off")
 RECV_MESSAGES = 256  # messages per recvmmsg: 256 datagrams, or up to 256 GSO batches
 SOL_UDP, UDP_GRO = 17, 104  # <netinet/udp.h>; not in Python's socket module
@@ -104,7 +105,10 @@ class BatchSocket:
         if gso not in GSO_MODES:
             raise ValueError(f"gso={gso!r}: expected one of {', '.join(GSO_MODES)}")
         self.gso_everywhere = gso == "all"
-        self.gso_segs = 1 if gso == "off" else GSO_SEGMENTS  # 1 once the kernel refused GSO
+        # segments per GSO send: 64 small packets, fewer large ones (64 of 1 kB would pass
+        # GSO_BYTES, the kernel would refuse every batch, and sends would fall to one packet
+        # each); 1 once the kernel refused GSO
+        self.gso_segs = 1 if gso == "off" else max(1, min(GSO_SEGMENTS, GSO_BYTES // row_len))
         try:  # take GSO batches whole; without it the kernel splits them on arrival
             self.fileno_socket().setsockopt(SOL_UDP, UDP_GRO, 1)
         except OSError:

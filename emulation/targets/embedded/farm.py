@@ -71,7 +71,9 @@ def _child(argv: list[str], log: str | None) -> None:
 
 def serve() -> int:
     """The parent's loop: import everything a switch imports, freeze, fork on request."""
+    import control_plane.observe.exporter  # noqa: F401
     import emulation.targets.embedded.__main__  # noqa: F401
+    import emulation.targets.embedded.metrics  # noqa: F401
     import emulation.targets.embedded.p4runtime_server  # noqa: F401
     import emulation.targets.embedded.ports  # noqa: F401
     import emulation.targets.embedded.stats  # noqa: F401
