@@ -20,9 +20,17 @@ from host_stack.ina.jobplan import star_plan
 HERE = Path(__file__).parent
 
 
-def inart_train(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def inart_train(*argv: str, deadline: float = 400) -> subprocess.CompletedProcess:
+    """`inart train ARGV` with a --deadline: a rank that never ends fails the job by name,
+    and the launcher stops every process it started, before this test's own timeout."""
+    if "--" in argv:
+        at = argv.index("--")
+        argv = (*argv[:at], "--deadline", str(deadline), *argv[at:])
+    else:
+        argv = (*argv, "--deadline", str(deadline))
     return subprocess.run([sys.executable, "-m", "control_plane.cli", "train", *argv],
-                          capture_output=True, text=True, timeout=timeout, env=child_env())
+                          capture_output=True, text=True, timeout=deadline + 120,
+                          env=child_env())
 
 
 def lines(out: str, event: str) -> list[dict]:
@@ -120,8 +128,8 @@ def test_ddp_over_ina_matches_gloo_within_the_bound(fig1_plan, tmp_path):
 
 def test_a_failed_worker_ends_the_job_with_its_name(tmp_path):
     t0 = time.monotonic()
-    run = inart_train("--plan", "star:4:2", "--script", str(HERE / "crash.py"), "--deadline",
-                      "300", "--keep-logs", "--", "--die-rank", "2", "--seconds", "120")
+    run = inart_train("--plan", "star:4:2", "--script", str(HERE / "crash.py"), "--keep-logs",
+                      "--", "--die-rank", "2", "--seconds", "120")
     assert run.returncode == 1
     # status 1, or SIGABRT where torch's threads outlive the interpreter's exit
     assert "w3 exited with status" in run.stderr and "rank gave up on purpose" in run.stderr
