@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from control_plane.deploy.addressing import Addressing, assign
+from control_plane.deploy.counters import events_since
 from control_plane.deploy.entries import Compiled, compile_plan
 from control_plane.model.plan import Plan
 from control_plane.p4build.sources import event_names
@@ -81,12 +82,6 @@ def set_arp(fleet: Fleet, inventory: Inventory, addressing: Addressing, result_a
                               f"host): {proc.stderr.decode(errors='replace').strip()}")
 
 
-def _delta(ev0: dict[str, dict[str, int]], ev1: dict[str, dict[str, int]]
-           ) -> dict[str, dict[str, int]]:
-    """Event counters over a run, per switch."""
-    return {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
-
-
 def run_inventory(inventory: Inventory, plan: Plan, cfg: TrafficConfig, out: Path,
                   quiet: bool = False, say: Callable[[str], None] = print,
                   script: ScriptJob | None = None) -> HostRun:
@@ -121,13 +116,13 @@ def run_inventory(inventory: Inventory, plan: Plan, cfg: TrafficConfig, out: Pat
             return HostRun(plan, compiled, JobResult({}, {}, result.ps_stats, {},
                                                      result.wall_s),
                            {"scheme": plan.scheme, "wall_s": result.wall_s,
-                            "switch_events": _delta(ev0, ev1), "ps": result.ps_stats,
+                            "switch_events": events_since(ev0, ev1), "ps": result.ps_stats,
                             "rank0_lines": result.rank0_lines,
                             "event_counters": events is not None})
         job = run_hosts(fleet, source, cfg, run_dir, quiet, files=fleet)
         nic1 = nic_bytes(fleet, inventory)
         ev1 = events() if events else {}
-        delta = _delta(ev0, ev1)
+        delta = events_since(ev0, ev1)
         # the hosts see only their own links: both directions of each host's link
         link_total = sum(nic1[h][i] - nic0[h][i] for h in nic1 for i in (0, 1))
         ps_in = sum(nic1[s][1] - nic0[s][1] for s in inventory.topology.pss)

@@ -25,3 +25,9 @@ def read_events(switches: dict[str, SwitchAddress], p4info: Path, names: dict[st
             client.close()
         out[sw] = {name: cells[i].packets for name, i in names.items() if i in cells}
     return out
+
+
+def events_since(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]
+                 ) -> dict[str, dict[str, int]]:
+    """Per switch: what each event counter counted between two ``read_events``."""
+    return {sw: {k: v - before[sw].get(k, 0) for k, v in ev.items()} for sw, ev in after.items()}

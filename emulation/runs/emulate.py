@@ -19,7 +19,7 @@ from pathlib import Path
 
 from control_plane.cli.args import progress as progress_bar
 from control_plane.deploy.addressing import Addressing, assign
-from control_plane.deploy.counters import read_events
+from control_plane.deploy.counters import events_since, read_events
 from control_plane.deploy.entries import Compiled, compile_plan
 from control_plane.deploy.pipeline import Pipeline
 from control_plane.deploy.transaction import addressed_switches, install
@@ -382,7 +382,7 @@ class Emulation:
         im1 = self.net.impairment_counts()
         ev1 = self.switch_events()
         st1 = self.target_stats()
-        events = {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
+        events = events_since(ev0, ev1)
         total = link_bytes(if0, if1, host_facing)
         ps_in = sum(if1[i][0] - if0[i][0] for i in ps_facing)
         row = summarize(plan, job, cfg, total, ps_in, events)
@@ -425,7 +425,7 @@ class Emulation:
         ev0 = self.switch_events()
         result = run_script_hosts(self.net, source, job, workdir, self.quiet)
         ev1 = self.switch_events()
-        events = {sw: {k: v - ev0[sw].get(k, 0) for k, v in ev1[sw].items()} for sw in ev1}
+        events = events_since(ev0, ev1)
         return {"scheme": plan.scheme, "wall_s": result.wall_s, "switch_events": events,
                 "ps": result.ps_stats, "rank0_lines": result.rank0_lines,
                 "pacing": cfg.pacing if cfg.unit_bps is not None else "none"}

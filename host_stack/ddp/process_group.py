@@ -99,44 +99,6 @@ class InartProcessGroup(dist.ProcessGroup):
     def getBackendName(self) -> str:
         return "inart"
 
-    # The collectives INA does not carry, handed to the gloo group from Python.  Left to
-    # torch's trampoline, they reach gloo through ProcessGroup's C++ path with the GIL held,
-    # and a gloo barrier then waited (1 run in about 25) on a lock whose holder, a gloo
-    # thread, waited for the GIL: every rank hung in dist.barrier().  ProcessGroupGloo's own
-    # Python methods release the GIL first.
-    def barrier(self, *args, **kwargs):
-        return self.gloo.barrier(*args, **kwargs)
-
-    def broadcast(self, *args, **kwargs):
-        return self.gloo.broadcast(*args, **kwargs)
-
-    def allgather(self, *args, **kwargs):
-        return self.gloo.allgather(*args, **kwargs)
-
-    def _allgather_base(self, *args, **kwargs):
-        return self.gloo._allgather_base(*args, **kwargs)
-
-    def gather(self, *args, **kwargs):
-        return self.gloo.gather(*args, **kwargs)
-
-    def scatter(self, *args, **kwargs):
-        return self.gloo.scatter(*args, **kwargs)
-
-    def reduce(self, *args, **kwargs):
-        return self.gloo.reduce(*args, **kwargs)
-
-    def reduce_scatter(self, *args, **kwargs):
-        return self.gloo.reduce_scatter(*args, **kwargs)
-
-    def alltoall_base(self, *args, **kwargs):
-        return self.gloo.alltoall_base(*args, **kwargs)
-
-    def send(self, *args, **kwargs):
-        return self.gloo.send(*args, **kwargs)
-
-    def recv(self, *args, **kwargs):
-        return self.gloo.recv(*args, **kwargs)
-
     def allreduce(self, tensors, opts=None) -> dist._Work:
         if isinstance(tensors, torch.Tensor):
             tensors = [tensors]
@@ -166,3 +128,23 @@ class InartProcessGroup(dist.ProcessGroup):
 
     def stats(self) -> dict[str, float]:
         return {**self.engine.stats(), "gloo_calls": self.gloo_calls}
+
+
+# The collectives INA does not carry, handed to the gloo group from Python.  Left to torch's
+# trampoline, they reach gloo through ProcessGroup's C++ path with the GIL held, and a gloo
+# barrier then waited (1 run in about 25) on a lock whose holder, a gloo thread, waited for the
+# GIL: every rank hung in dist.barrier().  ProcessGroupGloo's own Python methods release the
+# GIL first.
+GLOO_CALLS = ("barrier", "broadcast", "allgather", "_allgather_base", "gather", "scatter",
+              "reduce", "reduce_scatter", "alltoall_base", "send", "recv")
+
+
+def _to_gloo(name: str):
+    def call(self: InartProcessGroup, *args, **kwargs):
+        return getattr(self.gloo, name)(*args, **kwargs)
+    call.__name__ = name
+    return call
+
+
+for _name in GLOO_CALLS:
+    setattr(InartProcessGroup, _name, _to_gloo(_name))
