@@ -33,7 +33,13 @@ from control_plane.cli.args import (
 )
 from emulation.bench.calibrate import measure, options, table
 from simulation.crossover import experiment as simulated
-from simulation.crossover.table import CALIBRATION_COLUMNS, side_by_side, side_line, to_csv
+from simulation.crossover.table import (
+    CALIBRATION_COLUMNS,
+    readable,
+    side_by_side,
+    side_line,
+    to_csv,
+)
 from simulation.crossover.tasks import COLLECTIVES, INA
 
 SCHEMES = (*INA, *COLLECTIVES)
@@ -140,14 +146,15 @@ def _saved(path: Path) -> list[str]:
         have = set(emulated(rows))
     except ValueError as exc:
         raise InputError(f"--from {exc}") from None
-    _need_both(have, f"--from {path}", "runs of ")
+    _need_both(have, f"--from {path}: expected runs of ")
     return ["--from", str(path)]
 
 
-def _need_both(have: set[str], where: str, what: str) -> None:
-    if not have & set(INA) or not have & set(COLLECTIVES):
-        raise InputError(f"{where}: expected {what}one of {', '.join(INA)} and one of "
-                         f"{', '.join(COLLECTIVES)} (has {', '.join(sorted(have)) or 'none'})")
+def _need_both(have: set[str], what: str) -> None:
+    try:
+        readable(have, what)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _emulated(args: argparse.Namespace) -> list[list[str]]:
@@ -163,7 +170,7 @@ def _emulated(args: argparse.Namespace) -> list[list[str]]:
     if rounds < 2:
         raise InputError(f"--rounds {rounds}: expected >= 2 (the first round holds the "
                          f"connections' set-up and is left out)")
-    _need_both(set(schemes), "-s/--scheme", "")
+    _need_both(set(schemes), "-s/--scheme: expected ")
     for spec in specs:
         try:
             build_topology(spec)

@@ -55,6 +55,14 @@ CALIBRATION_COLUMNS = (
     *(f"{side}_{c}" for side in SIDES for c in READING), "same_side")
 
 
+def readable(schemes: set[str], what: str) -> None:
+    """ValueError (``what`` then what is missing) unless ``schemes`` hold an INA scheme and a
+    collective of the map: its reading compares the best of each."""
+    if not schemes & set(INA) or not schemes & set(COLLECTIVES):
+        raise ValueError(f"{what}one of {', '.join(INA)} and one of {', '.join(COLLECTIVES)} "
+                         f"(has {', '.join(sorted(schemes)) or 'none'})")
+
+
 def side_by_side(result: dict[str, Any]) -> dict[str, Any]:
     """One calibration row from a comparison of `inart bench calibrate`
     (emulation/bench/calibrate.py ``calibrate``: its ``setup`` and per scheme ``emu_comm_s``
@@ -69,11 +77,7 @@ def side_by_side(result: dict[str, Any]) -> dict[str, Any]:
     setup = result["setup"]
     times = {side: {s["scheme"]: s[f"{side}_comm_s"] for s in result["schemes"]
                     if s["scheme"] in (*INA, *COLLECTIVES)} for side in SIDES}
-    have = set(times["emu"])
-    if not have & set(INA) or not have & set(COLLECTIVES):
-        raise ValueError(f"{setup['topology']}: the map's reading needs one of "
-                         f"{', '.join(INA)} and one of {', '.join(COLLECTIVES)} (runs: "
-                         f"{', '.join(sorted(have)) or 'none'})")
+    readable(set(times["emu"]), f"{setup['topology']}: expected runs of ")
     topo = build_topology(setup["topology"])
     scale = setup["scale_mbps_per_unit"]
     link = max(lk.capacity for lk in topo.links.values())
