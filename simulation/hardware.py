@@ -10,6 +10,7 @@ hardware it is about.  ``--preset SWITCH,HOST`` picks one of each (either may be
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from control_plane.model.topology import Node, Topology
@@ -87,9 +88,10 @@ SWITCHES: dict[str, SwitchPreset] = {
                               f"Ethernet, IPv4, UDP (payload share "
                               f"{4 * _TNA_N / _TNA_FRAME:.1%}; the simulated N=32 frame: "
                               f"{PAYLOAD / FRAME:.1%})"),
-        "pps": Figure(4.8e9, "packets/s", "Tofino 1: 6.5 Tbit/s (Barefoot's launch, June "
-                      "2016) and the 4.8 billion packets/s quoted for it (4 pipes, one "
-                      "packet per clock each at about 1.2 GHz)"),
+        "pps": Figure(4.8e9, "packets/s", "cited vendor figure, not measured here: the "
+                      "4.8 billion packets/s quoted for Tofino 1 (4 pipes, one packet per "
+                      "clock each at about 1.2 GHz), not checked against a datasheet; "
+                      "Barefoot's launch (June 2016) states 6.5 Tbit/s"),
         "pipes": Figure(4, "pipes", "Tofino 1: 4 pipelines, 16 x 100G ports each"),
         "extra_passes": Figure(2, "passes/chunk", "p4src/tna/inart.p4: a chunk's first "
                                "packet is resubmitted once (claim), its last recirculated "
@@ -161,6 +163,17 @@ def with_switches(topo: Topology, preset: SwitchPreset, unit_bps: float) -> Topo
             node = replace(node, capacity=cap)
         nodes.append(Node(node.id, node.kind, node.capacity, node.background))
     return Topology(nodes, list(topo.links.values()), name=topo.name)
+
+
+def preset_of(topo: Topology, unit_bps: float) -> str | None:
+    """The switch preset whose C(v) every switch of ``topo`` already has at ``unit_bps`` a
+    topology unit (the one the plans solved on ``topo`` assume), or None."""
+    for name, preset in SWITCHES.items():
+        mine = with_switches(topo, preset, unit_bps)
+        if all(math.isclose(mine.nodes[v].capacity, topo.nodes[v].capacity, rel_tol=1e-9)
+               for v in topo.switches):
+            return name
+    return None
 
 
 def explain(switch: SwitchPreset | None, host: HostPreset | None, degree: int | None = None,

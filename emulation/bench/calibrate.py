@@ -144,7 +144,7 @@ def calibrate(setup: dict[str, Any], rows: list[dict[str, Any]], tolerance: floa
             "links": len(errs),
             "emu_links_bytes": sum(e.link_bytes.values()),
             "sim_links_bytes": sum(res.link_bytes.values()),
-            "runs": e.runs,
+            "runs": e.runs, "seed": e.seed,
             "per_link": {k: {"emu": e.link_bytes.get(k, 0.0), "sim": res.link_bytes.get(k, 0.0),
                              "err": v} for k, v in errs.items()},
         })
@@ -215,7 +215,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def load_head_to_head(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(setup, runs) of a saved ``head_to_head.json``; ValueError saying what is wrong."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        setup, rows = doc["setup"], doc["runs"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a head-to-head JSON with 'setup' and 'runs' "
+                         f"({exc})") from None
+    if not isinstance(rows, list) or not isinstance(setup, dict):
+        raise ValueError(f"{path}: not a head-to-head JSON with 'setup' and 'runs'")
+    return setup, rows
+
+
+def options(argv: list[str]) -> argparse.Namespace:
+    """This benchmark's options parsed from ``argv`` (its defaults for the rest): how another
+    command runs a calibration exactly as `inart bench calibrate` would."""
+    parser = argparse.ArgumentParser(prog="inart bench calibrate")
+    configure(parser)
+    return parser.parse_args(argv)
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """The comparison ``args`` asks for: the head-to-head emulated here (root, Mininet) or
+    read (``--from``), the hosts' time per message measured after the emulation unless given,
+    and the simulation of it (``calibrate``); ``setup.host_overhead_source`` says where the
+    hosts' time came from.  SystemExit with one line on bad input."""
     if not 0 < args.tolerance < 1:
         raise SystemExit(f"--tolerance {args.tolerance}: expected 0 < T < 1")
     if args.host_overhead_us is not None and not args.host_overhead_us >= 0:
@@ -223,11 +248,9 @@ def run(args: argparse.Namespace) -> int:
     overhead, source = args.host_overhead_us, "given"
     if args.source is not None:
         try:
-            doc = json.loads(args.source.read_text())
-            setup, rows = doc["setup"], doc["runs"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise SystemExit(f"--from {args.source}: not a head-to-head JSON with 'setup' and "
-                             f"'runs' ({exc})") from None
+            setup, rows = load_head_to_head(args.source)
+        except ValueError as exc:
+            raise SystemExit(f"--from {exc}") from None
     else:
         from emulation.experiments.head_to_head import train_all, write
 
@@ -237,9 +260,10 @@ def run(args: argparse.Namespace) -> int:
         write(rows, args.out, args)
         setup = json.loads((args.out / "head_to_head.json").read_text())["setup"]
         if overhead is None:
-            from host_stack.collectives.bench_overhead import figure, measure
+            from host_stack.collectives.bench_overhead import figure
+            from host_stack.collectives.bench_overhead import measure as round_trips
 
-            overhead = round(figure(measure(MEASURE_ROUND_TRIPS, 30, 4), 4)["value"], 1)
+            overhead = round(figure(round_trips(MEASURE_ROUND_TRIPS, 30, 4), 4)["value"], 1)
             source = "measured now on this machine"
     if overhead is None:
         overhead, source = HOST_OVERHEAD_US, "measured on the saved runs' machine"
@@ -247,9 +271,17 @@ def run(args: argparse.Namespace) -> int:
         result = calibrate(setup, rows, args.tolerance, args.latency_us, overhead)
     except ValueError as exc:
         raise SystemExit(f"calibrate: {exc}") from None
-    print(f"\n{setup['topology']}, {setup['model']} ({result['setup']['model_bytes']} B "
+    result["setup"]["host_overhead_source"] = source
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    result = measure(args)
+    setup = result["setup"]
+    print(f"\n{setup['topology']}, {setup['model']} ({setup['model_bytes']} B "
           f"gradient), {setup['scale_mbps_per_unit']} Mbit/s per unit, collectives' host "
-          f"overhead {overhead:g} us per message ({source}), emulated vs simulated:")
+          f"overhead {setup['host_overhead_us']:g} us per message "
+          f"({setup['host_overhead_source']}), emulated vs simulated:")
     print(table(result))
     if result["skipped"]:
         print(f"not simulated: {', '.join(result['skipped'])}")

@@ -31,9 +31,10 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
     "head-to-head": ("emulation.experiments.head_to_head",
                      "INA (InArt, ATP, LBMM) vs ring, RAT tree and RSGCM training on one "
                      "emulated network: time-to-accuracy, per-iteration split, bytes"),
-    "crossover": ("simulation.crossover.experiment",
+    "crossover": ("emulation.experiments.crossover",
                   "where INA beats ring, tree and RSGCM: a map over fat-tree size, PSs, link "
-                  "speed, host cost and switch presets, simulated on Ray"),
+                  "speed, host cost and switch presets, simulated on Ray; --emulate: its "
+                  "emulable cells emulated and simulated side by side"),
     "multi-job": ("emulation.experiments.multi_job",
                   "two (or more) jobs at once on one emulated network, planned together by "
                   "the controller service: exact sums, each job's rate vs its plan"),

@@ -36,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     parser.description = __doc__
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--grid", default="small", metavar="GRID",
+    parser.add_argument("--grid", default=None, metavar="GRID",
                         help=f"{' | '.join(BUILTIN_GRIDS)} or a YAML file with slices: "
                              f"(default small)")
     parser.add_argument("--ray-address", metavar="HOST:PORT",
@@ -50,8 +50,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.grid = "quick" if args.quick else args.grid or "small"
     try:
-        slices = load_grid("quick" if args.quick else args.grid)
+        slices = load_grid(args.grid)
     except GridError as exc:
         raise InputError(str(exc)) from exc
     cells = [c for sl in slices for c in sl.cells(args.seeds)]
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     for sl in slices:
         written += heatmaps(rows, sl, out)
     busy = sum(r["sim_wall_s"] for r in results.values())
-    summary = {"grid": args.grid if not args.quick else "quick",
+    summary = {"grid": args.grid,
                "slices": [_slice_dict(s) for s in slices], "seeds": args.seeds,
                "cells": len(cells), "runs": len(tasks), "wall_s": round(wall, 1),
                "simulation_s": round(busy, 1)}

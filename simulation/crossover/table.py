@@ -18,29 +18,109 @@ COLUMNS = ("slice", "k", "workers", "link_gbps", "ps", "ps_count", "host", "host
            "best_collective", "inart/best", "atp/best", "ina/best", "winner")
 
 
+def verdict(times: dict[str, float]) -> dict[str, Any]:
+    """The map's reading of one point's times (any unit, by scheme; the INA schemes and
+    collectives it has, at least one of each): the best collective, each INA scheme over it,
+    the best INA over it (< 1: INA wins) and the winner."""
+    colls = [s for s in COLLECTIVES if s in times]
+    inas = [s for s in INA if s in times]
+    best_coll = min(colls, key=times.__getitem__)
+    best_ina = min(inas, key=times.__getitem__)
+    ratio = times[best_ina] / times[best_coll]
+    return {"best_collective": best_coll,
+            **{f"{s}/best": round(times[s] / times[best_coll], 4) for s in inas},
+            "ina/best": round(ratio, 4), "winner": best_ina if ratio < 1 else best_coll}
+
+
 def row(cell: Cell, times: dict[str, float], workers: int) -> dict[str, Any]:
     """One CSV row: the cell, each scheme's ms, the best collective and the ratios."""
     host_us, pps = host_figures(cell.host)
-    best_coll = min(COLLECTIVES, key=lambda s: times[s])
-    best_ina = min(INA, key=lambda s: times[s])
-    ratio = times[best_ina] / times[best_coll]
     out: dict[str, Any] = {
         "slice": cell.slice, "k": cell.k, "workers": workers, "link_gbps": cell.link_gbps,
         "ps": cell.ps, "ps_count": cell.ps_count, "host": cell.host, "host_us": host_us,
         "ina_pps": pps if pps is not None else "", "switch": cell.switch, "model": cell.model,
         "seed": cell.seed}
     out.update({f"{s}_ms": round(times[s] * 1e3, 6) for s in (*INA, *COLLECTIVES)})
-    out.update({"best_collective": best_coll,
-                "inart/best": round(times["inart"] / times[best_coll], 4),
-                "atp/best": round(times["atp"] / times[best_coll], 4),
-                "ina/best": round(ratio, 4),
-                "winner": best_ina if ratio < 1 else best_coll})
+    return out | verdict(times)
+
+
+# ---- the emulable cells: emulated and simulated side by side ---------------------------------
+
+SIDES = ("emu", "sim")
+READING = ("best_collective", *(f"{s}/best" for s in INA), "ina/best", "winner")
+CALIBRATION_COLUMNS = (
+    "topology", "k", "workers", "ps_count", "link_mbps", "scale_mbps_per_unit", "switch",
+    "host_us", "host_source", "model", "model_bytes", "seeds", "rounds",
+    *(f"{side}_{s}_ms" for s in (*INA, *COLLECTIVES) for side in SIDES),
+    *(f"{side}_{c}" for side in SIDES for c in READING), "same_side")
+
+
+def readable(schemes: set[str], what: str) -> None:
+    """ValueError (``what`` then what is missing) unless ``schemes`` hold an INA scheme and a
+    collective of the map: its reading compares the best of each."""
+    if not schemes & set(INA) or not schemes & set(COLLECTIVES):
+        raise ValueError(f"{what}one of {', '.join(INA)} and one of {', '.join(COLLECTIVES)} "
+                         f"(has {', '.join(sorted(schemes)) or 'none'})")
+
+
+def side_by_side(result: dict[str, Any]) -> dict[str, Any]:
+    """One calibration row from a comparison of `inart bench calibrate`
+    (emulation/bench/calibrate.py ``calibrate``: its ``setup`` and per scheme ``emu_comm_s``
+    and ``sim_comm_s``): the point as a cell of the map (fat-tree k, workers, PSs, link
+    Mbit/s, the switch preset its plans assume, the hosts' us per message, the model), each
+    scheme's ms on both sides, the map's reading of each side and whether both put the point
+    on the same side of the crossover (INA / best collective below 1 on both, or on neither).
+    ValueError if it lacks an INA scheme or a collective of the map."""
+    from control_plane.model.topologies import build_topology
+    from simulation.hardware import preset_of
+
+    setup = result["setup"]
+    times = {side: {s["scheme"]: s[f"{side}_comm_s"] for s in result["schemes"]
+                    if s["scheme"] in (*INA, *COLLECTIVES)} for side in SIDES}
+    readable(set(times["emu"]), f"{setup['topology']}: expected runs of ")
+    topo = build_topology(setup["topology"])
+    scale = setup["scale_mbps_per_unit"]
+    link = max(lk.capacity for lk in topo.links.values())
+    switch = preset_of(topo, scale * 1e6)
+    if switch is None:
+        shares = sorted({round(topo.nodes[v].capacity / max(
+            topo.links[(v, nb)].capacity for nb in topo.graph[v]), 4) for v in topo.switches})
+        switch = f"topology ({'/'.join(f'{x:g}' for x in shares)} x link)"
+    spec = setup["topology"]
+    out: dict[str, Any] = {
+        "topology": spec,
+        "k": int(spec.split(":")[1]) if spec.startswith("fattree:") else "",
+        "workers": len(topo.workers), "ps_count": len(topo.pss),
+        "link_mbps": round(link * scale, 6), "scale_mbps_per_unit": scale, "switch": switch,
+        "host_us": setup["host_overhead_us"], "host_source": setup.get("host_overhead_source", ""),
+        "model": setup["model"], "model_bytes": setup["model_bytes"],
+        "seeds": ",".join(str(x) for x in sorted({s["seed"] for s in result["schemes"]})),
+        "rounds": setup.get("rounds", "")}
+    for side in SIDES:
+        out.update({f"{side}_{s}_ms": round(t * 1e3, 3) for s, t in times[side].items()})
+        out.update({f"{side}_{c}": v for c, v in verdict(times[side]).items()})
+    out["same_side"] = (out["emu_ina/best"] < 1) == (out["sim_ina/best"] < 1)
     return out
 
 
-def to_csv(rows: list[dict[str, Any]]) -> str:
+def side_line(r: dict[str, Any]) -> str:
+    """One labelled line of a calibration row."""
+    def reading(side: str) -> str:
+        ratio, best = r[f"{side}_ina/best"], r[f"{side}_best_collective"]
+        return (f"{ratio:.3f} ({r[f'{side}_winner']} wins over {best})" if ratio < 1
+                else f"{ratio:.3f} ({best} wins)")
+
+    agree = ("same side of the crossover" if r["same_side"]
+             else "NOT on the same side of the crossover")
+    return (f"crossover.calibration[{r['topology']}, {r['link_mbps']:g} Mbit/s links, "
+            f"C(v) {r['switch']}, {r['host_us']:g} us/message, {r['model']}]: "
+            f"INA/best collective emulated {reading('emu')}, simulated {reading('sim')}: "
+            f"{agree}")
+
+
+def to_csv(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(COLUMNS))
+    writer = csv.DictWriter(buf, fieldnames=list(columns))
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()
