@@ -528,3 +528,24 @@ def test_pass_over_marks_waiting_chunks_below_the_top_once():
     assert _batchio.pass_over(done, passed, 2, 0, 0.0) == (8, 0)  # the low end moves only
     with pytest.raises(ValueError, match="top <= 8 chunks"):
         _batchio.pass_over(done, passed, 0, 9, 0.0)
+
+
+def test_fill_writes_payloads_as_numpy_quantizes_them():
+    """_batchio.fill: int32 copied, float32 as rint(x * 2**e) (ties to even), big-endian, the
+    last chunk padded with zeros, headers untouched; a short source is refused by name."""
+    n, chunks = 5, 3
+    rows = np.full((chunks, wire.packet_len(n)), 7, np.uint8)
+    x = np.array([0.5, 1.5, -2.5, 1e-3, -7.25, 3.0, 2.0**-30, 100.0, -0.5, 1.0, 2.5, 0.75],
+                 np.float32)
+    _batchio.fill(rows, rows.shape[1], chunks, x, 1, 0, x.size, 3)
+    got = rows[:, wire.HEADER_LEN:].copy().view(">i4").reshape(-1)
+    want = np.zeros(chunks * n, np.int32)
+    want[:x.size] = np.rint(x.astype(np.float64) * 8)
+    assert (got == want).all() and (rows[:, :wire.HEADER_LEN] == 7).all()
+    ints = np.arange(-4, 4, dtype=np.int32)
+    _batchio.fill(rows, rows.shape[1], 2, ints, 0, 2, 6, 0)  # values [2, 8) into 2 rows
+    got = rows[:2, wire.HEADER_LEN:].copy().view(">i4").reshape(-1)
+    assert got.tolist() == [-2, -1, 0, 1, 2, 3, 0, 0, 0, 0]
+    with pytest.raises(ValueError, match="src holds 32 bytes"):
+        _batchio.fill(rows, rows.shape[1], 2, ints, 0, 4, 6, 0)
+    _batchio.fill(rows, rows.shape[1], 0, ints, 0, 8, 0, 0)  # nothing to write, nothing read

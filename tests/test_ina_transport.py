@@ -313,11 +313,11 @@ def test_kernel_paced_chunks_are_timed_from_when_the_kernel_sends_them():
 
     link = PsLink("s1", ("127.0.0.1", 9), 8000.0)  # 1000 bytes/s: a 100-byte frame 0.1 s
     rows = np.zeros((4, 8), np.uint8)
-    kernel = _PsRound(link, rows, rows, 2, 0.0, user_paced=False)
+    kernel = _PsRound(link, rows, np.zeros((4, 2), np.int32), 0.0, user_paced=False)
     assert kernel.departures(10.0, 3, 100) == pytest.approx([10.1, 10.2, 10.3])
     assert kernel.departures(10.05, 1, 100) == pytest.approx([10.4])  # behind the queue
     assert kernel.departures(20.0, 1, 100) == pytest.approx([20.1])  # drained meanwhile
-    assert _PsRound(link, rows, rows, 2, 0.0).departures(10.0, 3, 100) == 10.0  # user: now
+    assert _PsRound(link, rows, np.zeros((4, 2), np.int32), 0.0).departures(10.0, 3, 100) == 10.0  # user: now
     with pytest.raises(ValueError, match="pacing 'fq'"):
         TransportConfig(pacing="fq")
 
@@ -368,8 +368,8 @@ def _stream(closing, chunks=16, config=None):
     tr = WorkerTransport(make_socket(("127.0.0.1", 0)), job=1, rank=0,
                          links=[PsLink("s1", ("127.0.0.1", 9), None)], config=config)
     closing(tr)
-    rows, retx = tr._packets(0, np.zeros((chunks, N), np.int32))
-    return tr, _PsRound(tr.links[0], rows, retx, N, 0.0)
+    rows = tr.grad_rows(0, 0, chunks)
+    return tr, _PsRound(tr.links[0], rows, np.zeros((chunks, N), np.int32), 0.0)
 
 
 def _results_batch(chunks, flags=0, rnd=0):
@@ -494,9 +494,8 @@ def test_worker_counts_what_is_not_a_result_of_its_job_and_maps_sources(closing)
     links = [PsLink("s1", a.getsockname(), None), PsLink("s2", b.getsockname(), None)]
     tr = closing(WorkerTransport(make_socket(("127.0.0.1", 0)), job=1, rank=0, links=links))
     states = []
-    for link in links:
-        rows, retx = tr._packets(0, np.zeros((4, N), np.int32))
-        states.append(_PsRound(link, rows, retx, N, 0.0))
+    for ps, link in enumerate(links):
+        states.append(_PsRound(link, tr.grad_rows(ps, 0, 4), np.zeros((4, N), np.int32), 0.0))
         states[-1].next_new = 4
     me = tr.sock.getsockname()
 

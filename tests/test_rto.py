@@ -226,6 +226,17 @@ def test_auto_window_fills_the_ps_queue_within_the_slot_pool():
     assert auto_window(10_000) == 32  # never below a useful window
 
 
+def test_auto_window_of_large_packets_keeps_their_bytes_within_the_ps_queue():
+    """64 KB loopback datagrams: a window of chunks counts their bytes."""
+    from host_stack.ina import wire
+    from host_stack.ina.transport import PS_QUEUE_BYTES, auto_window
+
+    big = 16370
+    assert 1 <= auto_window(6, n=big) * 6 * wire.packet_len(big) <= PS_QUEUE_BYTES
+    assert auto_window(6, n=big) < auto_window(6, n=362) < auto_window(6)
+    assert auto_window(64, n=big) == 2
+
+
 def test_before_the_first_result_at_most_the_initial_window_is_outstanding():
     """A window larger than INITIAL_WINDOW opens only once the PS answered: the first burst
     waits for every worker to start, and a whole shard sent so would leave the steady RTT

@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from host_stack.ina.native import _batchio
 from host_stack.ina.quantize import INT32_MAX
 from host_stack.ina.transport import WorkerTransport
 from host_stack.train.jobargs import Job
@@ -43,6 +44,8 @@ AgreeMax = Callable[[float], float]
 # exact(vector) -> the IEEE sum over all workers (the control group's own all-reduce)
 ExactSum = Callable[[np.ndarray], np.ndarray]
 
+
+INT32, FLOAT32 = 0, 1  # what _batchio.fill reads
 
 # unit roundoff (half an ulp relative to the value) of the dtypes INA sums as float32
 ROUNDOFF = {"float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
@@ -99,56 +102,69 @@ class InaAllReduce:
         self.round = 0
         self.counters: Counter[str] = Counter()
         self.bound_sum = 0.0  # error_bound of every float call so far, summed
+        self._sums = np.empty(0, np.int32)
 
     @property
     def capacity_values(self) -> int:
         """Values one round carries at most (the PSs' shards together)."""
         return sum(self.capacity) * self.n
 
-    def sum_int32(self, values: np.ndarray) -> np.ndarray:
-        """The wrapped int32 sum over all workers of a flat int32 vector, in rounds."""
-        out = np.empty(values.size, np.int32)
-        step = self.capacity_values
-        for first in range(0, values.size, step):
-            part = values[first:first + step]
-            out[first:first + part.size] = self._round(part)
+    def sum_int32(self, values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The wrapped int32 sum over all workers of a flat int32 vector, in rounds, into
+        ``out`` (may be ``values``) or a new array."""
+        out = np.empty(values.size, np.int32) if out is None else out
+        np.copyto(out, self._sum(values, INT32, 0)[:values.size])
         return out
 
-    def sum_float(self, values: np.ndarray) -> np.ndarray:
-        """The float32 sum over all workers of a flat float32 vector (bound: module doc)."""
-        local = float(np.abs(values).max(initial=0.0)) if np.isfinite(values).all() \
-            else math.inf
-        top = self.agree_max(local)
+    def sum_float(self, values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The float32 sum over all workers of a flat float32 vector (bound: module doc), into
+        ``out`` (may be ``values``) or a new array."""
+        out = np.empty(values.size, np.float32) if out is None else out
+        local = max(float(values.max(initial=0.0)), -float(values.min(initial=0.0)))
+        top = self.agree_max(local if math.isfinite(local) else math.inf)
         self.counters["calls"] += 1
         if not math.isfinite(top):
             self.counters["nonfinite_calls"] += 1
-            return self.exact_sum(values)
+            np.copyto(out, self.exact_sum(values))
+            return out
         if top == 0.0:
             self.counters["zero_calls"] += 1
-            return np.zeros(values.size, np.float32)
+            out.fill(0.0)
+            return out
         self.bound_sum += error_bound(self.workers, top)
         e = exponent(self.workers, top)
-        # x 2**e is exact in float32 while 2**e is a float32 normal (|e| < 126) and so is
-        # the product (|x| * 2**e <= 2**31); float64 beyond, for vectors of tiny values
-        wide = np.float64 if abs(e) >= 126 else np.float32
-        q = np.rint(values.astype(wide, copy=False) * wide(2.0**e)).astype(np.int32)
-        # the int32 sum to float32 is the one rounding the bound allows for; / 2**e is exact
-        return (self.sum_int32(q).astype(wide) * wide(2.0**-e)).astype(np.float32, copy=False)
+        # the int32 sum to float32 is the one rounding the bound allows for (in float64, where
+        # x 2**-e is exact): numpy's cast into ``out``, a buffer at a time
+        np.multiply(self._sum(values, FLOAT32, e)[:values.size], 2.0**-e, out=out,
+                    casting="unsafe")
+        return out
 
-    def _round(self, values: np.ndarray) -> np.ndarray:
-        """One INA round over at most ``capacity_values`` int32 values."""
-        chunks = -(-values.size // self.n)
-        padded = np.zeros(chunks * self.n, np.int32)
-        padded[:values.size] = values
-        rows = padded.reshape(chunks, self.n)
-        counts = deal(chunks, self.shares, self.capacity)
-        bounds = np.cumsum([0, *counts])
-        parts = [rows[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-        results = self.transport.exchange(self.round, parts)
-        self.round += 1
-        self.counters["rounds"] += 1
-        self.counters["chunks"] += chunks
-        return np.concatenate(results).reshape(-1)[:values.size]
+    def _sum(self, values: np.ndarray, kind: int, e: int) -> np.ndarray:
+        """The int32 sums of ``values`` (int32, or float32 quantized at 2**e), in rounds of at
+        most ``capacity_values``, padded to whole chunks: a buffer kept from call to call
+        (its pages faulted in once), valid until the next call."""
+        n = self.n
+        padded = -(-values.size // n) * n
+        if self._sums.size < padded:
+            self._sums = np.empty(padded, np.int32)
+        sums = self._sums
+        for first in range(0, values.size, self.capacity_values):
+            count = min(self.capacity_values, values.size - first)
+            counts = deal(-(-count // n), self.shares, self.capacity)
+            rows, results = [], []
+            a = first
+            for ps, k in enumerate(counts):
+                r = self.transport.grad_rows(ps, self.round, k)
+                _batchio.fill(r, r.shape[1], k, values, kind, a,
+                              max(0, min(values.size, a + k * n) - a), e)
+                rows.append(r)
+                results.append(sums[a:a + k * n].reshape(k, n))
+                a += k * n
+            self.transport.exchange_rows(self.round, rows, results)
+            self.round += 1
+            self.counters["rounds"] += 1
+            self.counters["chunks"] += sum(counts)
+        return sums
 
     def close(self) -> None:
         self.transport.close()

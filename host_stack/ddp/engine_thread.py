@@ -70,16 +70,21 @@ class EngineThread:
         else:
             flat = torch.cat([t.detach().reshape(-1).to("cpu", wire) for t in tensors])
         values = flat.numpy()
-        summed = torch.from_numpy(self.engine.sum_int32(values) if wire == torch.int32
-                                  else self.engine.sum_float(values))
+        if wire == torch.int32:
+            self.engine.sum_int32(values, out=values)
+        else:
+            self.engine.sum_float(values, out=values)
         if op == "AVG":
-            summed = (summed / self.world_size if wire == torch.float32
-                      else summed.div(self.world_size, rounding_mode="floor").to(torch.int32))
-        start = 0
-        for t in tensors:
-            part = summed[start:start + t.numel()].view(t.shape)
-            start += t.numel()
-            t.copy_(part if t.device.type == "cpu" else part.pin_memory())
+            if wire == torch.float32:
+                flat.div_(self.world_size)
+            else:
+                flat.div_(self.world_size, rounding_mode="floor")
+        if flat.data_ptr() != tensors[0].data_ptr():  # not summed in place: copied back
+            start = 0
+            for t in tensors:
+                part = flat[start:start + t.numel()].view(t.shape)
+                start += t.numel()
+                t.copy_(part if t.device.type == "cpu" else part.pin_memory())
         self.counters["ina_calls"] += 1
 
     def abort(self, reason: BaseException) -> None:

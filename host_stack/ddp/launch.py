@@ -14,7 +14,7 @@ from host_stack.ddp.hostscript import ScriptJob, ScriptResult, run_script_hosts
 from host_stack.ina.addresses import loopback
 from host_stack.ina.jobplan import JobPlan, load_plan
 from host_stack.train.hostrun import JobSource
-from host_stack.train.jobargs import TRANSPORT_OPTIONS, job_argv
+from host_stack.train.jobargs import MAX_N_LOOPBACK, TRANSPORT_OPTIONS, job_argv
 from host_stack.train.launcher import resolve_plan
 
 
@@ -45,9 +45,11 @@ def run_script(args, workdir: Path) -> tuple[JobPlan, ScriptResult]:
     source = JobSource(["--plan", str(plan_path), "--addresses", str(addresses)], [],
                        list(plan.worker_ids), list(plan.ps_ids),
                        {w: plan.rank(w) for w in plan.worker_ids}, "script")
-    job = ScriptJob(Path(args.script).resolve(), tuple(args.script_args),
-                    tuple(job_argv(args, TRANSPORT_OPTIONS)), master_port=free_port(),
-                    deadline_s=args.deadline)
+    transport = job_argv(args, TRANSPORT_OPTIONS)
+    if args.n is None:  # no switch reads loopback packets: a datagram's worth each
+        transport += ["--n", str(MAX_N_LOOPBACK)]
+    job = ScriptJob(Path(args.script).resolve(), tuple(args.script_args), tuple(transport),
+                    master_port=free_port(), deadline_s=args.deadline)
     hosts = LocalHosts()
     try:
         return plan, run_script_hosts(hosts, source, job, workdir, args.quiet)

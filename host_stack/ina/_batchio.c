@@ -12,7 +12,8 @@
  *                delivered when due;
  * - results():   a worker's usual RESULTs (this round's, new, never resent) taken into the
  *                state of the PS that sent them, the rest left to the transport's Python;
- * - pass_over(): a worker's chunks below a completed one marked as passed over (RACK).
+ * - pass_over(): a worker's chunks below a completed one marked as passed over (RACK);
+ * - fill():      a worker's GRAD payloads written straight from its int32 or float32 values.
  * Arguments are numpy arrays passed through the buffer protocol; host_stack/ina/batchio.py
  * checks their dtypes and shapes, so this file only checks sizes.
  */
@@ -29,6 +30,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define MAX_VLEN 1024 /* UIO_MAXIOV: the most messages one sendmmsg/recvmmsg takes */
 #define MAX_SEGS 64   /* UDP_MAX_SEGMENTS of older kernels: datagrams per GSO message */
@@ -881,6 +885,63 @@ out:
     return Py_BuildValue("nn", low, marked);
 }
 
+/* Round to nearest, ties to even (numpy's rint), to int32: one SSE2 instruction where there
+ * is one, under the default rounding mode. */
+static inline int32_t rint_i32(double x) {
+#if defined(__SSE2__)
+    return _mm_cvtsd_si32(_mm_set_sd(x));
+#else
+    return (int32_t)lrint(x);
+#endif
+}
+
+/* fill(rows, row_len, chunks, src, kind, first, count, exp) -> None
+ * The payloads of rows[0, chunks): src's values [first, first + count) as big-endian int32,
+ * n = (row_len - 24) / 4 to a row, zeros past ``count``.  kind 0: src is int32, copied; kind
+ * 1: src is float32 and each value x goes as rint(x * 2**exp), the scaling exact in double:
+ * the quantization host_stack/ddp/allreduce.py documents, without numpy's temporary arrays
+ * (three of the vector's size, which cost a 25 MB all-reduce more than its sends).  The
+ * caller chooses exp so that every value fits int32.  Runs without the GIL. */
+static PyObject *py_fill(PyObject *self, PyObject *args) {
+    PyObject *o_rows, *o_src;
+    Py_ssize_t row_len, chunks, first, count;
+    int kind, exp;
+    if (!PyArg_ParseTuple(args, "OnnOinni", &o_rows, &row_len, &chunks, &o_src, &kind, &first,
+                          &count, &exp))
+        return NULL;
+    Py_ssize_t n = (row_len - HEADER_LEN) / 4;
+    if (row_len <= HEADER_LEN || (row_len - HEADER_LEN) % 4 || chunks < 0 || first < 0 ||
+        count < 0 || count > chunks * n || (kind != 0 && kind != 1)) {
+        PyErr_SetString(PyExc_ValueError, "_batchio.fill: row_len = 24 + 4 n, 0 <= count <= "
+                        "chunks n, first >= 0 and kind 0 (int32) or 1 (float32)");
+        return NULL;
+    }
+    Views v = {.held = 0};
+    if (hold(&v, o_rows, 1, chunks * row_len, "rows") < 0 ||
+        hold(&v, o_src, 0, count ? (first + count) * 4 : 0, "src") < 0)
+        goto out;
+    uint8_t *rows = v.b[0].buf;
+    const int32_t *ints = (const int32_t *)v.b[1].buf + first;
+    const float *floats = (const float *)v.b[1].buf + first;
+    double scale = ldexp(1.0, exp);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t c = 0; c < chunks; c++) {
+        uint32_t *out = (uint32_t *)(rows + c * row_len + HEADER_LEN);
+        Py_ssize_t a = c * n, m = count - a < n ? (count - a > 0 ? count - a : 0) : n;
+        if (kind == 0)
+            for (Py_ssize_t j = 0; j < m; j++) out[j] = htonl((uint32_t)ints[a + j]);
+        else
+            for (Py_ssize_t j = 0; j < m; j++)
+                out[j] = htonl((uint32_t)rint_i32((double)floats[a + j] * scale));
+        if (m < n) memset(out + m, 0, (size_t)(n - m) * 4);
+    }
+    Py_END_ALLOW_THREADS
+out:
+    release(&v);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"send", py_send, METH_VARARGS, "sendmmsg rows[idx] to (ips, ports); (done, errors, errno)"},
     {"recv", py_recv, METH_VARARGS, "recvmmsg into rows of buf; datagrams received"},
@@ -889,6 +950,7 @@ static PyMethodDef methods[] = {
     {"reorder", py_reorder, METH_VARARGS, "hold arrivals back, deliver the held ones due"},
     {"results", py_results, METH_VARARGS, "a worker's usual RESULTs into its PS states"},
     {"pass_over", py_pass_over, METH_VARARGS, "mark waiting chunks below a completed one"},
+    {"fill", py_fill, METH_VARARGS, "GRAD payloads from int32 or quantized float32 values"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -91,7 +91,9 @@ class BatchSocket:
         self.sock = sock
         self.fd = sock.fileno()
         self.row_len = row_len
-        rows = batch * GSO_SEGMENTS  # room for a whole GSO batch in every message
+        # room for a whole GSO batch in every message: 64 small datagrams, fewer large ones
+        self.segs_in = max(1, min(GSO_SEGMENTS, 65535 // row_len))
+        rows = batch * self.segs_in
         self.data = np.zeros((rows, row_len), dtype=np.uint8)
         self.lens = np.zeros(rows, dtype=np.int32)
         self.ips = np.zeros(rows, dtype=np.uint32)
@@ -178,10 +180,10 @@ class BatchSocket:
         ImpairedSocket that reorders, the same C call holds the drawn arrivals back and
         appends the held ones now due."""
         if not self.reordering:
-            return _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
+            return _batchio.recv(self.fd, self.data, self.row_len, self.segs_in, self.lens,
                                  self.ips, self.ports)
         imp = self.sock
-        while (k := _batchio.recv(self.fd, self.data, self.row_len, GSO_SEGMENTS, self.lens,
+        while (k := _batchio.recv(self.fd, self.data, self.row_len, self.segs_in, self.lens,
                                   self.ips, self.ports, self.stamps, imp.queue,
                                   imp.imp.delay_s)) < 0:
             imp.make_room(self.data.shape[0], self.row_len)  # rare: a new draw, a full queue

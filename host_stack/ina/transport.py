@@ -88,6 +88,8 @@ TAIL_RESEND_RTTS = 2  # least RTTs a resend waits once the whole shard was sent 
 # estimator without a sample all round, and loss recovery at the tail waited 11-17 ms "least
 # RTTs" per resend (fig1, 100k values, 5% loss, duplication and reordering: 2x longer rounds)
 INITIAL_WINDOW = 1024
+PS_QUEUE_BYTES = 8 * 1024 * 1024  # bytes of large datagrams all windows keep at a PS
+MTU_PAYLOAD = 1472  # UDP payload of a 1500-byte frame
 PS_QUEUE = 32768  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
 # "user": a token bucket per PS stream here (host_stack/ina/pacing.py); "kernel": the host's
 # egress queue paces each stream (emulation/network/host_pacing.py), so the window goes out at once
@@ -129,11 +131,14 @@ class TransportConfig:
                              "max_timeout_s")
 
 
-def auto_window(workers: int, pool_size: int = TransportConfig.pool_size) -> int:
+def auto_window(workers: int, pool_size: int = TransportConfig.pool_size,
+                n: int = wire.DEFAULT_N) -> int:
     """Outstanding chunks per PS for a job of ``workers`` (when ``--window`` is not given):
     as many as every worker's window fits in the PS's receive buffer (batchio.SOCKET_BUFFER,
     about PS_QUEUE datagrams, where an overflow is a loss), and no more than the job's slot
-    pool, so that one stream's outstanding chunks never share a switch slot.
+    pool, so that one stream's outstanding chunks never share a switch slot, and no more
+    than PS_QUEUE_BYTES from all workers (on loopback, 64 KB datagrams: 24 chunks each of
+    6 workers lost none, 32 lost a few per 25 MB); never below 32 full frames' worth.
 
     Large, because the window is what absorbs the time a chunk waits for the slowest worker
     and for a descheduled process on a loaded host: on fig1 with 1M values (6 workers,
@@ -146,7 +151,9 @@ def auto_window(workers: int, pool_size: int = TransportConfig.pool_size) -> int
     fixed amount of Python whatever its size: a window of 64 took 5x the CPU per round of a
     window of 1024.
     """
-    return max(32, min(PS_QUEUE // max(1, workers), pool_size))
+    workers, size = max(1, workers), wire.packet_len(n)
+    least = max(1, min(32, 32 * MTU_PAYLOAD // size))  # 32 full frames' worth of bytes
+    return max(least, min(PS_QUEUE // workers, PS_QUEUE_BYTES // (workers * size), pool_size))
 
 
 @dataclass(frozen=True)
@@ -161,14 +168,13 @@ class PsLink:
 class _PsRound:
     """Send state of one round towards one PS: one entry per chunk in each array."""
 
-    def __init__(self, link: PsLink, rows: np.ndarray, retx_rows: np.ndarray, n: int,
-                 rto_floor: float, user_paced: bool = True) -> None:
+    def __init__(self, link: PsLink, rows: np.ndarray, results: np.ndarray, rto_floor: float,
+                 user_paced: bool = True) -> None:
         self.link = link
         self.ip = np.array([ipv4(link.address[0])], dtype=np.uint32)
         self.port = np.array([link.address[1]], dtype=np.uint16)
         self.rto_floor = rto_floor
         self.rows = rows
-        self.retx_rows = retx_rows
         self.n_chunks = rows.shape[0]
         self.next_new = 0
         self.n_done = 0
@@ -196,7 +202,7 @@ class _PsRound:
         self.fast = np.zeros(self.n_chunks, dtype=bool)  # first resend by the reordering rule
         self.spurious = np.zeros(self.n_chunks, dtype=np.int32)
         self.at_start = np.zeros(self.n_chunks, dtype=bool)  # sent before the first RESULT
-        self.results = np.zeros((self.n_chunks, n), dtype=np.int32)
+        self.results = results  # (chunks, N) int32, filled as RESULTs come
         # what _batchio.results reads and fills, in its order
         self.arrays = (self.done, self.results, self.deadline, self.resends, self.sent_at,
                        self.at_start)
@@ -207,6 +213,14 @@ class _PsRound:
 
     def outstanding(self) -> int:
         return self.next_new - self.n_done
+
+    def resend_rows(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, index) for ``_send`` of chunks ``idx`` again, with the RETX flag: copies of
+        only those rows (a resend is rare; a RETX twin of every row cost a copy of the
+        whole shard per round)."""
+        rows = self.rows[idx]
+        rows[:, 1] |= wire.FLAG_RETX
+        return rows, np.arange(idx.size)
 
     def departures(self, now: float, count: int, frame: int) -> np.ndarray | float:
         """When ``count`` frames handed over now leave: now, or, where the host's egress
@@ -248,6 +262,7 @@ class WorkerTransport:
         self.reorder = ReorderWindow()
         self.slow = np.zeros(self.io.data.shape[0], dtype=np.uint8)  # rows left to _results
         self.stats = np.zeros((len(links), _batchio.N_RESULT_STATS))
+        self._rows = [np.zeros((0, wire.packet_len(self.cfg.n)), np.uint8) for _ in links]
 
     @property
     def sock(self) -> socket.socket | ImpairedSocket:
@@ -345,15 +360,21 @@ class WorkerTransport:
             self.counters["send_error"] += 1
             self.counters[f"send_error_{exc.errno}"] += 1
 
-    def _packets(self, round_: int, payload: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        count = payload.shape[0]
-        chunks = np.arange(count, dtype=np.uint32)
-        hdrs = wire.headers(count, wire.TYPE_GRAD, self.job, round_, chunks,
-                            chunks % self.cfg.pool_size, self.bit)
-        rows = wire.pack_batch(hdrs, payload, n=self.cfg.n)
-        retx = rows.copy()
-        retx[:, 1] |= wire.FLAG_RETX
-        return rows, retx
+    def grad_rows(self, ps: int, round_: int, chunks: int) -> np.ndarray:
+        """Rows of a round's ``chunks`` GRAD packets to PS number ``ps``, headers written,
+        payloads the caller's to fill (``_batchio.fill``).  The buffer is kept from round to
+        round (only the round field changes): a fresh one per round cost page faults on
+        every byte of the shard."""
+        rows = self._rows[ps]
+        if rows.shape[0] < chunks:
+            ids = np.arange(chunks, dtype=np.uint32)
+            hdrs = wire.headers(chunks, wire.TYPE_GRAD, self.job, 0, ids,
+                                ids % self.cfg.pool_size, self.bit)
+            rows = self._rows[ps] = wire.pack_batch(hdrs, np.zeros((chunks, self.cfg.n),
+                                                                    np.int32), n=self.cfg.n)
+        rows = rows[:chunks]
+        rows[:, 4:8] = np.frombuffer(round_.to_bytes(4, "big"), dtype=np.uint8)
+        return rows
 
     def _receive_batches(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Yield ``_classify`` of each receive until nothing is waiting."""
@@ -421,11 +442,25 @@ class WorkerTransport:
         """Send every PS its (chunks, N) int32 shard; return the (chunks, N) RESULT words."""
         if len(payloads) != len(self.links):
             raise ValueError(f"exchange: {len(payloads)} shards for {len(self.links)} PSs")
-        states = []
-        for link, payload in zip(self.links, payloads, strict=True):
-            rows, retx = self._packets(round_, np.asarray(payload, dtype=np.int32))
-            states.append(_PsRound(link, rows, retx, self.cfg.n, self.rto_floor(link),
-                                   self.cfg.pacing == "user"))
+        rows, results = [], []
+        for ps, payload in enumerate(payloads):
+            payload = np.ascontiguousarray(payload, dtype=np.int32)
+            if payload.ndim != 2 or payload.shape[1] != self.cfg.n:
+                raise ValueError(f"exchange: shard of shape {payload.shape}: expected "
+                                 f"(chunks, {self.cfg.n})")
+            r = self.grad_rows(ps, round_, payload.shape[0])
+            _batchio.fill(r, r.shape[1], r.shape[0], payload, 0, 0, payload.size, 0)
+            rows.append(r)
+            results.append(np.empty(payload.shape, np.int32))
+        self.exchange_rows(round_, rows, results)
+        return results
+
+    def exchange_rows(self, round_: int, rows: list[np.ndarray],
+                      results: list[np.ndarray]) -> None:
+        """One round: every PS's GRAD rows (``grad_rows``, payloads filled) out, the RESULT
+        words of every chunk into ``results`` (one (chunks, N) int32 array per PS)."""
+        states = [_PsRound(link, r, out, self.rto_floor(link), self.cfg.pacing == "user")
+                  for link, r, out in zip(self.links, rows, results, strict=True)]
         remaining = sum(s.n_chunks for s in states)
         while remaining:
             # read RESULTs first: after this process was descheduled they are already here,
@@ -440,7 +475,6 @@ class WorkerTransport:
             self._wait(wake)
         self.counters["rounds"] += 1
         self.reorder.end_round()
-        return [st.results for st in states]
 
     def _send_new(self, st: _PsRound, now: float) -> float:
         """Send the next chunks the window and the pacer allow; seconds until more may go."""
@@ -522,7 +556,7 @@ class WorkerTransport:
                     f"worker rank {self.rank}: PS {st.link.name} at {st.link.address} did not "
                     f"answer chunk {over[0]} of round {round_} after {st.resends[over[0]]} "
                     f"retransmissions (job {self.job})")
-            sent = go[:self._send(st, st.retx_rows, go)]
+            sent = go[:self._send(st, *st.resend_rows(go))]
             if go.size and not sent.size:
                 return 0.001  # send buffer full: try again shortly, do not spin
             if sent.size:
@@ -711,7 +745,7 @@ class WorkerTransport:
         if hdr["type"] == wire.TYPE_ACK and hdr["slot"] == wire.CTRL_OVERFLOW_NACK:
             chunk = int(hdr["chunk"])
             if hdr["round"] == round_ and chunk < st.n_chunks and not st.done[chunk]:
-                self._send(st, st.retx_rows, np.array([chunk]))
+                self._send(st, *st.resend_rows(np.array([chunk])))
                 c["overflow_resent"] += 1
             else:
                 c["overflow_nack_stale"] += 1

@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # the service client (grpc) is imported only by hosts that fo
 MODEL_NAMES = ("cnn", "mlp")
 MODEL_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum")
 # the INA transport's only
+# values per packet at most: one Ethernet MTU (1500 - IPv4 20 - UDP 8 = 1472 bytes of UDP
+# payload), or on loopback, where no switch reads the packets, one UDP datagram (65,507 bytes)
+MAX_N_FRAME = (1472 - wire.HEADER_LEN) // 4
+MAX_N_LOOPBACK = (65507 - wire.HEADER_LEN) // 4
 TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "pacing", "window", "gso", "timeout",
                      "max_retries", "hello_timeout", "pool_size", "impair")
 JOB_OPTIONS = MODEL_OPTIONS + TRANSPORT_OPTIONS
@@ -69,7 +73,10 @@ def add_job_args(parser: argparse.ArgumentParser, plan_required: bool = True) ->
     g.add_argument("--momentum", type=float, default=0.9, help="PS momentum")
     g.add_argument("--bound", type=float, default=DEFAULT_BOUND,
                    help="gradient clip bound that sets the quantization scale")
-    g.add_argument("--n", type=int, default=TransportConfig.n, help="int32 values per packet")
+    g.add_argument("--n", type=int, default=None,
+                   help=f"int32 values per packet (default {TransportConfig.n}, the P4 "
+                        f"program's N; up to {MAX_N_FRAME} in a 1500-byte frame, "
+                        f"{MAX_N_LOOPBACK} where every address of the job is on loopback)")
     g.add_argument("--unit-bps", type=float, default=None,
                    help="bit/s of one topology rate unit (pacing = f * x_s * this; "
                         "default: unpaced)")
@@ -220,21 +227,23 @@ def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
             raise ValueError("--addresses: an address map file is required for this process")
         addresses = AddressMap.load(args.addresses, plan.ps_ids)
     addresses.require(plan.ps_ids + plan.worker_ids)
-    if args.n < 1 or packet_too_big(args.n):
-        raise ValueError(f"--n {args.n}: expected 1..{(1472 - wire.HEADER_LEN) // 4}")
+    nodes = plan.ps_ids + plan.worker_ids
+    n = TransportConfig.n if args.n is None else args.n
+    top = MAX_N_LOOPBACK if all(addresses[x][0].startswith("127.") for x in nodes) \
+        else MAX_N_FRAME
+    if not 1 <= n <= top:
+        fills = "one loopback datagram" if top == MAX_N_LOOPBACK else "a 1500-byte frame"
+        raise ValueError(f"--n {n}: expected 1..{top} ({top} values fill {fills})")
     n_values = model_size(args)
     # a service's version brings the slot pool of its lane on the switches
     pool = version.pool_size if version is not None else args.pool_size
-    window = auto_window(plan.workers, pool) if args.window is None else args.window
-    config = TransportConfig(n=args.n, window=window, gso=args.gso, timeout_s=args.timeout,
+    window = auto_window(plan.workers, pool, n) if args.window is None else args.window
+    config = TransportConfig(n=n, window=window, gso=args.gso, timeout_s=args.timeout,
                              max_retries=args.max_retries, pool_size=pool,
                              hello_timeout_s=args.hello_timeout, pacing=args.pacing)
-    return Job(plan=plan, addresses=addresses, n=args.n, n_values=n_values,
-               ranges=plan.chunk_ranges(n_values, args.n),
+    return Job(plan=plan, addresses=addresses, n=n, n_values=n_values,
+               ranges=plan.chunk_ranges(n_values, n),
                quantizer=Quantizer(plan.workers, args.bound), transport=config,
                impairment=Impairment.parse(args.impair, seed=impair_seed))
 
 
-def packet_too_big(n: int) -> bool:
-    """Packets must fit one Ethernet MTU (1500 - IPv4 20 - UDP 8 = 1472 bytes of payload)."""
-    return wire.packet_len(n) > 1472
