@@ -28,6 +28,7 @@ from control_plane.cli.args import (
     fresh_out,
     names_of,
     positive,
+    record_outputs,
     write_json,
 )
 from emulation.network.mininet_net import mininet_available
@@ -66,9 +67,11 @@ def run(args: argparse.Namespace) -> int:
     def show(result) -> None:
         print(result.line(), flush=True)
 
-    results = run_drills(args.drills, args.seed, args.deadline, out, args.rounds, show)
+    results = run_drills(args.drills, args.seed, args.deadline, out, args.rounds, show,
+                         args.quiet)
     data = [r.to_dict() for r in results]
     write_json(out / "drill.json", data)
+    record_outputs(out, [out / "drill.json"])  # each drill replaces its own folder
     if args.json:
         write_json(args.json, data)
     failed = [r.drill for r in results if not r.ok]

@@ -1,18 +1,20 @@
-"""Failure drills: one fault injected into a job that follows `inart serve` on a fig1
-Mininet network of embedded switches, seeded, under a deadline.
+"""Failure drills: faults injected into a job that follows `inart serve` on a fig1 Mininet
+network of embedded switches, seeded, under a deadline.
 
 Each drill starts its own network and service (Unix socket, reconcile every
 ``RECONCILE_S`` s), submits one synthetic job (PSs in sum mode: every round's sums are
 recomputed with numpy and compared on every worker, host_stack/train/hostrun.py), injects
-its fault in a round the seed picks, and checks one of the two promises:
+its fault after a round the seed picks (plus a seeded delay into the next one) and checks
+one of two promises:
 
 - ``exact``: the job finished and every round's sums are exact on every worker;
-- ``named-error``: every surviving worker ended with the same named error (exit status 3,
-  ``PsUnreachable``) within the deadline.
+- ``named-error``: every surviving worker ended with the same named error (exit status 3:
+  ``PsUnreachable`` naming a PS, or ``FollowError``) within the deadline.
 
-Either way nothing may be left behind: no switch interface, no process it started
-(switches, PSs, workers, the fork servers, the service).  The recovery time is measured from
-the fault: for ``exact``, to the first round every worker completed after it; for
+Either way nothing may be left behind: no switch interface, no process the drill started
+(switches, PSs, workers, the fork servers, the service).  The recovery time runs from the
+fault's start: for ``exact``, to the first round every worker completed after the fault was
+over (the switch, link or service back; the worst of a drill's faults); for
 ``named-error``, to the last worker's exit.  docs/reliability.md says what each drill does
 and what inart promises under it.
 """
@@ -38,6 +40,7 @@ import grpc
 from control_plane.deploy.addressing import assign
 from control_plane.model.plan import Plan
 from control_plane.model.topologies import fig1
+from control_plane.processes import stop_process
 from control_plane.repo import REPO, child_env
 from control_plane.service.client import Client
 from control_plane.service.proto import inart_controller_pb2 as pb
@@ -54,15 +57,31 @@ DRILLS: dict[str, str] = {
                    "with PsUnreachable",
     "link-flap": "a link the plan uses goes down and up again every few rounds, the service "
                  "not told; the transport recovers",
+    "service-restart": "inart serve is killed (SIGKILL) mid-round and restarted on its state; "
+                       "the hosts ride through it",
 }
 SCALE = 0.25  # Mbit/s per topology unit, as in the emulation's tests
 VALUES = 32 * 400
 RECONCILE_S = 1.0  # how often the service reads every switch back
 SWITCH_DOWN_S = 1.0  # how long a killed switch stays down before it restarts
 LINK_EVERY = 3  # rounds between two flaps of the link-flap drill
-WORKER_ERROR = re.compile(r"error: (?:worker rank \d+: )?(?:PS (\S+) at .+? did not answer"
-                          r"|no HELLO reply from PS (\S+))")
-# a worker's transport error line (exit status 3): PsUnreachable and the PS it names
+# a worker's transport error line (exit status 3) -> its named error
+NAMED_ERRORS = (
+    (re.compile(r"error: (?:worker rank \d+: )?PS (\S+) at .+? did not answer"),
+     "PsUnreachable (PS {0})"),
+    (re.compile(r"error: (?:worker rank \d+: )?no HELLO reply from PS (\S+)"),
+     "PsUnreachable (PS {0})"),
+    (re.compile(r"error: service \S+: (\w+) for job \d+: (\w+)"), "FollowError ({0}: {1})"),
+)
+
+
+def named_error(text: str) -> str | None:
+    """The named error of a worker's stderr (None: none it knows)."""
+    for pattern, name in NAMED_ERRORS:
+        found = pattern.search(text)
+        if found:
+            return name.format(*found.groups())
+    return None
 
 
 class DrillError(RuntimeError):
@@ -105,41 +124,60 @@ class DrillResult:
         return {**asdict(self), "ok": self.ok}
 
 
-@contextmanager
-def serve(workdir: Path, deadline: float):
-    """`inart serve` on a Unix socket in ``workdir``; yields (address, process).  Stopped
-    with Ctrl-C on leaving, killed past 30 s."""
-    sock = f"unix:{workdir / 'serve.sock'}"
-    proc = subprocess.Popen([sys.executable, "-m", "control_plane.cli", "serve", "--listen",
-                             sock, "--state", str(workdir / "state"), "--reconcile-interval",
-                             str(RECONCILE_S), "--drain-seconds", "1", "--metrics", "off"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=REPO, env=child_env())
-    try:
+class Service:
+    """`inart serve` on a Unix socket in ``workdir``, its output in ``workdir/serve.log``;
+    ``start`` again after ``kill`` restarts it on the same state and socket."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir, self.sock = workdir, f"unix:{workdir / 'serve.sock'}"
+        self.proc: subprocess.Popen | None = None
+        self.pids: list[int] = []
+
+    def start(self, deadline: float) -> None:
+        self.proc = proc = subprocess.Popen(
+            [sys.executable, "-m", "control_plane.cli", "serve", "--listen", self.sock,
+             "--state", str(self.workdir / "state"), "--reconcile-interval", str(RECONCILE_S),
+             "--drain-seconds", "1", "--metrics", "off"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+            env=child_env())
+        self.pids.append(proc.pid)
         first: list[str] = []
         reader = threading.Thread(target=lambda: first.append(proc.stdout.readline()),
                                   daemon=True)
         reader.start()
         reader.join(max(1.0, deadline - time.monotonic()))
         if not first or "listening on" not in first[0]:
-            raise DrillError(f"inart serve did not start: {first[0] if first else 'no line'}")
-        def keep() -> None:  # its output, for the drill's logs
-            with open(workdir / "serve.log", "a") as log:
+            raise DrillError(f"inart serve did not start in time: "
+                             f"{first[0].strip() if first else 'no line'}")
+
+        def keep() -> None:  # the rest of its output, for the drill's logs
+            with open(self.workdir / "serve.log", "a") as log:
                 log.write(first[0])
                 for line in proc.stdout:
                     log.write(line)
                     log.flush()
 
         threading.Thread(target=keep, daemon=True).start()
-        yield sock, proc
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        """SIGTERM (it stops as on Ctrl-C), SIGKILL past 30 s."""
+        stop_process(self.proc, grace=30.0)
+
+
+@contextmanager
+def serve(workdir: Path, deadline: float):
+    """A started Service, stopped on leaving."""
+    service = Service(workdir)
+    try:
+        service.start(deadline)
+        yield service
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        service.stop()
 
 
 class TrackedHosts:
@@ -160,8 +198,8 @@ class Drill:
     """One drill's run: the network, the service, the job and the clock of the fault."""
 
     def __init__(self, name: str, seed: int, deadline_s: float, workdir: Path,
-                 rounds: int) -> None:
-        self.name, self.seed, self.rounds = name, seed, rounds
+                 rounds: int, quiet: bool = True) -> None:
+        self.name, self.seed, self.rounds, self.quiet = name, seed, rounds, quiet
         self.deadline_s, self.workdir = deadline_s, workdir
         self.deadline = time.monotonic() + deadline_s
         self.rng = random.Random(f"{name}/{seed}")
@@ -170,10 +208,12 @@ class Drill:
         self.fault_delay = self.rng.uniform(0.0, 0.2)  # into the next round
         self.round_done: dict[int, float] = {}
         self.fault_times: list[float] = []  # when each fault began
+        self.fault_ends: list[float] = []  # and when it was over (the element back)
         self.fault, self.victim = "", ""
         self.fault_error: BaseException | None = None
         self.pids: set[int] = set()
         self.t_up: float | None = None  # a restarted switch's P4Runtime answers again
+        self.service: Service | None = None
         self.reinstalls: list[tuple[float, pb.SwitchReconcile]] = []  # the service's repairs
 
     @property
@@ -201,6 +241,7 @@ class Drill:
         sw.switch.start()
         sw.switch.wait_ready(min(self.deadline, time.monotonic() + 60))
         self.t_up, self.victim = time.monotonic(), name
+        self.fault_ends.append(self.t_up)
         self.pids.add(sw.switch.proc.pid)
         self.fault = (f"switch {name} killed in round {self.fault_round + 1}, up again "
                       f"{self.t_up - self.t_fault:.2f} s later")
@@ -238,11 +279,21 @@ class Drill:
         hosts.procs[node].send_signal(signal.SIGKILL)
         self.fault = f"{what} {node} killed in round {self.fault_round + 1}"
 
+    def _service_restart(self) -> None:
+        assert self.service is not None
+        self.fault_times.append(time.monotonic())
+        self.service.kill()
+        self.service.start(self.deadline)
+        self.fault_ends.append(time.monotonic())
+        self.fault = (f"inart serve killed (SIGKILL) in round {self.fault_round + 1}, "
+                      f"listening again {time.monotonic() - self.t_fault:.2f} s later")
+
     def _flap(self, net: Network, link: tuple[str, str], down_s: float) -> None:
         self.fault_times.append(time.monotonic())
         net.set_link(*link, up=False)
         time.sleep(down_s)
         net.set_link(*link, up=True)
+        self.fault_ends.append(time.monotonic())
         self.victim = "-".join(link)
         self.fault = (f"link {self.victim} down {down_s:.2f} s after rounds "
                       f"{', '.join(str(r + 1) for r in self.fault_rounds())[:60]}")
@@ -251,6 +302,8 @@ class Drill:
                  victims: dict[str, list[str]]) -> Callable[[], None]:
         if self.name == "switch-restart":
             return lambda: self._switch_restart(net, plan)
+        if self.name == "service-restart":
+            return self._service_restart
         if self.name == "link-flap":
             used = sorted({tuple(sorted(hop)) for path in [*(f.path for f in plan.flows),
                                                            *(s.path for s in plan.streams)]
@@ -274,8 +327,8 @@ class Drill:
             with ExitStack() as stack:
                 net = stack.enter_context(Network(topo, addr, self.workdir / "net", "embedded",
                                                   SCALE, quiet=True))
-                sock, service = stack.enter_context(serve(self.workdir, self.deadline))
-                self.pids.add(service.pid)
+                self.service = stack.enter_context(serve(self.workdir, self.deadline))
+                sock = self.service.sock
                 client = stack.enter_context(Client(sock))
                 net.prepare_versions()
                 client.register_topology(topo, {sw: (addr.grpc_address(sw),
@@ -284,8 +337,11 @@ class Drill:
                 result = self._job(net, client, sock)
                 self.pids.update(net.switch_pids())
                 self.pids.update(net.host_pids())
+                self.pids.update(self.service.pids)
         except (DrillError, grpc.RpcError, OSError, RuntimeError) as exc:
             result = self._result("failed", detail=f"{type(exc).__name__}: {exc}")
+        if self.service is not None:
+            self.pids.update(self.service.pids)
         result.leftovers = leftovers(switches, sorted(self.pids))
         result.wall_s = time.monotonic() - t0
         if self.left() < 0 and result.outcome != "failed":
@@ -329,16 +385,19 @@ class Drill:
 
         source = service_job(sock, job.id, list(first.workers), list(first.pss),
                              dict(first.ranks))
+        stopped = ""
         try:
-            res = run_hosts(hosts, source, cfg, self.workdir / "hosts", quiet=True,
+            res = run_hosts(hosts, source, cfg, self.workdir / "hosts", quiet=self.quiet,
                             on_round=on_round)
         except TrafficError as exc:
-            return self._ended(hosts, list(first.workers), str(exc))
+            stopped = str(exc)
         finally:
             for faulter in faulters:
                 faulter.join(timeout=max(0.0, self.left()))
             stop_watch()
             self.pids.update(p.pid for p in hosts.procs.values())
+        if stopped:
+            return self._ended(hosts, list(first.workers), stopped)
         if self.fault_error is not None:
             return self._result("failed", detail=f"the fault failed: {self.fault_error!r}")
         if self.t_fault is None:
@@ -351,9 +410,9 @@ class Drill:
                 return self._result("failed", detail=f"the service never reinstalled switch "
                                     f"{self.victim}")
             self.fault += f"; {repaired}"
-        recovery = []  # each fault: to the first round every worker completed after it
-        for t in self.fault_times:
-            after = [done for done in self.round_done.values() if done > t]
+        recovery = []  # each fault: to the first round every worker completed after it ended
+        for t, end in zip(self.fault_times, self.fault_ends, strict=True):
+            after = [done for done in self.round_done.values() if done > end]
             if not after:
                 return self._result("failed", detail="no round completed after a fault")
             recovery.append(min(after) - t)
@@ -378,26 +437,29 @@ class Drill:
                                     f"deadline of {self.deadline_s:.0f} s")
             last_exit = max(last_exit, time.monotonic())
             text = (self.workdir / "hosts" / f"{w}.stderr").read_text(errors="replace")
-            found = WORKER_ERROR.search(text)
-            if code != 3 or not found:
+            errors[w] = named_error(text) or ""
+            if code != 3 or not errors[w]:
                 return self._result("failed", detail=f"worker {w} exited with status {code} "
-                                    f"without PsUnreachable: {text.strip()[-300:]}")
-            errors[w] = found.group(1) or found.group(2)
-        named = {f"PsUnreachable (PS {ps})" for ps in errors.values()}
+                                    f"without a named error: {text.strip()[-300:]}")
+        named = set(errors.values())
         if self.name == "ps-kill" and named != {f"PsUnreachable (PS {victim})"}:
             return self._result("failed", detail=f"workers named {sorted(named)}, not the "
                                 f"killed PS {victim}")
+        if len({n.partition(" (")[0] for n in named}) != 1:
+            return self._result("failed", detail=f"the workers ended with different errors: "
+                                f"{errors}")
         return self._result("named-error", recovery_s=last_exit - self.t_fault,
                             error=", ".join(sorted(named)),
                             detail=f"job stopped: {why.splitlines()[0]}")
 
 
 def run_drills(names: list[str], seed: int, deadline_s: float, out: Path, rounds: int = 12,
-               on_result: Callable[[DrillResult], None] | None = None) -> list[DrillResult]:
+               on_result: Callable[[DrillResult], None] | None = None,
+               quiet: bool = True) -> list[DrillResult]:
     """Run ``names`` one after another (each on its own network and service)."""
     results = []
     for name in names:
-        result = Drill(name, seed, deadline_s, out / name, rounds).run()
+        result = Drill(name, seed, deadline_s, out / name, rounds, quiet).run()
         results.append(result)
         if on_result is not None:
             on_result(result)

@@ -13,10 +13,19 @@ from pathlib import Path
 import pytest
 
 from control_plane.repo import REPO, child_env
-from emulation.runs.drill import Drill, DrillResult
+from emulation.runs.drill import Drill, DrillResult, named_error
 
 DEADLINE_S = 180.0  # per drill; past it the drill fails (it does not hang)
 ROUNDS = 10
+
+
+def emulated(test):
+    """Root and Mininet (skipped with the reason without them), and slow."""
+    marks = (pytest.mark.root, pytest.mark.slow,
+             pytest.mark.usefixtures("needs_mininet_and_program"))
+    for mark in marks:
+        test = mark(test)
+    return test
 
 
 def inart(*args: str, timeout: float) -> subprocess.CompletedProcess:
@@ -54,9 +63,7 @@ def test_bad_input_is_one_line_naming_the_flag_before_any_work(argv, flag) -> No
     assert last.startswith("inart drill: error: argument") and flag in last, done.stderr
 
 
-@pytest.mark.root
-@pytest.mark.slow
-@pytest.mark.usefixtures("needs_mininet_and_program")
+@emulated
 def test_switch_killed_and_restarted_mid_round_through_the_cli(tmp_path: Path) -> None:
     """The aggregating switch loses its registers and entries; the service's reconcile
     reinstalls it; the workers' retransmissions carry the round; every sum exact."""
@@ -72,29 +79,42 @@ def test_switch_killed_and_restarted_mid_round_through_the_cli(tmp_path: Path) -
     assert done.stderr.count("drill switch-restart: ok, outcome exact") == 1, done.stderr
 
 
-@pytest.mark.root
-@pytest.mark.slow
-@pytest.mark.usefixtures("needs_mininet_and_program")
-def test_ps_killed_ends_every_worker_with_ps_unreachable_naming_it(tmp_path: Path) -> None:
-    result = drill("ps-kill", tmp_path)
-    assert result.ok and result.outcome == "named-error", result.line()
-    assert result.error == f"PsUnreachable (PS {result.fault.split()[1]})", result.line()
+@emulated
+@pytest.mark.parametrize(("name", "promise"), [
+    ("ps-kill", "named-error"),  # every worker: PsUnreachable naming the killed PS
+    ("worker-kill", "named-error"),  # every other worker: PsUnreachable
+    ("link-flap", "exact"),  # the service not told: retransmissions carry every flap
+    ("service-restart", "exact"),  # the hosts ask the restarted service again
+])
+def test_each_drill_keeps_its_promise(name: str, promise: str, tmp_path: Path) -> None:
+    result = drill(name, tmp_path)
+    assert result.ok and result.outcome == promise, result.line()
+    if promise == "exact":
+        assert result.rounds == ROUNDS, result.line()
+    if name == "ps-kill":
+        assert result.error == f"PsUnreachable (PS {result.fault.split()[1]})", result.line()
+    elif name == "worker-kill":
+        assert result.error.startswith("PsUnreachable (PS "), result.line()
+    elif name == "service-restart":
+        assert "listening again" in result.fault, result.line()
 
 
-@pytest.mark.root
-@pytest.mark.slow
-@pytest.mark.usefixtures("needs_mininet_and_program")
-def test_worker_killed_ends_every_other_worker_with_ps_unreachable(tmp_path: Path) -> None:
-    result = drill("worker-kill", tmp_path)
-    assert result.ok and result.outcome == "named-error", result.line()
-    assert result.error.startswith("PsUnreachable (PS "), result.line()
+def test_a_workers_error_line_gives_its_named_error() -> None:
+    assert named_error("worker w1: error: worker rank 0: PS s1 at ('10.2.0.2', 47000) did not "
+                       "answer chunk 0 of round 7 after 30 retransmissions (job 16)") == \
+        "PsUnreachable (PS s1)"
+    assert named_error("worker w2: error: worker rank 1: no HELLO reply from PS s2 at "
+                       "('10.2.0.3', 47000) within 30 s (job 1)") == "PsUnreachable (PS s2)"
+    assert named_error("worker w3: error: service unix:/x.sock: ReportProgress for job 1: "
+                       "UNAVAILABLE: failed to connect") == \
+        "FollowError (ReportProgress: UNAVAILABLE)"
+    assert named_error("Traceback (most recent call last):\nKeyError: 3") is None
 
 
-@pytest.mark.root
-@pytest.mark.slow
-@pytest.mark.usefixtures("needs_mininet_and_program")
-def test_link_down_and_up_every_few_rounds_keeps_every_sum_exact(tmp_path: Path) -> None:
-    """The service is not told: the transport's retransmissions carry every flap."""
-    result = drill("link-flap", tmp_path)
-    assert result.ok and result.outcome == "exact", result.line()
-    assert result.rounds == ROUNDS, result.line()
+@emulated
+def test_a_drill_past_its_deadline_fails_loudly_and_leaves_nothing(tmp_path: Path) -> None:
+    result = Drill("switch-restart", 0, 25.0, tmp_path / "late", rounds=60).run()
+    print(result.line())
+    assert result.outcome == "failed" and "deadline" in result.detail, result.line()
+    assert "FAILED" in result.line() and result.wall_s < 25.0 + 60, result.line()
+    assert not result.leftovers, result.line()
