@@ -22,6 +22,7 @@ and what inart promises under it.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import shutil
@@ -59,12 +60,19 @@ DRILLS: dict[str, str] = {
                  "not told; the transport recovers",
     "service-restart": "inart serve is killed (SIGKILL) mid-round and restarted on its state; "
                        "the hosts ride through it",
+    "p4rt-silent": "an aggregating switch stops answering P4Runtime for a while but still "
+                   "forwards; the service marks it unreachable, answers meanwhile and finds it "
+                   "again",
 }
+# what inart promises under each drill's fault (docs/reliability.md)
+PROMISES = {"switch-restart": "exact", "ps-kill": "named-error", "worker-kill": "named-error",
+            "link-flap": "exact", "service-restart": "exact", "p4rt-silent": "exact"}
 SCALE = 0.25  # Mbit/s per topology unit, as in the emulation's tests
 VALUES = 32 * 400
 RECONCILE_S = 1.0  # how often the service reads every switch back
 SWITCH_DOWN_S = 1.0  # how long a killed switch stays down before it restarts
 LINK_EVERY = 3  # rounds between two flaps of the link-flap drill
+SILENT_S = 10.0  # how long the p4rt-silent drill's switch does not answer P4Runtime
 # a worker's transport error line (exit status 3) -> its named error
 NAMED_ERRORS = (
     (re.compile(r"error: (?:worker rank \d+: )?PS (\S+) at .+? did not answer"),
@@ -105,7 +113,8 @@ class DrillResult:
 
     @property
     def ok(self) -> bool:
-        return self.outcome in ("exact", "named-error") and not self.leftovers
+        """The outcome inart promises under this drill's fault, and nothing left behind."""
+        return self.outcome == PROMISES[self.drill] and not self.leftovers
 
     def line(self) -> str:
         rec = "-" if self.recovery_s is None else f"{self.recovery_s:.2f}"
@@ -214,6 +223,8 @@ class Drill:
         self.pids: set[int] = set()
         self.t_up: float | None = None  # a restarted switch's P4Runtime answers again
         self.service: Service | None = None
+        self.silenced = ""  # the nftables table that keeps a switch's P4Runtime silent
+        self.status: list[tuple[float, bool, float]] = []  # (when, reachable, GetTopology s)
         self.reinstalls: list[tuple[float, pb.SwitchReconcile]] = []  # the service's repairs
 
     @property
@@ -298,12 +309,68 @@ class Drill:
         self.fault = (f"link {self.victim} down {down_s:.2f} s after rounds "
                       f"{', '.join(str(r + 1) for r in self.fault_rounds())[:60]}")
 
+    def _silence(self, name: str, port: int) -> None:
+        """Drop every TCP segment to or from the switch's P4Runtime port (loopback, root
+        namespace) for SILENT_S: the switch runs and forwards, its P4Runtime never answers."""
+        self.victim, self.silenced = name, f"inart_drill_{os.getpid()}"
+        table = f"inet {self.silenced}"
+        script = (f"add table {table}\n"
+                  f"add chain {table} input {{ type filter hook input priority -10; }}\n"
+                  f"add rule {table} input tcp dport {port} drop\n"
+                  f"add rule {table} input tcp sport {port} drop\n")
+        self.fault_times.append(time.monotonic())
+        subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True,
+                       capture_output=True, timeout=10)
+        time.sleep(SILENT_S)
+        self.unsilence()
+        self.fault_ends.append(time.monotonic())
+        self.fault = (f"switch {name}'s P4Runtime silent for {SILENT_S:.0f} s from round "
+                      f"{self.fault_round + 1}")
+
+    def unsilence(self) -> None:
+        if self.silenced:
+            subprocess.run(["nft", "delete", "table", "inet", self.silenced],
+                           capture_output=True, timeout=10)
+            self.silenced = ""
+
+    def poll_status(self, client: Client, stop: threading.Event) -> None:
+        """The service's view of the silenced switch every 0.2 s, and how long it took to
+        answer (its API must not wait for a switch that does not answer)."""
+        while not stop.wait(0.2):
+            if not self.victim:
+                continue
+            t = time.monotonic()
+            try:
+                state = client.topology()
+            except grpc.RpcError:
+                continue
+            reachable = next((sw.reachable for sw in state.switches if sw.name == self.victim),
+                             True)
+            self.status.append((t, reachable, time.monotonic() - t))
+
+    def seen_again(self) -> tuple[float, str] | None:
+        """When the service saw the silenced switch unreachable, then reachable again after
+        the silence: (the time it was seen back, what happened), or None."""
+        start, end = self.t_fault, self.fault_ends[0] if self.fault_ends else None
+        lost = next((t for t, ok, _ in self.status if not ok and t >= start), None)
+        back = next((t for t, ok, _ in self.status if ok and lost and t > lost
+                     and end and t >= end), None)
+        if lost is None or back is None:
+            return None
+        slowest = max((d for t, _, d in self.status if start <= t <= back), default=0.0)
+        return back, (f"the service saw it unreachable {lost - start:.2f} s in and reachable "
+                      f"{back - end:.2f} s after it answered again; GetTopology answered "
+                      f"within {slowest:.2f} s meanwhile")
+
     def injector(self, net: Network, hosts: TrackedHosts, plan: Plan,
                  victims: dict[str, list[str]]) -> Callable[[], None]:
         if self.name == "switch-restart":
             return lambda: self._switch_restart(net, plan)
         if self.name == "service-restart":
             return self._service_restart
+        if self.name == "p4rt-silent":
+            name = self.rng.choice(sorted({s.switch for s in plan.streams}))
+            return lambda: self._silence(name, net.addr.grpc_port[name])
         if self.name == "link-flap":
             used = sorted({tuple(sorted(hop)) for path in [*(f.path for f in plan.flows),
                                                            *(s.path for s in plan.streams)]
@@ -321,12 +388,13 @@ class Drill:
         addr = assign(topo)
         shutil.rmtree(self.workdir, ignore_errors=True)  # the last run's service state too
         self.workdir.mkdir(parents=True)
-        switches = list(topo.switches)
+        switches, ours = list(topo.switches), []
         result: DrillResult | None = None
         try:
             with ExitStack() as stack:
                 net = stack.enter_context(Network(topo, addr, self.workdir / "net", "embedded",
                                                   SCALE, quiet=True))
+                ours = switches  # its interfaces (before: another run's, if any)
                 self.service = stack.enter_context(serve(self.workdir, self.deadline))
                 sock = self.service.sock
                 client = stack.enter_context(Client(sock))
@@ -340,9 +408,14 @@ class Drill:
                 self.pids.update(self.service.pids)
         except (DrillError, grpc.RpcError, OSError, RuntimeError) as exc:
             result = self._result("failed", detail=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.unsilence()
+        if subprocess.run(["nft", "list", "table", "inet", f"inart_drill_{os.getpid()}"],
+                          capture_output=True, timeout=10).returncode == 0:
+            result.leftovers.append(f"nftables table inet inart_drill_{os.getpid()}")
         if self.service is not None:
             self.pids.update(self.service.pids)
-        result.leftovers = leftovers(switches, sorted(self.pids))
+        result.leftovers += leftovers(ours, sorted(self.pids))
         result.wall_s = time.monotonic() - t0
         if self.left() < 0 and result.outcome != "failed":
             result.outcome, result.detail = "failed", \
@@ -365,6 +438,10 @@ class Drill:
         plan = Plan.from_dict(json.loads(first.plan_json))
         hosts = TrackedHosts(net)
         stop_watch = self.watch(client)
+        polled = threading.Event()
+        poller = threading.Thread(target=self.poll_status, args=(client, polled), daemon=True)
+        if self.name == "p4rt-silent":
+            poller.start()
         inject = self.injector(net, hosts, plan, {"PS": list(first.pss),
                                                   "worker": list(first.workers)})
 
@@ -395,6 +472,8 @@ class Drill:
             for faulter in faulters:
                 faulter.join(timeout=max(0.0, self.left()))
             stop_watch()
+            if self.name != "p4rt-silent" or stopped:
+                polled.set()
             self.pids.update(p.pid for p in hosts.procs.values())
         if stopped:
             return self._ended(hosts, list(first.workers), stopped)
@@ -410,6 +489,18 @@ class Drill:
                 return self._result("failed", detail=f"the service never reinstalled switch "
                                     f"{self.victim}")
             self.fault += f"; {repaired}"
+        if self.name == "p4rt-silent":
+            seen = None
+            until = time.monotonic() + min(30.0, max(0.0, self.left()))
+            while seen is None and time.monotonic() < until:
+                time.sleep(0.2)
+                seen = self.seen_again()
+            polled.set()
+            if seen is None:
+                return self._result("failed", detail=f"the service did not see switch "
+                                    f"{self.victim} go and come back: {self.status[-3:]}")
+            self.fault += f"; {seen[1]}"
+            return self._result("exact", recovery_s=seen[0] - self.t_fault)
         recovery = []  # each fault: to the first round every worker completed after it ended
         for t, end in zip(self.fault_times, self.fault_ends, strict=True):
             after = [done for done in self.round_done.values() if done > end]

@@ -85,6 +85,7 @@ def test_switch_killed_and_restarted_mid_round_through_the_cli(tmp_path: Path) -
     ("worker-kill", "named-error"),  # every other worker: PsUnreachable
     ("link-flap", "exact"),  # the service not told: retransmissions carry every flap
     ("service-restart", "exact"),  # the hosts ask the restarted service again
+    ("p4rt-silent", "exact"),  # the switch forwards; the service loses it and finds it again
 ])
 def test_each_drill_keeps_its_promise(name: str, promise: str, tmp_path: Path) -> None:
     result = drill(name, tmp_path)
@@ -97,6 +98,10 @@ def test_each_drill_keeps_its_promise(name: str, promise: str, tmp_path: Path) -
         assert result.error.startswith("PsUnreachable (PS "), result.line()
     elif name == "service-restart":
         assert "listening again" in result.fault, result.line()
+    elif name == "p4rt-silent":
+        assert "the service saw it unreachable" in result.fault, result.line()
+        slowest = float(result.fault.split("GetTopology answered within ")[1].split()[0])
+        assert slowest < 2.0, result.line()  # the API did not wait for the silent switch
 
 
 def test_a_workers_error_line_gives_its_named_error() -> None:
