@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "experiment": ("host_stack.cli.experiment", "reproduce a paper's experiment (InArt, ...)"),
     "train": ("host_stack.cli.train", "train a model over a plan (PS + worker processes)"),
     "emulate": ("emulation.cli.emulate", "run schemes on a Mininet network of P4 switches"),
+    "drill": ("emulation.cli.drill", "failure drills on a fig1 emulation under `inart serve`"),
     "simulate": ("simulation.cli.simulate", "simulate schemes on SimGrid at real link speeds"),
     "shell": ("emulation.cli.shell", "p4runtime-shell on a P4Runtime switch"),
     "switch": ("emulation.cli.switch", "run one P4 switch (embedded target or bmv2) alone"),

@@ -582,6 +582,22 @@ class Network:
             return None
         return socket_address(self.metrics_dir, node)
 
+    def set_link(self, a: str, b: str, up: bool) -> None:
+        """Take link a-b down or up again as a pulled cable does: the switch ends of it go
+        administratively down (a host's end sees its carrier go), never a host's end, whose
+        kernel would flush its static ARP entries and routes on going down, so it would not
+        come back with the link (Mininet's ``configLinkStatus`` downs both ends)."""
+        if self.cluster is not None:
+            raise NetworkError("a link's status: the switch interfaces are on other servers; "
+                               "not offered with --cluster")
+        if (a, b) not in self.topo.links:
+            raise NetworkError(f"link {a}-{b}: not a link of the topology")
+        ends = [f"{sw}-eth{self.addr.port[(sw, peer)]}" for sw, peer in ((a, b), (b, a))
+                if (sw, peer) in self.addr.port]
+        for name in ends:
+            subprocess.run(["ip", "link", "set", "dev", name, "up" if up else "down"],
+                           check=True, capture_output=True, timeout=10)
+
     def switch_ports(self, switch: str) -> dict[int, str]:
         """Port number -> interface of ``switch``."""
         return {p: f"{sw}-eth{p}" for (sw, _), p in self.addr.port.items() if sw == switch}

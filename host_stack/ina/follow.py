@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 from dataclasses import dataclass
 
 import grpc
@@ -90,11 +91,18 @@ class ServiceLink:
         self._watch: grpc.Future | None = None
 
     def _rpc(self, what: str, fn, *args):
-        try:
-            return fn(*args)
-        except grpc.RpcError as exc:
-            raise FollowError(f"service {self.client.address}: {what} for job {self.job_id}: "
-                              f"{exc.code().name}: {exc.details()}") from None
+        """``fn(*args)``; a service that does not answer (restarting: UNAVAILABLE) is asked
+        again for up to the link's timeout before FollowError."""
+        give_up = time.monotonic() + self.client.timeout
+        while True:
+            try:
+                return fn(*args)
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.UNAVAILABLE and time.monotonic() < give_up:
+                    time.sleep(0.2)
+                    continue
+                raise FollowError(f"service {self.client.address}: {what} for job "
+                                  f"{self.job_id}: {exc.code().name}: {exc.details()}") from None
 
     def version(self, number: int = 0) -> HostVersion:
         """A version of the job (0: the active one), fetched once."""

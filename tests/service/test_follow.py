@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from control_plane.deploy.addressing import assign
 from control_plane.deploy.versions import Lane, compile_version
+from control_plane.localhost import free_ports
 from control_plane.model.plan import Plan
 from control_plane.model.topologies import build_topology, fig1
 from control_plane.repo import REPO, child_env
@@ -129,3 +132,36 @@ def test_a_worker_refuses_bad_service_options_by_name(args, code, message) -> No
                           timeout=120, cwd=REPO, env=child_env())
     assert proc.returncode == code, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_restarting_service_is_asked_again_until_the_links_timeout(tmp_path: Path) -> None:
+    """A service killed and restarted (nothing listens meanwhile: UNAVAILABLE) is asked
+    again, so hosts ride through the restart; one that stays away is a FollowError once the
+    link's timeout passed, not a hang."""
+    (port,) = free_ports(1)
+    link = ServiceLink(f"127.0.0.1:{port}", 99, "w1", timeout=30)
+    started: list[Service] = []
+
+    def come_up() -> None:
+        time.sleep(1.0)
+        started.append(start_service(tmp_path / "state", listen=f"127.0.0.1:{port}"))
+
+    later = threading.Thread(target=come_up)
+    later.start()
+    try:
+        with pytest.raises(FollowError, match="job 99.*NOT_FOUND"):  # answered, once up
+            link.for_round(0)
+    finally:
+        later.join()
+        link.close()
+        for svc in started:
+            svc.stop()
+    (port,) = free_ports(1)
+    gone = ServiceLink(f"127.0.0.1:{port}", 99, "w1", timeout=1.0)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(FollowError, match="UNAVAILABLE"):
+            gone.for_round(0)
+    finally:
+        gone.close()
+    assert 1.0 <= time.monotonic() - t0 < 10
