@@ -313,11 +313,12 @@ def test_kernel_paced_chunks_are_timed_from_when_the_kernel_sends_them():
 
     link = PsLink("s1", ("127.0.0.1", 9), 8000.0)  # 1000 bytes/s: a 100-byte frame 0.1 s
     rows = np.zeros((4, 8), np.uint8)
-    kernel = _PsRound(link, rows, np.zeros((4, 2), np.int32), 0.0, user_paced=False)
+    sums = np.zeros((4, 2), np.int32)
+    kernel = _PsRound(link, rows, sums, 0.0, user_paced=False)
     assert kernel.departures(10.0, 3, 100) == pytest.approx([10.1, 10.2, 10.3])
     assert kernel.departures(10.05, 1, 100) == pytest.approx([10.4])  # behind the queue
     assert kernel.departures(20.0, 1, 100) == pytest.approx([20.1])  # drained meanwhile
-    assert _PsRound(link, rows, np.zeros((4, 2), np.int32), 0.0).departures(10.0, 3, 100) == 10.0  # user: now
+    assert _PsRound(link, rows, sums, 0.0).departures(10.0, 3, 100) == 10.0  # user: now
     with pytest.raises(ValueError, match="pacing 'fq'"):
         TransportConfig(pacing="fq")
 
