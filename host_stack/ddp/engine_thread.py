@@ -64,8 +64,9 @@ class EngineThread:
         """Sum ``tensors`` (one dtype) over all workers in place, as one flat vector."""
         dtype = tensors[0].dtype
         wire = torch.int32 if dtype == torch.int32 else torch.float32
-        if len(tensors) == 1 and tensors[0].device.type == "cpu" and dtype == wire \
-                and tensors[0].is_contiguous():
+        in_place = len(tensors) == 1 and tensors[0].device.type == "cpu" and dtype == wire \
+            and tensors[0].is_contiguous()
+        if in_place:
             flat = tensors[0].detach().reshape(-1)
         else:
             flat = torch.cat([t.detach().reshape(-1).to("cpu", wire) for t in tensors])
@@ -79,7 +80,7 @@ class EngineThread:
                 flat.div_(self.world_size)
             else:
                 flat.div_(self.world_size, rounding_mode="floor")
-        if flat.data_ptr() != tensors[0].data_ptr():  # not summed in place: copied back
+        if not in_place:
             start = 0
             for t in tensors:
                 part = flat[start:start + t.numel()].view(t.shape)

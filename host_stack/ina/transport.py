@@ -88,8 +88,10 @@ TAIL_RESEND_RTTS = 2  # least RTTs a resend waits once the whole shard was sent 
 # estimator without a sample all round, and loss recovery at the tail waited 11-17 ms "least
 # RTTs" per resend (fig1, 100k values, 5% loss, duplication and reordering: 2x longer rounds)
 INITIAL_WINDOW = 1024
+_ROUND_AT = wire.HEADER_DTYPE.fields["round"][1]
+ROUND_BYTES = slice(_ROUND_AT, _ROUND_AT + 4)  # a GRAD row's round field (big-endian u32)
 PS_QUEUE_BYTES = 8 * 1024 * 1024  # bytes of large datagrams all windows keep at a PS
-MTU_PAYLOAD = 1472  # UDP payload of a 1500-byte frame
+MTU_PAYLOAD = 1472  # UDP payload of a 1500-byte frame (1500 - IPv4 20 - UDP 8)
 PS_QUEUE = 32768  # datagrams a PS socket queues (2 x SOCKET_BUFFER at ~1 KiB each, no GRO)
 # "user": a token bucket per PS stream here (host_stack/ina/pacing.py); "kernel": the host's
 # egress queue paces each stream (emulation/network/host_pacing.py), so the window goes out at once
@@ -373,7 +375,7 @@ class WorkerTransport:
             rows = self._rows[ps] = wire.pack_batch(hdrs, np.zeros((chunks, self.cfg.n),
                                                                     np.int32), n=self.cfg.n)
         rows = rows[:chunks]
-        rows[:, 4:8] = np.frombuffer(round_.to_bytes(4, "big"), dtype=np.uint8)
+        rows[:, ROUND_BYTES] = np.frombuffer(round_.to_bytes(4, "big"), dtype=np.uint8)
         return rows
 
     def _receive_batches(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:

@@ -19,11 +19,11 @@ import numpy as np
 from control_plane.cli.args import add_metrics
 from host_stack.ina import wire
 from host_stack.ina.addresses import AddressMap
-from host_stack.ina.batchio import GSO_MODES
+from host_stack.ina.batchio import GSO_BYTES, GSO_MODES
 from host_stack.ina.impair import Impairment
 from host_stack.ina.jobplan import JobPlan, load_plan
 from host_stack.ina.quantize import DEFAULT_BOUND, Quantizer
-from host_stack.ina.transport import PACING_MODES, TransportConfig, auto_window
+from host_stack.ina.transport import MTU_PAYLOAD, PACING_MODES, TransportConfig, auto_window
 
 if TYPE_CHECKING:  # the service client (grpc) is imported only by hosts that follow one
     from host_stack.ina.follow import HostVersion, ServiceLink
@@ -32,11 +32,11 @@ if TYPE_CHECKING:  # the service client (grpc) is imported only by hosts that fo
 # these options, never import torch (~230 MB per process)
 MODEL_NAMES = ("cnn", "mlp")
 MODEL_OPTIONS = ("plan", "model", "values", "seed", "lr", "momentum")
+# values per packet at most: one Ethernet MTU's UDP payload, or on loopback, where no switch
+# reads the packets, one UDP datagram
+MAX_N_FRAME = (MTU_PAYLOAD - wire.HEADER_LEN) // 4
+MAX_N_LOOPBACK = (GSO_BYTES - wire.HEADER_LEN) // 4
 # the INA transport's only
-# values per packet at most: one Ethernet MTU (1500 - IPv4 20 - UDP 8 = 1472 bytes of UDP
-# payload), or on loopback, where no switch reads the packets, one UDP datagram (65,507 bytes)
-MAX_N_FRAME = (1472 - wire.HEADER_LEN) // 4
-MAX_N_LOOPBACK = (65507 - wire.HEADER_LEN) // 4
 TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "pacing", "window", "gso", "timeout",
                      "max_retries", "hello_timeout", "pool_size", "impair")
 JOB_OPTIONS = MODEL_OPTIONS + TRANSPORT_OPTIONS
@@ -226,8 +226,8 @@ def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
         if not getattr(args, "addresses", None):
             raise ValueError("--addresses: an address map file is required for this process")
         addresses = AddressMap.load(args.addresses, plan.ps_ids)
-    addresses.require(plan.ps_ids + plan.worker_ids)
     nodes = plan.ps_ids + plan.worker_ids
+    addresses.require(nodes)
     n = TransportConfig.n if args.n is None else args.n
     top = MAX_N_LOOPBACK if all(addresses[x][0].startswith("127.") for x in nodes) \
         else MAX_N_FRAME
