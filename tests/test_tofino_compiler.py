@@ -80,6 +80,15 @@ def test_a_tree_without_the_assembler_says_what_is_missing(tmp_path):
         pass
 
 
+def test_a_tree_whose_driver_was_not_built_says_so(tmp_path):
+    """configure makes build/p4c_src; the driver's package in it comes with the build."""
+    _, tree = _trees(tmp_path)
+    (tree / "p4c_src" / "main.py").unlink()
+    with pytest.raises(BuildError, match=r"p4c_src/main\.py .*p4c_driver"), \
+            tc.open_compiler(str(tree)):
+        pass
+
+
 def test_a_directory_that_is_no_build_tree_is_refused(tmp_path):
     with pytest.raises(BuildError, match="not a p4c build tree"), tc.open_compiler(str(tmp_path)):
         pass
@@ -113,10 +122,10 @@ def test_the_sde_install_is_searched(tmp_path, monkeypatch):
 P4C_SRC = Path(os.environ.get("INART_P4C_SRC", "/opt/p4/src/p4c"))
 
 
-@pytest.mark.skipif(not (P4C_SRC / "build" / "p4c_src").is_dir()
+@pytest.mark.skipif(not (P4C_SRC / "build" / "p4c_src" / "main.py").is_file()
                     or not (P4C_SRC / tc.SRC_DRIVER).is_dir(),
-                    reason=f"no p4c source tree with a configured build at {P4C_SRC} "
-                           f"($INART_P4C_SRC)")
+                    reason=f"no p4c source tree with a built driver (p4c_driver) at "
+                           f"{P4C_SRC} ($INART_P4C_SRC)")
 def test_the_staged_layout_drives_p4cs_own_tofino_driver(tmp_path):
     """p4c's real driver, staged from a real source tree (stand-ins for the two binaries, which
     take hours to build), loads the Tofino configuration and composes the preprocessor,
@@ -136,6 +145,7 @@ def test_the_staged_layout_drives_p4cs_own_tofino_driver(tmp_path):
                               capture_output=True, text=True, timeout=120)
     # its last step, the summary logs (mau.resources.log, metrics.json), is composed, but in a
     # dry run p4c's barefoot.py has no 'pipe_name' for the pipe and returns 1 after it
+    assert proc.stdout.strip(), f"no output (status {proc.returncode}): {proc.stderr}"
     last = proc.stdout.rstrip().splitlines()[-1]
     assert last.startswith(f"{staged}/p4c-build-logs "), proc.stdout
     assert proc.returncode in (0, 1), proc.stderr

@@ -140,13 +140,16 @@ def source_changes(src: Path) -> tuple[tuple[str, ...], str]:
 def stage_build_tree(tree: Path, dest: Path) -> Path:
     """Lay out a Tofino driver for the build tree ``tree`` in ``dest``; the driver's path."""
     src = tree_sources(tree)
-    needed = [tree / "p4c", tree / "p4c_src", tree / TREE_BACKEND, tree / TREE_ASSEMBLER,
+    # p4c_src/main.py: the driver's package, copied in by the build (configure makes the folder)
+    needed = [tree / "p4c", tree / "p4c_src" / "main.py", tree / TREE_BACKEND,
+              tree / TREE_ASSEMBLER,
               src / SRC_DRIVER / "barefoot.py", src / SRC_DRIVER / "p4c.tofino.cfg",
               *(src / d for d in SRC_INCLUDES), *(src / p for p in SRC_SCRIPTS.values())]
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
         raise BuildError(f"p4c build tree {tree} lacks what the Tofino driver needs: "
-                         f"{', '.join(missing)} (build the targets p4c-barefoot and bfas)")
+                         f"{', '.join(missing)} (build the targets p4c_driver, p4c-barefoot "
+                         f"and bfas)")
     shutil.copy2(tree / "p4c", dest / "p4c")
     shutil.copytree(tree / "p4c_src", dest / "p4c_src")
     for name in ("barefoot.py", "p4c.tofino.cfg"):

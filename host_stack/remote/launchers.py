@@ -109,8 +109,10 @@ class SshLauncher(HostLauncher):
         repo = shlex.quote(self.spec.repo)
         parts = []
         if pidfile:
+            # written aside, then renamed: a reader (stop, signal) never sees an empty pid
             parts.append(f"mkdir -p {shlex.quote(str(self.pid_dir))} && "
-                         f"echo $$ > {shlex.quote(pidfile)}")
+                         f"echo $$ > {shlex.quote(pidfile + '.new')} && "
+                         f"mv {shlex.quote(pidfile + '.new')} {shlex.quote(pidfile)}")
         if in_repo:
             parts.append(f"cd {repo}")
         variables = {"PYTHONPATH": self.spec.repo, **(env or {})} if in_repo else dict(env or {})
