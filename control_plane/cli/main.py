@@ -65,6 +65,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                   "the flow-level simulation against the emulation's head-to-head"),
     "observe": ("emulation.bench.observe",
                 "metrics and web view: their cost to an emulation's round time (Mininet)"),
+    "drill": ("emulation.bench.drill",
+              "failure drills: each one's recovery time and outcome (Mininet, inart serve)"),
 }
 
 

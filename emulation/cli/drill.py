@@ -32,14 +32,15 @@ from control_plane.cli.args import (
     write_json,
 )
 from emulation.network.mininet_net import mininet_available
-from emulation.runs.drill import DRILLS, run_drills
+from emulation.runs.drills.drill import run_drills
+from emulation.runs.drills.outcome import DRILLS
 
 NAMES = tuple(DRILLS)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = command(subparsers, "drill", "failure drills on a fig1 emulation under `inart serve`",
-                __doc__)
+def add_drill_arguments(p: argparse.ArgumentParser) -> None:
+    """The drills to run and their seed, deadline and rounds (`inart drill`, `inart bench
+    drill`)."""
     p.add_argument("drills", nargs="?", type=names_of(NAMES, every="all"), default=list(NAMES),
                    metavar="DRILL[,DRILL...]",
                    help=f"comma-separated from {', '.join(NAMES)}, or all (default all)")
@@ -49,6 +50,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds per drill; past it the drill fails (default 180)")
     p.add_argument("--rounds", type=positive(int), default=12,
                    help="rounds of each drill's job (default 12; at least 6)")
+
+
+def check_drill_arguments(args: argparse.Namespace, command: str) -> None:
+    """What argparse cannot check, before any network starts."""
+    if args.rounds < 6:
+        raise InputError(f"argument --rounds: {args.rounds}: expected at least 6 (the fault "
+                         f"comes in a round with three after it)")
+    reason = mininet_available()
+    if reason:
+        raise RunFailed(f"{command} needs Mininet: {reason}")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = command(subparsers, "drill", "failure drills on a fig1 emulation under `inart serve`",
+                __doc__)
+    add_drill_arguments(p)
     add_json(p, "every drill's result")
     add_out(p, "drill", "each drill's logs and drill.json")
     add_quiet(p)
@@ -56,12 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.rounds < 6:
-        raise InputError(f"argument --rounds: {args.rounds}: expected at least 6 (the fault "
-                         f"comes in a round with three after it)")
-    reason = mininet_available()
-    if reason:
-        raise RunFailed(f"inart drill needs Mininet: {reason}")
+    check_drill_arguments(args, "inart drill")
     out = fresh_out(args.out)
 
     def show(result) -> None:

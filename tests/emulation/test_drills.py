@@ -1,4 +1,4 @@
-"""Failure drills (`inart drill`, emulation/runs/drill.py): each on a fig1 emulation with a
+"""Failure drills (`inart drill`, emulation/runs/drills/): each on a fig1 emulation with a
 job under `inart serve`, seeded, under a deadline.  A drill passes when the job finished with
 every round's sums exact against numpy on every worker, or every surviving worker ended with
 the same named error within the deadline; and nothing it started is left behind."""
@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from control_plane.repo import REPO, child_env
-from emulation.runs.drill import Drill, DrillResult, named_error
+from emulation.bench.drill import drill_figure
+from emulation.runs.drills.drill import Drill
+from emulation.runs.drills.outcome import DrillResult, named_error
 
 DEADLINE_S = 180.0  # per drill; past it the drill fails (it does not hang)
 ROUNDS = 10
@@ -123,3 +125,21 @@ def test_a_drill_past_its_deadline_fails_loudly_and_leaves_nothing(tmp_path: Pat
     assert result.outcome == "failed" and "deadline" in result.detail, result.line()
     assert "FAILED" in result.line() and result.wall_s < 25.0 + 60, result.line()
     assert not result.leftovers, result.line()
+
+
+def test_the_bench_line_meets_its_goal_only_when_the_drill_kept_its_promise() -> None:
+    kept = DrillResult("switch-restart", 0, "exact", 5.0, "switch v1 killed", 12, 1.25)
+    fig = drill_figure(kept, 180.0)
+    assert fig["met"] and fig["value"] == 5.0 and fig["in_rounds"] == 4.0, fig
+    assert fig["goal"] == "<= 180" and fig["ratio"] == round(5.0 / 180, 3), fig
+    late = DrillResult("switch-restart", 0, "exact", 200.0, "switch v1 killed", 12, 1.25)
+    assert not drill_figure(late, 180.0)["met"]
+    # a named error where the drill promises exact sums: not met, whatever the time
+    broke = DrillResult("link-flap", 0, "named-error", 3.0, "link s1-v1 down", 4, 1.0,
+                        error="PsUnreachable (PS s1)", detail="job stopped")
+    fig = drill_figure(broke, 180.0)
+    assert not fig["met"] and fig["error"] == "PsUnreachable (PS s1)", fig
+    hung = DrillResult("ps-kill", 0, "failed", None, "PS s1 killed", 3, None,
+                       detail="worker w1 still running at the deadline of 180 s")
+    fig = drill_figure(hung, 180.0)
+    assert not fig["met"] and "still running" in fig["why"] and fig["in_rounds"] is None, fig
