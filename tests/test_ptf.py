@@ -7,6 +7,7 @@ failure fails this test with ptf's report.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ sys.path.insert(0, str(PTF_DIR))
 import run_ptf  # noqa: E402
 
 from emulation.targets import TargetError, get_target  # noqa: E402
+from emulation.targets.embedded import coverage  # noqa: E402
 from tests.drivers.bfrt_fake import write_stub_package  # noqa: E402
 
 pytestmark = [pytest.mark.root]
@@ -38,19 +40,29 @@ def _skip_reason(target: str) -> str | None:
     return None
 
 
+COVERAGE_GOAL = 95.0  # percent of the program's statements the suite runs (embedded target)
+
+
 @pytest.mark.parametrize("target", ["embedded", "bmv2"])
 def test_ptf_suite_passes(target, tmp_path):
     reason = _skip_reason(target)
     if reason:
         pytest.skip(reason)
+    cov = tmp_path / "coverage.json"
     proc = subprocess.run(
         [sys.executable, str(PTF_DIR / "run_ptf.py"), "--target", target,
-         "--keep-logs", str(tmp_path)],
+         "--keep-logs", str(tmp_path), *(["--coverage", str(cov)] if target == "embedded"
+                                         else [])],
         capture_output=True, text=True, timeout=900,
     )
     report = proc.stdout[-6000:] + proc.stderr[-6000:]
     assert proc.returncode == 0, f"PTF suite failed on {target} (logs in {tmp_path}):\n{report}"
     assert "OK" in report and "FAIL" not in report, report
+    if target == "embedded":  # what of the program the suite ran, measured by the target
+        summary = coverage.summary(coverage.merge([json.loads(cov.read_text())]))
+        print(coverage.report(summary))
+        assert summary["statements"] > 200, summary  # the whole program was compiled in
+        assert summary["percent"] >= COVERAGE_GOAL, coverage.report(summary)
 
 
 def test_target_command_line_is_shared_by_targets():

@@ -42,6 +42,7 @@ if (HERE.parent.parent / "emulation").is_dir():  # run as a script from a checko
 from control_plane.drivers.bfrt.client import DEFAULT_PUSH_TIMEOUT_S  # noqa: E402
 from control_plane.drivers.bfrt.sde import sde_missing  # noqa: E402
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target  # noqa: E402
+from emulation.targets.embedded.coverage import ENV as COVERAGE_ENV  # noqa: E402
 from host_stack.netns import Netns, NetnsError  # noqa: E402
 
 NUM_PORTS = 10  # keep equal to ina_base.NUM_PORTS
@@ -64,7 +65,11 @@ def switch_spec(ports: int, extra: list[str]) -> SwitchSpec:
 
 
 def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_args: list[str],
-              workdir: Path, build_dir: Path | None = None) -> int:
+              workdir: Path, build_dir: Path | None = None, test_dir: Path = HERE,
+              coverage: Path | None = None) -> int:
+    if coverage is not None and target != "embedded":
+        raise HarnessError(f"--coverage: P4 statement coverage is measured by the embedded "
+                           f"target, not {target}")
     if os.geteuid() != 0:
         raise HarnessError("the PTF harness needs root (network namespaces, raw sockets)")
     ptf = find_ptf()
@@ -83,16 +88,20 @@ def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_a
             for k in range(1, NUM_PORTS + 1):
                 ns.add_veth(f"sw{k}", f"h{k}")
             print(f"run_ptf: target {tgt.describe()}: {' '.join(tgt.command(spec))}", flush=True)
+            if coverage is not None:  # the switch writes it when it stops
+                os.environ[COVERAGE_ENV] = str(coverage.resolve())
             with SwitchProcess(tgt, spec, netns=ns.name, log=workdir / "switch.log") as switch:
                 params = f"grpc_addr='{GRPC}';device_id=0"
                 if build_dir is not None:
                     params += f";build_dir='{build_dir.resolve()}'"
-                ptf_cmd = [*ns.exec_prefix(), ptf, "--test-dir", str(HERE),
+                ptf_cmd = [*ns.exec_prefix(), ptf, "--test-dir", str(test_dir),
                            *[a for k in range(1, NUM_PORTS + 1) for a in ("-i", f"{k}@h{k}")],
                            "--test-params", params, "--log-file", str(workdir / "ptf.log"),
                            *ptf_args, *tests]
-                rc = subprocess.run(ptf_cmd, env=tgt.env(), cwd=workdir,
-                                    timeout=1800).returncode
+                env = tgt.env()  # the suite's own modules (ina_base) from any test dir
+                env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE),
+                                                                  env.get("PYTHONPATH")]))
+                rc = subprocess.run(ptf_cmd, env=env, cwd=workdir, timeout=1800).returncode
                 problem = switch.health()
                 if problem:
                     print(f"run_ptf: target {problem}:{switch._tail()}")
@@ -100,6 +109,8 @@ def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_a
                 return rc
     except (TargetError, NetnsError) as exc:
         raise HarnessError(str(exc)) from None
+    finally:
+        os.environ.pop(COVERAGE_ENV, None)
 
 
 def tofino_skip_reason(switch: str | None, ports: Path | None, bfrt: bool = False
@@ -188,6 +199,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--build-dir", type=Path, default=None,
                         help="P4 build to test (bmv2 JSON, P4Info, build-info.json; "
                              "default: the committed p4src/build)")
+    parser.add_argument("--test-dir", type=Path, default=HERE,
+                        help="directory of the PTF tests to run (default: the INA suite; "
+                             "tests/ptf_testgen: the P4Testgen-generated tests)")
+    parser.add_argument("--coverage", type=Path, default=None, metavar="FILE",
+                        help="embedded target: write the P4 program's statement coverage "
+                             "to FILE (python -m emulation.targets.embedded.coverage FILE...)")
     parser.add_argument("tests", nargs="*", help="ptf test names (default: all)")
 
 
@@ -199,10 +216,11 @@ def run(args: argparse.Namespace) -> int:
         if args.keep_logs:
             args.keep_logs.mkdir(parents=True, exist_ok=True)
             return run_suite(args.target, args.tests, args.switch_arg, args.ptf_arg,
-                             args.keep_logs.resolve(), args.build_dir)
+                             args.keep_logs.resolve(), args.build_dir, args.test_dir,
+                             args.coverage)
         with tempfile.TemporaryDirectory(prefix="inart-ptf-") as tmp:
             return run_suite(args.target, args.tests, args.switch_arg, args.ptf_arg, Path(tmp),
-                             args.build_dir)
+                             args.build_dir, args.test_dir, args.coverage)
     except HarnessError as exc:
         print(f"run_ptf: error: {exc}", file=sys.stderr)
         return 2

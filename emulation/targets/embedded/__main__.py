@@ -15,6 +15,7 @@ import threading
 from collections.abc import Sequence
 
 from control_plane.cli.args import add_metrics
+from emulation.targets.embedded.coverage import write_if_recording
 from emulation.targets.embedded.json_loader import PipelineError
 from emulation.targets.embedded.pipeline import Switch, load_program
 
@@ -127,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if metrics is not None:
         metrics.close()
     loop.stop()
+    written = write_if_recording()
+    if written:
+        log.info("P4 statement coverage written to %s", written)
     log.info("stopped; rx %d, tx %d, drops and errors: %s", switch.stats["rx"],
              switch.stats["tx"], describe(reasons(switch.snapshot())))
     return 0

@@ -16,6 +16,7 @@ from typing import Any
 from emulation.targets.embedded import headers
 from emulation.targets.embedded import json_loader as jl
 from emulation.targets.embedded.calculations import Calculation, compile_calculation
+from emulation.targets.embedded.coverage import recorder
 from emulation.targets.embedded.expressions import Expr, ExprCompiler, Namespace, assign_code
 from emulation.targets.embedded.externs import CounterArray, RegisterArray, ValueSet
 from emulation.targets.embedded.json_loader import Layout, PipelineError
@@ -90,6 +91,11 @@ class PrimitiveCompiler:
         self.res = res
         self.ex = ExprCompiler(layout, ns)
         self.std = layout.headers.get("standard_metadata")
+        self.cov = recorder()  # statement coverage, when $INART_P4_COVERAGE asks for it
+
+    def mark(self, source_info: dict[str, Any] | None, kind: str, ind: str) -> list[str]:
+        """The coverage mark of one statement (nothing when coverage is off)."""
+        return [] if self.cov is None else self.cov.mark(self.ns, source_info, kind, ind)
 
     def value(self, tv: Any, where: str, lw: list[int] | None) -> Expr:
         return self.ex.compile(tv, where, lw)
@@ -244,6 +250,7 @@ def compile_body(pc: PrimitiveCompiler, prims: list[dict[str, Any]], where: str,
     if not jumps:
         lines: list[str] = []
         for i, pr in enumerate(prims):
+            lines += pc.mark(pr.get("source_info"), "primitive", ind)
             lines += pc.compile(pr, f"{where} primitives[{i}]", lw, ind)
         return lines or [ind + "pass"]
     leaders = {0, len(prims)}
@@ -267,6 +274,7 @@ def compile_body(pc: PrimitiveCompiler, prims: list[dict[str, Any]], where: str,
                 target = pc.ex.const_width(pr["parameters"][1], w)
                 lines.append(body + f"if not ({cond.src}): pc = {target}; continue")
             else:
+                lines += pc.mark(pr.get("source_info"), "primitive", body)
                 lines += pc.compile(pr, w, lw, body)
         lines.append(body + f"pc = {end}; continue")
     lines.append(ind + "    return")

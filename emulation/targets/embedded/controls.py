@@ -130,6 +130,7 @@ class ControlCompiler:
             if name in self.conds:
                 cj = self.conds[name]
                 cond = self.pc.value(cj["expression"], cj["where"], None)
+                lines += self.pc.mark(cj.get("source_info"), "condition", ind)
                 lines += self.branches([(f"if {cond.src}:", cj.get("true_next")),
                                         ("else:", cj.get("false_next"))], join, ind, depth)
             else:
@@ -234,12 +235,13 @@ class ControlCompiler:
         if not t.keys:  # p4c's action-call tables: always the default entry
             return self.run_miss(t, ind) + self.then(t, False, join, ind, depth)
         body = ind + "    "
+        applied = self.pc.mark(t.source_info, "table", ind)
         hit = []
         if t.with_counters:
             hit += [body + "_e.packets += 1", body + f"_e.bytes += S[{jl.INGRESS_LEN}]"]
         hit += self.call(t, "_e", body)
         miss = self.run_miss(t, body) or [body + "pass"]
-        lines = self.lookup(t, ind)
+        lines = applied + self.lookup(t, ind)
         if self.next_of(t, True) == self.next_of(t, False) and self.next_of(t, True)[1] is None:
             return (lines + [ind + "if _e is None:"] + miss + [ind + "else:"] + hit
                     + self.then(t, True, join, ind, depth))

@@ -70,6 +70,7 @@ class Table:
                  where: str) -> None:
         self.name: str = tj["name"]
         self.where = where
+        self.source_info: dict[str, Any] | None = tj.get("source_info")  # for coverage
         if tj.get("type", "simple") != "simple":
             raise PipelineError(where, f"table type {tj.get('type')!r} (action profiles) "
                                        "is not supported")
