@@ -3,6 +3,8 @@
 #                  build-info.json) with p4c, and the Tofino build of p4src/tna
 #                  (p4src/build/tna/) with p4c's Tofino back end
 #   make p4-check  check that both builds match the P4 sources (no compiler needed)
+#   make testgen   regenerate the P4Testgen PTF tests of the v1model program
+#                  (tests/ptf_testgen/) with p4testgen (P4TESTGEN=/path/to/p4testgen)
 #   make p4runtime-stubs  regenerate the P4Runtime API stubs (control_plane/p4runtime_api) with
 #                  protoc and grpc_python_plugin
 # P4C=/path/to/p4c and BF_P4C=/path/to/bf-p4c (the SDE's), or a p4c driver with p4c-barefoot
@@ -13,14 +15,18 @@ PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 P4C ?= /opt/p4/bin/p4c
 ARCH ?= all
 BF_P4C ?=
+P4TESTGEN ?= /opt/p4/bin/p4testgen
 
-.PHONY: p4 p4-check p4runtime-stubs
+.PHONY: p4 p4-check testgen p4runtime-stubs
 
 p4:
 	$(PYTHON) -m control_plane.p4build --arch $(ARCH) --p4c $(P4C) $(if $(BF_P4C),--bf-p4c $(BF_P4C))
 
 p4-check:
 	$(PYTHON) -m control_plane.p4build --check
+
+testgen:
+	$(PYTHON) tests/ptf_testgen/generate.py --p4testgen $(P4TESTGEN)
 
 p4runtime-stubs:
 	$(PYTHON) -m control_plane.p4runtime_api.generate

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 CHECKOUT: Path | None = REPO if (REPO / "pyproject.toml").is_file() else None
 DATA = REPO / "control_plane" / "data"  # in a wheel: the checkout's files the commands read
 # what setup.py copies into a wheel's DATA: checkout path -> name under DATA
-PACKAGE_DATA = {"p4src/build": "p4build", "tests/ptf": "ptf"}
+PACKAGE_DATA = {"p4src/build": "p4build", "tests/ptf": "ptf", "tests/ptf_testgen": "ptf_testgen"}
 P4_BUILD = REPO / "p4src" / "build" if CHECKOUT else DATA / "p4build"
 PTF_SUITE = REPO / "tests" / "ptf" if CHECKOUT else DATA / "ptf"
 # a running emulation's switches (P4Runtime address, device id): `inart shell` and `inart ctl

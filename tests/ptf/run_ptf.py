@@ -46,6 +46,8 @@ from emulation.targets.embedded.coverage import ENV as COVERAGE_ENV  # noqa: E40
 from host_stack.netns import Netns, NetnsError  # noqa: E402
 
 NUM_PORTS = 10  # keep equal to ina_base.NUM_PORTS
+# the hand-written suite, and P4Testgen's tests of the v1model program (make testgen)
+SUITES = tuple(d for d in (HERE, HERE.parent / "ptf_testgen") if d.is_dir())
 GRPC = "127.0.0.1:9559"  # free by construction: the namespace is new
 SKIPPED = 77  # exit status of a skipped run (automake's convention)
 
@@ -65,8 +67,10 @@ def switch_spec(ports: int, extra: list[str]) -> SwitchSpec:
 
 
 def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_args: list[str],
-              workdir: Path, build_dir: Path | None = None, test_dir: Path = HERE,
-              coverage: Path | None = None) -> int:
+              workdir: Path, build_dir: Path | None = None,
+              test_dirs: tuple[Path, ...] = SUITES, coverage: Path | None = None) -> int:
+    """Run each suite of ``test_dirs`` in turn against one switch; the first failing ptf
+    status (0: every suite passed)."""
     if coverage is not None and target != "embedded":
         raise HarnessError(f"--coverage: P4 statement coverage is measured by the embedded "
                            f"target, not {target}")
@@ -94,14 +98,20 @@ def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_a
                 params = f"grpc_addr='{GRPC}';device_id=0"
                 if build_dir is not None:
                     params += f";build_dir='{build_dir.resolve()}'"
-                ptf_cmd = [*ns.exec_prefix(), ptf, "--test-dir", str(test_dir),
-                           *[a for k in range(1, NUM_PORTS + 1) for a in ("-i", f"{k}@h{k}")],
-                           "--test-params", params, "--log-file", str(workdir / "ptf.log"),
-                           *ptf_args, *tests]
                 env = tgt.env()  # the suite's own modules (ina_base) from any test dir
                 env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE),
                                                                   env.get("PYTHONPATH")]))
-                rc = subprocess.run(ptf_cmd, env=env, cwd=workdir, timeout=1800).returncode
+                rc = 0
+                for test_dir in test_dirs:
+                    print(f"run_ptf: suite {test_dir}", flush=True)
+                    ptf_cmd = [*ns.exec_prefix(), ptf, "--test-dir", str(test_dir),
+                               *[a for k in range(1, NUM_PORTS + 1)
+                                 for a in ("-i", f"{k}@h{k}")],
+                               "--test-params", params,
+                               "--log-file", str(workdir / f"ptf-{test_dir.name}.log"),
+                               *ptf_args, *tests]
+                    rc = rc or subprocess.run(ptf_cmd, env=env, cwd=workdir,
+                                              timeout=1800).returncode
                 problem = switch.health()
                 if problem:
                     print(f"run_ptf: target {problem}:{switch._tail()}")
@@ -199,9 +209,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--build-dir", type=Path, default=None,
                         help="P4 build to test (bmv2 JSON, P4Info, build-info.json; "
                              "default: the committed p4src/build)")
-    parser.add_argument("--test-dir", type=Path, default=HERE,
-                        help="directory of the PTF tests to run (default: the INA suite; "
-                             "tests/ptf_testgen: the P4Testgen-generated tests)")
+    parser.add_argument("--test-dir", type=Path, action="append", default=None,
+                        dest="test_dirs", metavar="DIR",
+                        help="a directory of PTF tests to run, repeatable (default: both "
+                             "suites: tests/ptf, the hand-written one, and tests/ptf_testgen, "
+                             "the P4Testgen-generated one)")
     parser.add_argument("--coverage", type=Path, default=None, metavar="FILE",
                         help="embedded target: write the P4 program's statement coverage "
                              "to FILE (python -m emulation.targets.embedded.coverage FILE...)")
@@ -216,14 +228,30 @@ def run(args: argparse.Namespace) -> int:
         if args.keep_logs:
             args.keep_logs.mkdir(parents=True, exist_ok=True)
             return run_suite(args.target, args.tests, args.switch_arg, args.ptf_arg,
-                             args.keep_logs.resolve(), args.build_dir, args.test_dir,
-                             args.coverage)
+                             args.keep_logs.resolve(), args.build_dir,
+                             _suites(args), args.coverage)
         with tempfile.TemporaryDirectory(prefix="inart-ptf-") as tmp:
             return run_suite(args.target, args.tests, args.switch_arg, args.ptf_arg, Path(tmp),
-                             args.build_dir, args.test_dir, args.coverage)
+                             args.build_dir, _suites(args), args.coverage)
     except HarnessError as exc:
         print(f"run_ptf: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _suites(args: argparse.Namespace) -> tuple[Path, ...]:
+    """The suites to run: those named; else, with test names, the suite of their modules;
+    else both."""
+    if args.test_dirs:
+        dirs = tuple(args.test_dirs)
+    elif args.tests:
+        dirs = tuple(d for d in SUITES
+                     if any((d / f"{name.split('.')[0]}.py").is_file() for name in args.tests))
+    else:
+        dirs = SUITES
+    if args.tests and len(dirs) != 1:
+        raise HarnessError(f"tests {' '.join(args.tests)}: name tests of one suite (modules "
+                           f"in {' or '.join(str(d) for d in SUITES)}) or give its --test-dir")
+    return dirs
 
 
 def main(argv: list[str] | None = None) -> int:
