@@ -24,7 +24,7 @@ def test_the_tests_were_generated_from_the_current_sources() -> None:
 
 
 def test_the_file_holds_the_tests_testgen_json_counts() -> None:
-    text = (TESTGEN / "inart.py").read_text()
+    text = (TESTGEN / "inart_v1model.py").read_text()
     assert text.startswith("# P4Runtime PTF test for p4src/v1model/inart.p4\n"
                            f"# p4testgen seed: {INFO['seed']}\n")
     ids = [int(n) for n in re.findall(r"^class Test(\d+)\(AbstractTest\)", text, re.M)]

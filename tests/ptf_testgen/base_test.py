@@ -4,9 +4,10 @@ suite runs on (the embedded target, bmv2), through inart's own P4Runtime client.
 
 What a generated test asks of it: a `P4RuntimeTest` base whose setUp gives a fresh pipeline
 (ina_base.InaTest pushes the program before every test: empty tables, zero registers, which
-is the state P4Testgen assumes), `updateConfig`, the match builders `Exact`, `Lpm`,
-`Ternary`, `Range`, `Optional`, `table_add` by P4Info names, `insert_pre_clone_session`, and
-the module names `autocleanup`, `testutils` and `p4runtime_pb2`.  A request the program
+is the state P4Testgen assumes), `updateConfig`, the match builders of the program's match
+kinds (`Exact`, `Lpm`, `Ternary`; a range or optional match would need its own),
+`table_add` by P4Info names, `insert_pre_clone_session`, and the module names
+`autocleanup`, `testutils` and `p4runtime_pb2`.  A request the program
 cannot need (meters: it has none) fails the test by name instead of being ignored.
 """
 
@@ -60,14 +61,6 @@ class P4RuntimeTest(InaTest):
     @staticmethod
     def Ternary(name: str, value: int, mask: int) -> Match:  # noqa: N802
         return name, (value, mask) if mask else None
-
-    @staticmethod
-    def Range(name: str, low: int, high: int) -> Match:  # noqa: N802
-        return name, (low, high)
-
-    @staticmethod
-    def Optional(name: str, value: int, use_exact: bool = True) -> Match:  # noqa: N802
-        return name, value
 
     def table_add(self, key: tuple[str, list[Match]], action: tuple[str, list[tuple[str, int]]],
                   priority: int | None = None, options: dict | None = None) -> None:

@@ -6,7 +6,7 @@ that path needs and the packet that must come out (or none).  This runs it with 
 the coverage-guided path selection and statement and table-entry coverage, and writes into
 this directory:
 
-- ``inart.py``: the generated tests, verbatim (they import ``base_test``, inart's harness);
+- ``inart_v1model.py``: the generated tests, verbatim (they import ``base_test``, inart's harness);
 - ``TESTGEN.json``: the generator's version, the command, the seed, the sha256 of the P4
   sources the tests were generated from (tests/test_ptf.py fails when they go stale), the
   number of tests, P4Testgen's own statement coverage and the statements it did not reach
@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from control_plane.p4build import sources  # noqa: E402
 
 PROGRAM = "p4src/v1model/inart.p4"
-TEST_NAME = "inart"
+TEST_NAME = "inart_v1model"  # the module name (not "inart": that is a package)
 PORTS = "1:10"  # the PTF harness's switch ports (tests/ptf/run_ptf.py)
 TIMEOUT_S = 3600
 _COVERED = re.compile(r"Nodes covered: [0-9.]+ \((\d+)/(\d+)\)")

@@ -134,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError) as exc:
         print(f"coverage: error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(s, indent=1) if args.json else report(s))
+    try:
+        print(json.dumps(s, indent=1) if args.json else report(s))
+    except BrokenPipeError:  # a reader that stopped early (| head)
+        sys.stderr.close()
     return 0
 
 

@@ -82,7 +82,7 @@ class AbstractTest(bt.P4RuntimeTest):
 
 class Test1(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.096
+    Date generated: 2026-12-02-14:34:15.902
     Current node coverage: 0.065
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -168,7 +168,7 @@ class Test1(AbstractTest):
 
 class Test2(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.121
+    Date generated: 2026-12-02-14:34:15.928
     Current node coverage: 0.069
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -255,7 +255,7 @@ class Test2(AbstractTest):
 
 class Test3(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.134
+    Date generated: 2026-12-02-14:34:15.947
     Current node coverage: 0.093
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -366,7 +366,7 @@ class Test3(AbstractTest):
 
 class Test4(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.149
+    Date generated: 2026-12-02-14:34:15.964
     Current node coverage: 0.12
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -486,7 +486,7 @@ class Test4(AbstractTest):
 
 class Test5(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.162
+    Date generated: 2026-12-02-14:34:15.989
     Current node coverage: 0.13
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -599,7 +599,7 @@ class Test5(AbstractTest):
 
 class Test6(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.195
+    Date generated: 2026-12-02-14:34:16.007
     Current node coverage: 0.13
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -740,7 +740,7 @@ class Test6(AbstractTest):
 
 class Test7(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.213
+    Date generated: 2026-12-02-14:34:16.026
     Current node coverage: 0.21
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -916,7 +916,7 @@ class Test7(AbstractTest):
 
 class Test8(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.227
+    Date generated: 2026-12-02-14:34:16.054
     Current node coverage: 0.37
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -1126,7 +1126,7 @@ class Test8(AbstractTest):
 
 class Test9(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.252
+    Date generated: 2026-12-02-14:34:16.064
     Current node coverage: 0.37
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -1202,7 +1202,7 @@ class Test9(AbstractTest):
 
 class Test10(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.267
+    Date generated: 2026-12-02-14:34:16.082
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -1380,7 +1380,7 @@ class Test10(AbstractTest):
 
 class Test11(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.278
+    Date generated: 2026-12-02-14:34:16.094
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -1480,7 +1480,7 @@ class Test11(AbstractTest):
 
 class Test12(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.285
+    Date generated: 2026-12-02-14:34:16.102
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -1596,7 +1596,7 @@ class Test12(AbstractTest):
 
 class Test13(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.296
+    Date generated: 2026-12-02-14:34:16.115
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -1698,7 +1698,7 @@ class Test13(AbstractTest):
 
 class Test14(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.311
+    Date generated: 2026-12-02-14:34:16.143
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -1817,7 +1817,7 @@ class Test14(AbstractTest):
 
 class Test15(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.320
+    Date generated: 2026-12-02-14:34:16.152
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -1899,7 +1899,7 @@ class Test15(AbstractTest):
 
 class Test16(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.349
+    Date generated: 2026-12-02-14:34:16.163
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -1984,7 +1984,7 @@ class Test16(AbstractTest):
 
 class Test17(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.365
+    Date generated: 2026-12-02-14:34:16.180
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -2130,7 +2130,7 @@ class Test17(AbstractTest):
 
 class Test18(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.377
+    Date generated: 2026-12-02-14:34:16.194
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -2237,7 +2237,7 @@ class Test18(AbstractTest):
 
 class Test19(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.387
+    Date generated: 2026-12-02-14:34:16.219
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -2418,7 +2418,7 @@ class Test19(AbstractTest):
 
 class Test20(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.395
+    Date generated: 2026-12-02-14:34:16.228
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -2562,7 +2562,7 @@ class Test20(AbstractTest):
 
 class Test21(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.406
+    Date generated: 2026-12-02-14:34:16.242
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -2727,7 +2727,7 @@ class Test21(AbstractTest):
 
 class Test22(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.416
+    Date generated: 2026-12-02-14:34:16.255
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -2810,7 +2810,7 @@ class Test22(AbstractTest):
 
 class Test23(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.445
+    Date generated: 2026-12-02-14:34:16.265
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -2890,7 +2890,7 @@ class Test23(AbstractTest):
 
 class Test24(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.457
+    Date generated: 2026-12-02-14:34:16.293
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -2992,7 +2992,7 @@ class Test24(AbstractTest):
 
 class Test25(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.474
+    Date generated: 2026-12-02-14:34:16.312
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -3171,7 +3171,7 @@ class Test25(AbstractTest):
 
 class Test26(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.482
+    Date generated: 2026-12-02-14:34:16.322
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -3244,7 +3244,7 @@ class Test26(AbstractTest):
 
 class Test27(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.489
+    Date generated: 2026-12-02-14:34:16.331
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -3358,7 +3358,7 @@ class Test27(AbstractTest):
 
 class Test28(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.495
+    Date generated: 2026-12-02-14:34:16.340
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -3463,7 +3463,7 @@ class Test28(AbstractTest):
 
 class Test29(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.528
+    Date generated: 2026-12-02-14:34:16.355
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -3637,7 +3637,7 @@ class Test29(AbstractTest):
 
 class Test30(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.537
+    Date generated: 2026-12-02-14:34:16.364
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -3780,7 +3780,7 @@ class Test30(AbstractTest):
 
 class Test31(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.546
+    Date generated: 2026-12-02-14:34:16.375
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -3959,7 +3959,7 @@ class Test31(AbstractTest):
 
 class Test32(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.557
+    Date generated: 2026-12-02-14:34:16.388
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -4044,7 +4044,7 @@ class Test32(AbstractTest):
 
 class Test33(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.569
+    Date generated: 2026-12-02-14:34:16.420
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -4143,7 +4143,7 @@ class Test33(AbstractTest):
 
 class Test34(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.582
+    Date generated: 2026-12-02-14:34:16.435
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -4306,7 +4306,7 @@ class Test34(AbstractTest):
 
 class Test35(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.588
+    Date generated: 2026-12-02-14:34:16.443
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -4410,7 +4410,7 @@ class Test35(AbstractTest):
 
 class Test36(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.619
+    Date generated: 2026-12-02-14:34:16.458
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -4528,7 +4528,7 @@ class Test36(AbstractTest):
 
 class Test37(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.643
+    Date generated: 2026-12-02-14:34:16.486
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -4693,7 +4693,7 @@ class Test37(AbstractTest):
 
 class Test38(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.655
+    Date generated: 2026-12-02-14:34:16.499
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -4807,7 +4807,7 @@ class Test38(AbstractTest):
 
 class Test39(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.661
+    Date generated: 2026-12-02-14:34:16.506
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -4922,7 +4922,7 @@ class Test39(AbstractTest):
 
 class Test40(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.669
+    Date generated: 2026-12-02-14:34:16.515
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -5039,7 +5039,7 @@ class Test40(AbstractTest):
 
 class Test41(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.680
+    Date generated: 2026-12-02-14:34:16.543
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -5149,7 +5149,7 @@ class Test41(AbstractTest):
 
 class Test42(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.710
+    Date generated: 2026-12-02-14:34:16.553
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -5237,7 +5237,7 @@ class Test42(AbstractTest):
 
 class Test43(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.719
+    Date generated: 2026-12-02-14:34:16.563
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -5328,7 +5328,7 @@ class Test43(AbstractTest):
 
 class Test44(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.728
+    Date generated: 2026-12-02-14:34:16.574
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -5411,7 +5411,7 @@ class Test44(AbstractTest):
 
 class Test45(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.741
+    Date generated: 2026-12-02-14:34:16.588
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -5527,7 +5527,7 @@ class Test45(AbstractTest):
 
 class Test46(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.752
+    Date generated: 2026-12-02-14:34:16.600
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -5640,7 +5640,7 @@ class Test46(AbstractTest):
 
 class Test47(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.758
+    Date generated: 2026-12-02-14:34:16.608
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -5753,7 +5753,7 @@ class Test47(AbstractTest):
 
 class Test48(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.766
+    Date generated: 2026-12-02-14:34:16.620
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -5930,7 +5930,7 @@ class Test48(AbstractTest):
 
 class Test49(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.773
+    Date generated: 2026-12-02-14:34:16.634
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -6032,7 +6032,7 @@ class Test49(AbstractTest):
 
 class Test50(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.807
+    Date generated: 2026-12-02-14:34:16.707
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -6150,7 +6150,7 @@ class Test50(AbstractTest):
 
 class Test51(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.823
+    Date generated: 2026-12-02-14:34:16.748
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -6280,7 +6280,7 @@ class Test51(AbstractTest):
 
 class Test52(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.832
+    Date generated: 2026-12-02-14:34:16.783
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -6456,7 +6456,7 @@ class Test52(AbstractTest):
 
 class Test53(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.845
+    Date generated: 2026-12-02-14:34:16.824
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -6570,7 +6570,7 @@ class Test53(AbstractTest):
 
 class Test54(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.857
+    Date generated: 2026-12-02-14:34:16.860
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -6686,7 +6686,7 @@ class Test54(AbstractTest):
 
 class Test55(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.873
+    Date generated: 2026-12-02-14:34:16.908
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -6864,7 +6864,7 @@ class Test55(AbstractTest):
 
 class Test56(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.880
+    Date generated: 2026-12-02-14:34:16.938
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -6980,7 +6980,7 @@ class Test56(AbstractTest):
 
 class Test57(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.913
+    Date generated: 2026-12-02-14:34:17.005
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -7100,7 +7100,7 @@ class Test57(AbstractTest):
 
 class Test58(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.929
+    Date generated: 2026-12-02-14:34:17.051
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -7310,7 +7310,7 @@ class Test58(AbstractTest):
 
 class Test59(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.938
+    Date generated: 2026-12-02-14:34:17.074
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -7389,7 +7389,7 @@ class Test59(AbstractTest):
 
 class Test60(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.953
+    Date generated: 2026-12-02-14:34:17.106
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -7563,7 +7563,7 @@ class Test60(AbstractTest):
 
 class Test61(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.961
+    Date generated: 2026-12-02-14:34:17.121
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -7678,7 +7678,7 @@ class Test61(AbstractTest):
 
 class Test62(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:24.993
+    Date generated: 2026-12-02-14:34:17.151
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -7764,7 +7764,7 @@ class Test62(AbstractTest):
 
 class Test63(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.008
+    Date generated: 2026-12-02-14:34:17.218
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -7879,7 +7879,7 @@ class Test63(AbstractTest):
 
 class Test64(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.023
+    Date generated: 2026-12-02-14:34:17.262
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -8055,7 +8055,7 @@ class Test64(AbstractTest):
 
 class Test65(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.037
+    Date generated: 2026-12-02-14:34:17.304
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -8198,7 +8198,7 @@ class Test65(AbstractTest):
 
 class Test66(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.050
+    Date generated: 2026-12-02-14:34:17.331
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -8339,7 +8339,7 @@ class Test66(AbstractTest):
 
 class Test67(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.084
+    Date generated: 2026-12-02-14:34:17.358
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -8449,7 +8449,7 @@ class Test67(AbstractTest):
 
 class Test68(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.093
+    Date generated: 2026-12-02-14:34:17.371
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -8628,7 +8628,7 @@ class Test68(AbstractTest):
 
 class Test69(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.105
+    Date generated: 2026-12-02-14:34:17.403
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -8742,7 +8742,7 @@ class Test69(AbstractTest):
 
 class Test70(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.113
+    Date generated: 2026-12-02-14:34:17.425
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -8919,7 +8919,7 @@ class Test70(AbstractTest):
 
 class Test71(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.126
+    Date generated: 2026-12-02-14:34:17.446
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -9032,7 +9032,7 @@ class Test71(AbstractTest):
 
 class Test72(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.133
+    Date generated: 2026-12-02-14:34:17.455
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -9145,7 +9145,7 @@ class Test72(AbstractTest):
 
 class Test73(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.141
+    Date generated: 2026-12-02-14:34:17.469
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -9289,7 +9289,7 @@ class Test73(AbstractTest):
 
 class Test74(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.150
+    Date generated: 2026-12-02-14:34:17.484
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -9470,7 +9470,7 @@ class Test74(AbstractTest):
 
 class Test75(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.182
+    Date generated: 2026-12-02-14:34:17.498
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -9570,7 +9570,7 @@ class Test75(AbstractTest):
 
 class Test76(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.190
+    Date generated: 2026-12-02-14:34:17.508
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -9683,7 +9683,7 @@ class Test76(AbstractTest):
 
 class Test77(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.202
+    Date generated: 2026-12-02-14:34:17.542
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -9786,7 +9786,7 @@ class Test77(AbstractTest):
 
 class Test78(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.209
+    Date generated: 2026-12-02-14:34:17.554
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -9903,7 +9903,7 @@ class Test78(AbstractTest):
 
 class Test79(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.220
+    Date generated: 2026-12-02-14:34:17.569
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -10002,7 +10002,7 @@ class Test79(AbstractTest):
 
 class Test80(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.229
+    Date generated: 2026-12-02-14:34:17.581
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -10118,7 +10118,7 @@ class Test80(AbstractTest):
 
 class Test81(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.243
+    Date generated: 2026-12-02-14:34:17.600
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -10233,7 +10233,7 @@ class Test81(AbstractTest):
 
 class Test82(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.256
+    Date generated: 2026-12-02-14:34:17.621
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -10349,7 +10349,7 @@ class Test82(AbstractTest):
 
 class Test83(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.264
+    Date generated: 2026-12-02-14:34:17.632
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -10495,7 +10495,7 @@ class Test83(AbstractTest):
 
 class Test84(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.272
+    Date generated: 2026-12-02-14:34:17.642
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -10607,7 +10607,7 @@ class Test84(AbstractTest):
 
 class Test85(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.284
+    Date generated: 2026-12-02-14:34:17.656
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -10711,7 +10711,7 @@ class Test85(AbstractTest):
 
 class Test86(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.291
+    Date generated: 2026-12-02-14:34:17.669
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -10822,7 +10822,7 @@ class Test86(AbstractTest):
 
 class Test87(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.327
+    Date generated: 2026-12-02-14:34:17.692
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -10985,7 +10985,7 @@ class Test87(AbstractTest):
 
 class Test88(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.334
+    Date generated: 2026-12-02-14:34:17.703
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -11086,7 +11086,7 @@ class Test88(AbstractTest):
 
 class Test89(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.350
+    Date generated: 2026-12-02-14:34:17.746
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -11262,7 +11262,7 @@ class Test89(AbstractTest):
 
 class Test90(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.360
+    Date generated: 2026-12-02-14:34:17.760
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -11441,7 +11441,7 @@ class Test90(AbstractTest):
 
 class Test91(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.371
+    Date generated: 2026-12-02-14:34:17.776
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -11544,7 +11544,7 @@ class Test91(AbstractTest):
 
 class Test92(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.379
+    Date generated: 2026-12-02-14:34:17.788
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -11663,7 +11663,7 @@ class Test92(AbstractTest):
 
 class Test93(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.390
+    Date generated: 2026-12-02-14:34:17.802
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -11765,7 +11765,7 @@ class Test93(AbstractTest):
 
 class Test94(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.399
+    Date generated: 2026-12-02-14:34:17.815
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -11852,7 +11852,7 @@ class Test94(AbstractTest):
 
 class Test95(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.409
+    Date generated: 2026-12-02-14:34:17.831
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -11951,7 +11951,7 @@ class Test95(AbstractTest):
 
 class Test96(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.416
+    Date generated: 2026-12-02-14:34:17.843
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
@@ -12063,7 +12063,7 @@ class Test96(AbstractTest):
 
 class Test97(AbstractTest):
     '''
-    Date generated: 2026-12-02-14:22:25.451
+    Date generated: 2026-12-02-14:34:17.857
     Current node coverage: 0.38
     Trace:
     [P4Testgen MethodCall]: *.copy_in("InartParser");
