@@ -20,6 +20,7 @@ DATA = REPO / "control_plane" / "data"  # in a wheel: the checkout's files the c
 PACKAGE_DATA = {"p4src/build": "p4build", "tests/ptf": "ptf", "tests/ptf_testgen": "ptf_testgen"}
 P4_BUILD = REPO / "p4src" / "build" if CHECKOUT else DATA / "p4build"
 PTF_SUITE = REPO / "tests" / "ptf" if CHECKOUT else DATA / "ptf"
+PTF_TESTGEN = REPO / "tests" / "ptf_testgen" if CHECKOUT else DATA / "ptf_testgen"
 # a running emulation's switches (P4Runtime address, device id): `inart shell` and `inart ctl
 # topology` find them here; written and removed by the emulation (emulation/runs/emulate.py)
 EMULATION_STATE = Path("/tmp/inart-emulation.json")

@@ -12,7 +12,9 @@ def test_a_checkout_reads_its_own_files() -> None:
     assert repo.P4_BUILD == repo.REPO / "p4src" / "build"
     assert (repo.PTF_SUITE / "run_ptf.py").is_file()
     # what a wheel carries is what the checkout has
-    assert {repo.REPO / p for p in repo.PACKAGE_DATA} == {repo.P4_BUILD, repo.PTF_SUITE}
+    assert {repo.REPO / p for p in repo.PACKAGE_DATA} == {repo.P4_BUILD, repo.PTF_SUITE,
+                                                          repo.PTF_TESTGEN}
+    assert (repo.PTF_TESTGEN / "base_test.py").is_file()
 
 
 def test_what_only_a_checkout_has_is_refused_by_name_when_installed(monkeypatch) -> None:

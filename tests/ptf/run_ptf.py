@@ -41,13 +41,14 @@ if (HERE.parent.parent / "emulation").is_dir():  # run as a script from a checko
 
 from control_plane.drivers.bfrt.client import DEFAULT_PUSH_TIMEOUT_S  # noqa: E402
 from control_plane.drivers.bfrt.sde import sde_missing  # noqa: E402
+from control_plane.repo import PTF_TESTGEN  # noqa: E402
 from emulation.targets import TARGETS, SwitchProcess, SwitchSpec, TargetError, get_target  # noqa: E402
 from emulation.targets.embedded.coverage import ENV as COVERAGE_ENV  # noqa: E402
 from host_stack.netns import Netns, NetnsError  # noqa: E402
 
 NUM_PORTS = 10  # keep equal to ina_base.NUM_PORTS
 # the hand-written suite, and P4Testgen's tests of the v1model program (make testgen)
-SUITES = tuple(d for d in (HERE, HERE.parent / "ptf_testgen") if d.is_dir())
+SUITES = tuple(d for d in (HERE, PTF_TESTGEN) if d.is_dir())
 GRPC = "127.0.0.1:9559"  # free by construction: the namespace is new
 SKIPPED = 77  # exit status of a skipped run (automake's convention)
 
