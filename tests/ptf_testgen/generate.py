@@ -29,9 +29,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-sys.path.insert(0, str(REPO))
-
-from control_plane.p4build import sources  # noqa: E402
 
 PROGRAM = "p4src/v1model/inart.p4"
 TEST_NAME = "inart_v1model"  # the module name (not "inart": that is a package)
@@ -93,6 +90,8 @@ def shift_bug(p4testgen: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from control_plane.p4build import sources  # here: the ptf tool imports this file too
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--p4testgen", default="/opt/p4/bin/p4testgen")
     ap.add_argument("--seed", type=int, default=1)
@@ -145,4 +144,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))  # run as a script from a checkout
     sys.exit(main())
