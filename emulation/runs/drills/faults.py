@@ -1,5 +1,5 @@
 """The drills' faults (each run on its own thread) and what they watch of the service while
-the fault lasts.  Mixed into Drill, which holds the state they share with the job."""
+the fault lasts; Drill (drill.py) is a Faults that also runs the network and the job."""
 
 from __future__ import annotations
 
