@@ -70,8 +70,8 @@ def switch_spec(ports: int, extra: list[str]) -> SwitchSpec:
 def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_args: list[str],
               workdir: Path, build_dir: Path | None = None,
               test_dirs: tuple[Path, ...] = SUITES, coverage: Path | None = None) -> int:
-    """Run each suite of ``test_dirs`` in turn against one switch; the first failing ptf
-    status (0: every suite passed)."""
+    """Run the suites of ``test_dirs`` in turn against one switch, up to the first that
+    fails; its ptf status (0: every suite passed)."""
     if coverage is not None and target != "embedded":
         raise HarnessError(f"--coverage: P4 statement coverage is measured by the embedded "
                            f"target, not {target}")
@@ -121,7 +121,8 @@ def run_suite(target: str, tests: list[str], extra_switch_args: list[str], ptf_a
     except (TargetError, NetnsError) as exc:
         raise HarnessError(str(exc)) from None
     finally:
-        os.environ.pop(COVERAGE_ENV, None)
+        if coverage is not None:
+            os.environ.pop(COVERAGE_ENV, None)
 
 
 def tofino_skip_reason(switch: str | None, ports: Path | None, bfrt: bool = False

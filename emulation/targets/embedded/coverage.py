@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from control_plane.cli.args import write_json
+
 ENV = "INART_P4_COVERAGE"
 SCHEMA = "inart.p4coverage/1"
 
@@ -64,9 +66,7 @@ class Coverage:
                 "points": [{**asdict(p), "hit": self.hits[k]} for p, k in self.index.items()]}
 
     def write(self, path: str | Path) -> None:
-        tmp = Path(f"{path}.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
-        tmp.replace(path)
+        write_json(path, self.to_dict())
 
 
 _recorder: Coverage | None = None
