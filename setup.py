@@ -39,5 +39,5 @@ class BuildPyWithData(build_py):
 
 setup(cmdclass={"build_py": BuildPyWithData},
       ext_modules=[Extension("host_stack.ina._batchio", ["host_stack/ina/_batchio.c"],
-                             extra_compile_args=["-O2", "-Wall", "-Wextra",
+                             extra_compile_args=["-O3", "-Wall", "-Wextra",
                                                  "-Wno-unused-parameter"])])

@@ -549,3 +549,45 @@ def test_fill_writes_payloads_as_numpy_quantizes_them():
     with pytest.raises(ValueError, match="src holds 32 bytes"):
         _batchio.fill(rows, rows.shape[1], 2, ints, 0, 4, 6, 0)
     _batchio.fill(rows, rows.shape[1], 0, ints, 0, 8, 0, 0)  # nothing to write, nothing read
+
+
+@pytest.mark.parametrize("exp", [-126, -40, -3, 0, 7, 29, 127, 128, 160])
+def test_fill_quantizes_long_vectors_exactly_at_every_exponent(exp):
+    """The vector path (8 values at a time, float32 products) and the scalar rest agree with
+    rint of the double product, ties to even, at every exponent the scale can take; past
+    float32's exponent range (128, 160: a subnormal maximum) the double path is taken."""
+    rng = np.random.default_rng(exp + 200)
+    n, chunks = 37, 5  # 185 values: 23 vectors of 8 and a rest of 1, in rows of 37
+    limit = (2**31 - 1) / 6  # the largest |x| * 2**exp the agreed scale allows (6 workers)
+    x = (rng.uniform(-1, 1, chunks * n) * limit * 2.0**-exp).astype(np.float32)
+    ties = np.array([0.5, 1.5, -2.5, 3.5]) * 2.0**-exp  # to even, where float32 holds them
+    x[:4] = ties if exp < 148 else 0.0
+    _batchio.fill(rows := np.zeros((chunks, wire.packet_len(n)), np.uint8), rows.shape[1],
+                  chunks, x, 1, 0, x.size, exp)
+    got = rows[:, wire.HEADER_LEN:].copy().view(">i4").reshape(-1)
+    want = np.rint(x.astype(np.float64) * 2.0**exp)
+    assert got[:4].tolist() == ([0, 2, -2, 4] if exp < 148 else [0, 0, 0, 0])
+    assert np.array_equal(got, want.astype(np.int32))
+
+
+def test_absmax_is_the_largest_magnitude_and_inf_for_nonfinite():
+    x = np.random.default_rng(1).standard_normal(1003).astype(np.float32)
+    assert _batchio.absmax(x) == float(np.abs(x).max())
+    x[17] = -1e30
+    assert _batchio.absmax(x) == float(np.float32(1e30))
+    assert _batchio.absmax(np.zeros(0, np.float32)) == 0.0
+    for bad in (np.nan, -np.inf, np.inf):
+        y = x.copy()
+        y[500] = bad
+        assert _batchio.absmax(y) == np.inf
+
+
+@pytest.mark.parametrize("exp", [-160, -31, 0, 12])
+def test_dequantize_rounds_once_from_the_exact_double(exp):
+    s = np.random.default_rng(2).integers(-2**31, 2**31 - 1, 1003, dtype=np.int64)
+    s = s.astype(np.int32)
+    out = np.empty(1001, np.float32)  # the first 1001 sums: a padded source is longer
+    _batchio.dequantize(s, out, exp)
+    assert np.array_equal(out, (s[:1001].astype(np.float64) * 2.0**exp).astype(np.float32))
+    with pytest.raises(ValueError, match="src holds"):
+        _batchio.dequantize(s[:10], out, exp)

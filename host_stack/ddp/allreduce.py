@@ -120,8 +120,7 @@ class InaAllReduce:
         """The float32 sum over all workers of a flat float32 vector (bound: module doc), into
         ``out`` (may be ``values``) or a new array."""
         out = np.empty(values.size, np.float32) if out is None else out
-        local = max(float(values.max(initial=0.0)), -float(values.min(initial=0.0)))
-        top = self.agree_max(local if math.isfinite(local) else math.inf)
+        top = self.agree_max(_batchio.absmax(values))  # inf where any value is not finite
         self.counters["calls"] += 1
         if not math.isfinite(top):
             self.counters["nonfinite_calls"] += 1
@@ -133,10 +132,9 @@ class InaAllReduce:
             return out
         self.bound_sum += error_bound(self.workers, top)
         e = exponent(self.workers, top)
-        # the int32 sum to float32 is the one rounding the bound allows for (in float64, where
-        # x 2**-e is exact): numpy's cast into ``out``, a buffer at a time
-        np.multiply(self._sum(values, FLOAT32, e)[:values.size], 2.0**-e, out=out,
-                    casting="unsafe")
+        # the int32 sum to float32 is the one rounding the bound allows for (x 2**-e is
+        # exact in float64, where _batchio works)
+        _batchio.dequantize(self._sum(values, FLOAT32, e), out, -e)
         return out
 
     def _sum(self, values: np.ndarray, kind: int, e: int) -> np.ndarray:
