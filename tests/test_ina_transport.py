@@ -21,6 +21,7 @@ from host_stack.ina.jobplan import job_plan, star_plan
 from host_stack.ina.pacing import Pacer
 from host_stack.ina.ps_apply import SumApply
 from host_stack.ina.ps_server import PsServer
+from host_stack.ina.result_group import join, pick_group, send_on_loopback
 from host_stack.ina.transport import (
     PsLink,
     PsUnreachable,
@@ -36,18 +37,23 @@ N = 32
 class Cluster:
     """PS threads in sum mode plus worker transports for one star plan."""
 
-    def __init__(self, workers, shares, n_chunks, impairment=None, job=1, config=None):
+    def __init__(self, workers, shares, n_chunks, impairment=None, job=1, config=None,
+                 group=None):
         self.plan = job_plan(star_plan(workers, shares, job=job))
         self.addr = loopback(self.plan.ps_ids + self.plan.worker_ids)
         self.ranges = self.plan.chunk_ranges(n_chunks * N, N)
         self.imp = impairment
+        self.group = group  # PSs multicast RESULTs there, workers join it
         self.servers = []
         for i, ps in enumerate(self.plan.ps_ids):
             a, b = self.ranges[ps]
             agg = ChunkAggregator(b - a, N, workers, SumApply())
-            sock = wrap(make_socket(self.addr[ps]), self._imp(100 + i))
-            self.servers.append(PsServer(sock, job, N, agg,
-                                         [self.addr[w] for w in self.plan.worker_ids]))
+            raw = make_socket(self.addr[ps])
+            if group:
+                send_on_loopback(raw)
+            self.servers.append(PsServer(wrap(raw, self._imp(100 + i)), job, N, agg,
+                                         [self.addr[w] for w in self.plan.worker_ids],
+                                         [group] if group else None))
         self.threads = [threading.Thread(target=s.serve, kwargs={"idle_exit_s": 60},
                                          daemon=True) for s in self.servers]
         for t in self.threads:
@@ -63,7 +69,8 @@ class Cluster:
         w = self.plan.worker_ids[rank]
         links = [PsLink(ps, self.addr[ps], None) for ps in self.plan.ps_ids]
         sock = wrap(make_socket(self.addr[w]), self._imp(rank))
-        return WorkerTransport(sock, self.plan.job, rank, links, self.config)
+        return WorkerTransport(sock, self.plan.job, rank, links, self.config,
+                               join(self.group) if self.group else None)
 
     def split(self, data):
         return [data[a:b] for a, b in (self.ranges[p] for p in self.plan.ps_ids)]
@@ -148,6 +155,27 @@ def test_exactly_once_under_each_impairment(closing, imp):
     if imp.loss >= 0.01:
         assert retx > 0 and sum(p.get("agg_drop_duplicate", 0) for p in ps) > 0
     print(f"PS counters {ps}\nPS-side injections {injected}, worker RETX {retx}")
+
+
+@pytest.mark.parametrize("imp", [None, IMPAIRMENTS["loss, dup, reorder 5%"]],
+                         ids=["clean", "loss, dup, reorder 5%"])
+def test_results_multicast_on_loopback_reach_every_worker_once(closing, imp):
+    """With a RESULT group (inart train --script on loopback) each PS sends a chunk's RESULT
+    once, every worker gets it through the group, and loss recovery still works: unicast
+    answers to resends, beside the group."""
+    rounds, workers, chunks = 3, 4, 300
+    cluster = closing(Cluster(workers, [0.5, 0.5], chunks, imp, group=pick_group()))
+    data = np.random.default_rng(3).integers(-2**28, 2**28, size=(rounds, workers, chunks, N),
+                                             dtype=np.int32)
+    out = run_rounds(cluster, data)
+    expected = data.astype(np.int64).sum(axis=1).astype(np.int32)
+    for sums, _ in out.values():
+        for r in range(rounds):
+            np.testing.assert_array_equal(sums[r], expected[r])
+    ps = [s.stats() for s in cluster.servers]
+    assert sum(p["result_multicast"] for p in ps) == rounds * chunks
+    if imp is None:  # one send per RESULT (and per HELLO reply), not one per worker
+        assert sum(p["tx"] for p in ps) == rounds * chunks + workers * len(ps)
 
 
 def test_unequal_shares_and_single_worker_without_impairment(closing):

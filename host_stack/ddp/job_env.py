@@ -66,13 +66,6 @@ def worker_job(rank: int, world_size: int, environ: dict[str, str] | None = None
 
 def connect(wj: WorkerJob) -> WorkerTransport:
     """This worker's transport to every PS of the plan, HELLO answered (clear error if not)."""
-    from host_stack.ina.impair import wrap
-    from host_stack.ina.sync import ps_links
-    from host_stack.ina.transport import make_socket
+    from host_stack.ina.sync import connect_worker
 
-    job = wj.job
-    sock = wrap(make_socket(job.addresses[wj.worker]), job.impairment)
-    transport = WorkerTransport(sock, job.plan.job, wj.rank,
-                                ps_links(job.plan, job.addresses, wj.unit_bps), job.transport)
-    transport.hello()
-    return transport
+    return connect_worker(wj.job, wj.worker, wj.rank, wj.unit_bps)

@@ -13,6 +13,7 @@ from host_stack.collectives.launch import free_port
 from host_stack.ddp.hostscript import ScriptJob, ScriptResult, run_script_hosts
 from host_stack.ina.addresses import loopback
 from host_stack.ina.jobplan import JobPlan, load_plan
+from host_stack.ina.result_group import pick_group
 from host_stack.train.hostrun import JobSource
 from host_stack.train.jobargs import MAX_N_LOOPBACK, TRANSPORT_OPTIONS, job_argv
 from host_stack.train.launcher import resolve_plan
@@ -48,6 +49,8 @@ def run_script(args, workdir: Path) -> tuple[JobPlan, ScriptResult]:
     transport = job_argv(args, TRANSPORT_OPTIONS)
     if args.n is None:  # no switch reads loopback packets: a datagram's worth each
         transport += ["--n", str(MAX_N_LOOPBACK)]
+    if args.result_group is None:  # nor replicates RESULTs: the kernel does, once each
+        transport += ["--result-group", "{}:{}".format(*pick_group())]
     job = ScriptJob(Path(args.script).resolve(), tuple(args.script_args), tuple(transport),
                     master_port=free_port(), deadline_s=args.deadline)
     hosts = LocalHosts()

@@ -54,14 +54,19 @@ def make_socket(bind: Address) -> socket.socket:
     every worker, and each overflow is a loss that costs a retransmission.
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    for force, opt in ((33, socket.SO_RCVBUF), (32, socket.SO_SNDBUF)):  # SO_*BUFFORCE
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, force, SOCKET_BUFFER)
-        except PermissionError:
-            sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
+    set_buffers(sock, SOCKET_BUFFER)
     sock.bind(bind)
     sock.setblocking(False)
     return sock
+
+
+def set_buffers(sock: socket.socket, size: int) -> None:
+    """Receive and send buffers of ``size`` bytes, past the system's maximum as root."""
+    for force, opt in ((33, socket.SO_RCVBUF), (32, socket.SO_SNDBUF)):  # SO_*BUFFORCE
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, force, size)
+        except PermissionError:
+            sock.setsockopt(socket.SOL_SOCKET, opt, size)
 
 
 @dataclass
@@ -87,9 +92,12 @@ class BatchSocket:
     """
 
     def __init__(self, sock: socket.socket | ImpairedSocket, row_len: int,
-                 batch: int = RECV_MESSAGES, gso: str = "loopback") -> None:
+                 batch: int = RECV_MESSAGES, gso: str = "loopback",
+                 also: socket.socket | None = None) -> None:
         self.sock = sock
         self.fd = sock.fileno()
+        self.also = also  # a receive-only socket read after ``sock`` (result_group.join)
+        self.fds = [self.fd] if also is None else [self.fd, also.fileno()]
         self.row_len = row_len
         # room for a whole GSO batch in every message: 64 small datagrams, fewer large ones
         self.segs_in = max(1, min(GSO_SEGMENTS, 65535 // row_len))
@@ -142,7 +150,7 @@ class BatchSocket:
             if left <= 0:
                 return True
             timeout = min(timeout, left)
-        ready, _, _ = select.select([self.fd], [], [], timeout)
+        ready, _, _ = select.select(self.fds, [], [], timeout)
         return bool(ready) or self.has_due()
 
     def send(self, rows: np.ndarray, idx: np.ndarray, ips: np.ndarray, ports: np.ndarray
@@ -176,14 +184,20 @@ class BatchSocket:
         return SendResult(done, errors, last_errno)
 
     def recv(self) -> int:
-        """Receive what is waiting (up to one batch) without blocking; the count.  Through an
-        ImpairedSocket that reorders, the same C call holds the drawn arrivals back and
-        appends the held ones now due."""
+        """Receive what is waiting (up to one batch) without blocking; the count: from the
+        socket, else from the ``also`` socket.  Through an ImpairedSocket that reorders, the
+        same C call holds the drawn arrivals back and appends the held ones now due."""
+        for fd in self.fds:
+            if k := self._recv(fd):
+                return k
+        return 0
+
+    def _recv(self, fd: int) -> int:
         if not self.reordering:
-            return _batchio.recv(self.fd, self.data, self.row_len, self.segs_in, self.lens,
+            return _batchio.recv(fd, self.data, self.row_len, self.segs_in, self.lens,
                                  self.ips, self.ports)
         imp = self.sock
-        while (k := _batchio.recv(self.fd, self.data, self.row_len, self.segs_in, self.lens,
+        while (k := _batchio.recv(fd, self.data, self.row_len, self.segs_in, self.lens,
                                   self.ips, self.ports, self.stamps, imp.queue,
                                   imp.imp.delay_s)) < 0:
             imp.make_room(self.data.shape[0], self.row_len)  # rare: a new draw, a full queue
@@ -195,3 +209,5 @@ class BatchSocket:
 
     def close(self) -> None:
         self.sock.close()
+        if self.also is not None:
+            self.also.close()

@@ -28,6 +28,7 @@ from host_stack.ina.impair import ImpairedSocket, wrap
 from host_stack.ina.metrics import ps_registry
 from host_stack.ina.ps_apply import OptimizerApply, SumApply
 from host_stack.ina.ps_server import PsServer, checkpoint
+from host_stack.ina.result_group import send_on_loopback
 from host_stack.ina.transport import TransportError
 from host_stack.train.jobargs import load_job, process_parser, service_link
 
@@ -59,15 +60,19 @@ def main(argv: list[str] | None = None) -> int:
         job = load_job(args, impair_seed=args.seed * 1000 + 999, version=active)
         if args.ps not in job.plan.ps_ids:
             raise ValueError(f"--ps {args.ps}: not a PS of the plan ({', '.join(job.plan.ps_ids)})")
-        if link is not None and (args.bind or args.result_to):
+        if link is not None and (args.bind or args.result_to or args.result_group):
             raise ValueError("--service: each version brings the PS's address and result "
-                             "address; drop --bind/--result-to")
+                             "address; drop --bind/--result-to/--result-group")
         bind = job.addresses[args.ps]
         if args.bind:
             bind = parse_address(args.bind, bind[1], args.ps)
         targets = None
         if args.result_to:
+            if job.result_group:
+                raise ValueError("--result-to and --result-group: give one place for RESULTs")
             targets = [parse_address(t, wire.RESULT_PORT, "--result-to") for t in args.result_to]
+        elif job.result_group:
+            targets = [job.result_group]
         first, end = job.ranges[args.ps]
         if args.mode == "train":
             params = job.initial_params(args)[first * job.n:end * job.n]
@@ -82,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
             server = VersionedPs(link, args.ps, active, job.n, job.n_values, agg,
                                  job.impairment, job.transport.gso)
         else:
-            sock = wrap(make_socket(bind), job.impairment)
+            raw = make_socket(bind)
+            if job.result_group:
+                send_on_loopback(raw)
+            sock = wrap(raw, job.impairment)
             server = PsServer(sock, job.plan.job, job.n, agg,
                               [job.addresses[w] for w in job.plan.worker_ids], targets,
                               job.transport.gso)

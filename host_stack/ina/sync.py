@@ -19,7 +19,7 @@ import numpy as np
 
 from host_stack.ina.quantize import Quantizer, error_stats
 from host_stack.ina.transport import WorkerTransport
-from host_stack.train.jobargs import LAUNCHER_FLAGS, TRANSPORT_OPTIONS
+from host_stack.train.jobargs import LAUNCHER_FLAGS, TRANSPORT_OPTIONS, Job
 from host_stack.train.sync import CommStats, Vector
 
 USES_PS = True
@@ -122,16 +122,31 @@ class Follower:
 
 def build(ctx) -> InaSync:
     """Registry hook: an InaSync for one worker of ``ctx`` (a WorkerContext)."""
-    from host_stack.ina.impair import wrap
-    from host_stack.ina.transport import make_socket
-
     job, args = ctx.job, ctx.args
     plan = job.plan
-    sock = wrap(make_socket(job.addresses[ctx.worker]), job.impairment)
-    transport = WorkerTransport(sock, plan.job, ctx.rank,
-                                ps_links(plan, job.addresses, args.unit_bps), job.transport)
-    transport.hello()
+    transport = connect_worker(job, ctx.worker, ctx.rank, args.unit_bps)
     follower = (Follower(ctx.service, job, ctx.worker, args.unit_bps)
                 if ctx.service is not None else None)
     return InaSync(transport, [job.ranges[ps] for ps in plan.ps_ids], job.n, job.n_values,
                    job.quantizer, follower)
+
+
+def connect_worker(job: Job, worker: str, rank: int, unit_bps: float | None
+                   ) -> WorkerTransport:
+    """A worker's transport to every PS of the job, on its address (and the job's RESULT
+    group on loopback), with HELLO answered (clear error if not)."""
+    from host_stack.ina.impair import wrap
+    from host_stack.ina.result_group import join
+    from host_stack.ina.transport import make_socket
+
+    sock = wrap(make_socket(job.addresses[worker]), job.impairment)
+    try:
+        group = join(job.result_group) if job.result_group else None
+    except OSError:
+        sock.close()
+        raise
+    transport = WorkerTransport(sock, job.plan.job, rank,
+                                ps_links(job.plan, job.addresses, unit_bps), job.transport,
+                                group)
+    transport.hello()
+    return transport

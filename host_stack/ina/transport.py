@@ -246,9 +246,12 @@ class WorkerTransport:
     """Exchanges quantized gradient shards for RESULT payloads, one round at a time."""
 
     def __init__(self, sock: socket.socket | ImpairedSocket, job: int, rank: int,
-                 links: list[PsLink], config: TransportConfig | None = None) -> None:
+                 links: list[PsLink], config: TransportConfig | None = None,
+                 group: socket.socket | None = None) -> None:
         self.cfg = config or TransportConfig()
-        self.io = BatchSocket(sock, wire.packet_len(self.cfg.n), gso=self.cfg.gso)
+        # ``group``: the job's RESULT group on loopback, received beside ``sock``
+        # (host_stack/ina/result_group.py)
+        self.io = BatchSocket(sock, wire.packet_len(self.cfg.n), gso=self.cfg.gso, also=group)
         self.job = job
         self.rank = rank
         self.bit = wire.rank_bit(rank)

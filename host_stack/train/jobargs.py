@@ -18,11 +18,12 @@ import numpy as np
 
 from control_plane.cli.args import add_metrics
 from host_stack.ina import wire
-from host_stack.ina.addresses import AddressMap
+from host_stack.ina.addresses import Address, AddressMap
 from host_stack.ina.batchio import GSO_BYTES, GSO_MODES
 from host_stack.ina.impair import Impairment
 from host_stack.ina.jobplan import JobPlan, load_plan
 from host_stack.ina.quantize import DEFAULT_BOUND, Quantizer
+from host_stack.ina.result_group import parse_group
 from host_stack.ina.transport import MTU_PAYLOAD, PACING_MODES, TransportConfig, auto_window
 
 if TYPE_CHECKING:  # the service client (grpc) is imported only by hosts that follow one
@@ -38,7 +39,7 @@ MAX_N_FRAME = (MTU_PAYLOAD - wire.HEADER_LEN) // 4
 MAX_N_LOOPBACK = (GSO_BYTES - wire.HEADER_LEN) // 4
 # the INA transport's only
 TRANSPORT_OPTIONS = ("bound", "n", "unit_bps", "pacing", "window", "gso", "timeout",
-                     "max_retries", "hello_timeout", "pool_size", "impair")
+                     "max_retries", "hello_timeout", "pool_size", "impair", "result_group")
 JOB_OPTIONS = MODEL_OPTIONS + TRANSPORT_OPTIONS
 # what the shared per-worker launcher of `inart train` does with any mode it runs
 LAUNCHER_FLAGS = frozenset(MODEL_OPTIONS) | {
@@ -100,6 +101,10 @@ def add_job_args(parser: argparse.ArgumentParser, plan_required: bool = True) ->
                    help="switch aggregator slots")
     g.add_argument("--impair", default="",
                    help="inject on send, e.g. loss=0.05,dup=0.05,reorder=0.05 (tests)")
+    g.add_argument("--result-group", default=None, metavar="GROUP:PORT",
+                   help="loopback jobs: PSs send each RESULT once to this IPv4 multicast "
+                        "group, which every worker joins, instead of once per worker "
+                        "(`inart train --script` picks one)")
 
 
 def add_round_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -187,6 +192,7 @@ class Job:
     quantizer: Quantizer
     transport: TransportConfig
     impairment: Impairment
+    result_group: Address | None = None  # loopback: where PSs multicast RESULTs
 
     def initial_params(self, args: argparse.Namespace) -> np.ndarray:
         """Flat float32 initial parameters padded to whole chunks (zeros for synthetic)."""
@@ -241,9 +247,11 @@ def load_job(args: argparse.Namespace, addresses: AddressMap | None = None,
     config = TransportConfig(n=n, window=window, gso=args.gso, timeout_s=args.timeout,
                              max_retries=args.max_retries, pool_size=pool,
                              hello_timeout_s=args.hello_timeout, pacing=args.pacing)
+    group = getattr(args, "result_group", None)
     return Job(plan=plan, addresses=addresses, n=n, n_values=n_values,
                ranges=plan.chunk_ranges(n_values, n),
                quantizer=Quantizer(plan.workers, args.bound), transport=config,
-               impairment=Impairment.parse(args.impair, seed=impair_seed))
+               impairment=Impairment.parse(args.impair, seed=impair_seed),
+               result_group=parse_group(group, addresses, nodes) if group else None)
 
 
