@@ -67,6 +67,8 @@ def resolve_plan(spec: str, workdir: Path) -> Path:
 class JsonLineReader(threading.Thread):
     """Forward a process's stdout JSON lines to a queue as (name, record); other lines as
     {"event": "log"}, and {"event": "eof"} last.  The emulation follows its hosts with it too.
+    A record is a JSON object with an "event" string; any other line (a user script's own
+    JSON among them) is a log line, never a launcher's crash.
     """
 
     def __init__(self, name: str, proc: subprocess.Popen, out: queue.Queue) -> None:
@@ -76,9 +78,12 @@ class JsonLineReader(threading.Thread):
     def run(self) -> None:
         for line in self.proc.stdout:
             try:
-                self.out.put((self.name_, json.loads(line)))
+                rec = json.loads(line)
             except json.JSONDecodeError:
-                self.out.put((self.name_, {"event": "log", "line": line.rstrip()}))
+                rec = None
+            if not (isinstance(rec, dict) and isinstance(rec.get("event"), str)):
+                rec = {"event": "log", "line": line.rstrip()}
+            self.out.put((self.name_, rec))
         self.out.put((self.name_, {"event": "eof"}))
 
 
