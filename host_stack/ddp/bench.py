@@ -2,7 +2,9 @@
 
 On fig1's inart plan (solved here), each figure measured for both backends in one run:
 - all_reduce throughput by tensor size (1, 4 and 25 MB, the last DDP's default bucket) on
-  loopback PSs (host_stack/ddp/bench_allreduce.py); goal: INA >= gloo at 25 MB;
+  loopback PSs (host_stack/ddp/bench_allreduce.py); goal: INA >= gloo at 25 MB; and the
+  machine's CPU time per call (all processes together), which bounds the throughput where
+  the processes outnumber the cores;
 - ResNet-18 DDP steps on loopback (examples/ddp_resnet.py --time-comm): step time (forward +
   backward, which waits for the last bucket), the compute alone (DDP no_sync steps), the
   communication (all-reduces in flight, overlaps once) and the share of it hidden behind
@@ -83,6 +85,11 @@ def throughput(plan: str) -> list[dict]:
     for mb in sorted(rows["inart"]):
         out.append(versus(f"ddp.allreduce[{mb:g}MB]", rows["inart"][mb]["gbps"],
                           rows["gloo"][mb]["gbps"], "Gb/s", ">=" if mb == 25 else None))
+    # what one call costs the machine, every process together: the figure that decides the
+    # ranking where the job's processes outnumber the cores
+    for mb in sorted(rows["inart"]):
+        out.append(versus(f"ddp.allreduce_cpu[{mb:g}MB]", rows["inart"][mb]["cpu_s"] * 1e3,
+                          rows["gloo"][mb]["cpu_s"] * 1e3, "ms", None))
     return out
 
 
