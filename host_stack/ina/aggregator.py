@@ -132,9 +132,10 @@ class ChunkAggregator:
         verdicts = verdicts[:done]
         finished = np.asarray(chunks[:done], dtype=np.int64)[verdicts == COMPLETED]
         if finished.size:
-            self.results[finished] = self.complete_fn(finished, self.sums[finished])
-            self.result_retx[finished] = self.retx_seen[finished].astype(bool)
-            self.has_result[finished] = True
+            rows = run_or_index(finished)
+            self.results[rows] = self.complete_fn(finished, self.sums[rows])
+            self.result_retx[rows] = self.retx_seen[rows].astype(bool)
+            self.has_result[rows] = True
         return verdicts
 
     def offer(self, round_: int, chunk: int, bitmap: int, count: int,
@@ -150,3 +151,13 @@ class ChunkAggregator:
         if not self.has_result[chunk]:
             raise KeyError(f"chunk {chunk} has no completed round")
         return self.results[chunk].tobytes()
+
+
+def run_or_index(idx: np.ndarray) -> slice | np.ndarray:
+    """``idx`` as a slice where it is one ascending run of rows (chunks complete in order,
+    usually), so that indexing with it takes views instead of copying every row's values
+    (a PS's sums are int64: the gathers were 2 of its 5 passes over each RESULT); else
+    ``idx`` itself."""
+    if idx.size and (idx.size == 1 or bool((np.diff(idx) == 1).all())):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx

@@ -25,7 +25,7 @@ import numpy as np
 
 from host_stack.ina import wire
 from host_stack.ina.addresses import Address
-from host_stack.ina.aggregator import ANSWER_LATE, COMPLETED, ChunkAggregator
+from host_stack.ina.aggregator import ANSWER_LATE, COMPLETED, ChunkAggregator, run_or_index
 from host_stack.ina.batchio import BatchSocket, dotted, ipv4
 
 
@@ -186,7 +186,7 @@ class PsServer:
                  flags: np.ndarray | int) -> np.ndarray:
         hdrs = wire.headers(len(chunks), wire.TYPE_RESULT, self.job, rounds, chunks, slots,
                             self.agg.all_bits, flags, len(self.workers))
-        return wire.pack_raw(hdrs, self.agg.results[chunks])
+        return wire.pack_raw(hdrs, self.agg.results[run_or_index(chunks)])
 
     def poll(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for packets and handle all that are queued; True if any."""
