@@ -85,8 +85,9 @@ def scale_figures(rows: list[dict]) -> list[dict]:
 
 def line(fig: dict) -> str:
     """One labelled line: name, value, unit, ratio, goal (met or NOT MET), then the details."""
-    goal = (f"ratio {fig['ratio']:.3f}  goal {fig['goal']}: "
-            f"{'met' if fig['met'] else 'NOT MET'}" if "goal" in fig else "no goal")
+    ratio = f"ratio {fig['ratio']:.3f}  " if isinstance(fig.get("ratio"), int | float) else ""
+    goal = (f"{ratio}goal {fig['goal']}: {'met' if fig['met'] else 'NOT MET'}"
+            if "goal" in fig else f"{ratio}no goal")
     rest = "; ".join(f"{k} {v}" for k, v in fig.items()
                      if k not in ("name", "value", "unit", "goal", "ratio", "met"))
     return f"{fig['name']:32s} {fig['value']:8.3f} {fig['unit']:2s}  {goal}  ({rest})"

@@ -3,6 +3,7 @@ the benchmark's, not a test's)."""
 
 import time
 
+from control_plane.bench.figures import line
 from host_stack.ddp import bench
 from host_stack.ddp.bench_allreduce import machine_busy_s
 
@@ -21,6 +22,7 @@ def test_throughput_figures_compare_ina_with_gloo_and_the_cpu_each_call_cost(mon
     assert rate["goal"] == "INA/gloo >= 1" and rate["met"] is False
     assert cpu["name"] == "ddp.allreduce_cpu[25MB]" and cpu["unit"] == "ms"
     assert cpu["value"] == 300.0 and cpu["ratio"] == 1.5 and "goal" not in cpu
+    assert "ratio 1.500  no goal" in line(cpu)  # a ratio is printed whether or not it has a goal
 
 
 def test_machine_busy_time_grows_with_work():
