@@ -187,9 +187,12 @@ def run(args: argparse.Namespace) -> int:
           if not _has_gpu() else "ddp.nccl: a GPU is present; NCCL figures are not part of "
                                  "this benchmark yet")
     if procs > cores:
+        cpu = next((f for f in figures if f["name"] == "ddp.allreduce_cpu[25MB]"), None)
+        cost = (f": a 25 MB all_reduce cost it {cpu['ratio']:.2f}x gloo's CPU time with INA"
+                if cpu else "")
         print(f"machine-bound: {procs} processes (workers and PSs) on {cores} cores; the "
               "loopback figures rank how the two paths use this machine's CPU, not their "
-              "networks")
+              f"networks{cost}")
     if args.json:
         write_json(args.json, {"figures": figures, "processes": procs, "cores": cores})
     return 0
