@@ -4,6 +4,7 @@ import ipaddress
 
 import pytest
 
+from host_stack.ina import result_group
 from host_stack.ina.addresses import AddressMap
 from host_stack.ina.result_group import SCOPE, join, parse_group, pick_group
 
@@ -16,6 +17,16 @@ def test_a_picked_group_is_organisation_local_with_a_port_and_joinable():
     host, port = pick_group()
     assert ipaddress.IPv4Address(host) in SCOPE and port > 0
     join((host, port)).close()
+
+
+def test_no_group_is_picked_where_loopback_multicast_fails(monkeypatch):
+    """Where a join fails (no multicast on this loopback), the launcher gets None and the PSs
+    send each worker its copy, as before."""
+    def refuse(group):
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(result_group, "join", refuse)
+    assert result_group.pick_group() is None
 
 
 def test_a_group_needs_a_multicast_address_and_a_port():

@@ -49,8 +49,8 @@ def run_script(args, workdir: Path) -> tuple[JobPlan, ScriptResult]:
     transport = job_argv(args, TRANSPORT_OPTIONS)
     if args.n is None:  # no switch reads loopback packets: a datagram's worth each
         transport += ["--n", str(MAX_N_LOOPBACK)]
-    if args.result_group is None:  # nor replicates RESULTs: the kernel does, once each
-        transport += ["--result-group", "{}:{}".format(*pick_group())]
+    if args.result_group is None and (group := pick_group()):  # nor replicates RESULTs:
+        transport += ["--result-group", "{}:{}".format(*group)]  # the kernel does, once each
     job = ScriptJob(Path(args.script).resolve(), tuple(args.script_args), tuple(transport),
                     master_port=free_port(), deadline_s=args.deadline)
     hosts = LocalHosts()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import random
+import select
 import socket
 
 from host_stack.ina.addresses import Address, AddressMap, parse_address
@@ -24,14 +25,24 @@ LOOPBACK = "127.0.0.1"
 SCOPE = ipaddress.IPv4Network("239.255.0.0/16")  # organisation-local scope (RFC 2365)
 
 
-def pick_group(rng: random.Random | None = None) -> Address:
-    """A group in SCOPE and a port free on it now: a random group, so that jobs running
-    side by side on one machine do not hear each other's RESULTs."""
+def pick_group(rng: random.Random | None = None) -> Address | None:
+    """A group in SCOPE and a port free on it now (a random group, so that jobs running side
+    by side on one machine do not hear each other's RESULTs), once a datagram sent to it on
+    loopback came back; None where this machine's loopback does not carry multicast (then
+    PSs send RESULTs to each worker)."""
     rng = rng or random.Random()
     host = str(SCOPE[rng.randrange(1, SCOPE.num_addresses - 1)])
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind((host, 0))
-        return host, probe.getsockname()[1]
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind((host, 0))
+            group = host, probe.getsockname()[1]
+        with join(group) as member, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+            send_on_loopback(sender)
+            sender.sendto(b"inart", group)
+            ready, _, _ = select.select([member], [], [], 1.0)
+            return group if ready and member.recv(16) == b"inart" else None
+    except OSError:
+        return None
 
 
 def parse_group(text: str, addresses: AddressMap, nodes: list[str]) -> Address:
